@@ -1,0 +1,49 @@
+"""robustlab: explore how vision-language models break under real-world perturbations.
+
+Public interface (see README):
+
+    import robustlab as rl
+    rl.list_perturbations(modality=None)     # specs with category, modality, source, severity table, availability
+    rl.perturb(x, name, severity, seed=0, variant=None)   # -> result with .output and .record
+    rl.regenerate(record, x)                 # -> the same output, bit for bit
+    rl.load_model("builtin:tiny-clip")       # also "open_clip:ARCH/TAG", "hf:REPO_ID", a local path
+
+Heavy modules (torch, models) are imported on first use, so perturbation-only use stays light.
+"""
+from __future__ import annotations
+
+import importlib
+
+__version__ = "0.1.0"
+
+_LAZY = {
+    "list_perturbations": ("robustlab.perturb", "list_perturbations"),
+    "perturb": ("robustlab.perturb", "perturb"),
+    "regenerate": ("robustlab.perturb", "regenerate"),
+    "get_perturbation": ("robustlab.perturb", "get_perturbation"),
+    "load_model": ("robustlab.models", "load_model"),
+    "list_models": ("robustlab.models", "list_models"),
+    "ModelUnavailable": ("robustlab.models.base", "ModelUnavailable"),
+    "InputError": ("robustlab.data.io", "InputError"),
+    "builtin_gallery": ("robustlab.data.gallery", "builtin_gallery"),
+    "eval_retrieval": ("robustlab.evaluate", "eval_retrieval"),
+}
+_SUBMODULES = {"perturb", "models", "data", "engine", "metrics", "analysis", "evaluate", "retrieval", "cli", "train"}
+
+
+def __getattr__(name: str):
+    if name in _LAZY:
+        mod, attr = _LAZY[name]
+        value = getattr(importlib.import_module(mod), attr)
+        globals()[name] = value
+        return value
+    if name in _SUBMODULES:
+        return importlib.import_module(f"robustlab.{name}")
+    raise AttributeError(f"module 'robustlab' has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted(list(globals()) + list(_LAZY) + list(_SUBMODULES))
+
+
+__all__ = ["__version__", *_LAZY]

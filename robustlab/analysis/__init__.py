@@ -1,0 +1,1 @@
+"""Diagnostics (hubness, QUAG, CLAVI, PEELING, t-SNE) land here in later issues."""

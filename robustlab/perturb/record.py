@@ -1,0 +1,115 @@
+"""Perturbation records: what was applied, with which parameters and seed, by which library versions.
+
+A record is a plain JSON-serialisable dict. Together with the clean input it is enough to regenerate the
+perturbed output bit for bit (``robustlab.perturb.regenerate``). Schema 1::
+
+    {"schema": 1, "name": ..., "modality": "image"|"text", "variant": ..., "severity": 0..5, "seed": int,
+     "params": {...resolved parameters...}, "input": {"kind": "image"|"video"|"text", ...},
+     "versions": {"robustlab", "python", "numpy", "opencv", "pillow", "scipy", "nlpaug"},
+     "input_hash": "blake2b128:<hex>", "output_hash": "blake2b128:<hex>", "note": "..."}
+
+Hashes are BLAKE2b-128 (hashlib, always available and stable across platforms) over a small header
+(kind, dtype, shape) plus the raw bytes, so arrays with the same bytes but different shapes differ.
+Image inputs are hashed *after* ``to_uint8_rgb`` (the array the perturbation actually saw).
+"""
+from __future__ import annotations
+
+import functools
+import hashlib
+import importlib.metadata as _md
+import platform
+import sys
+from typing import Any
+
+import numpy as np
+
+SCHEMA = 1
+HASH_PREFIX = "blake2b128:"
+
+# record version key -> candidate distribution names (first installed one wins)
+_DISTS: dict[str, tuple[str, ...]] = {
+    "robustlab": ("robustlab",),
+    "numpy": ("numpy",),
+    "opencv": ("opencv-python-headless", "opencv-python", "opencv-contrib-python-headless", "opencv-contrib-python"),
+    "pillow": ("pillow", "Pillow"),
+    "scipy": ("scipy",),
+    "nlpaug": ("nlpaug",),
+}
+
+
+@functools.lru_cache(maxsize=None)
+def _dist_version(key: str) -> str | None:
+    for dist in _DISTS.get(key, (key,)):
+        try:
+            return _md.version(dist)
+        except _md.PackageNotFoundError:
+            continue
+    if key == "robustlab":  # running from a source tree that is not installed
+        mod = sys.modules.get("robustlab")
+        return getattr(mod, "__version__", None) or "unknown"
+    return None
+
+
+@functools.lru_cache(maxsize=1)
+def versions() -> dict[str, str | None]:
+    """Versions of everything that can influence an output (None = not installed)."""
+    out: dict[str, str | None] = {"python": platform.python_version()}
+    for key in _DISTS:
+        out[key] = _dist_version(key)
+    return out
+
+
+def hash_value(x: Any) -> str:
+    """Stable BLAKE2b-128 of a str (UTF-8) or a numpy array (dtype + shape + C-order bytes)."""
+    h = hashlib.blake2b(digest_size=16)
+    if isinstance(x, str):
+        h.update(b"text:")
+        h.update(x.encode("utf-8", "surrogatepass"))
+    else:
+        a = np.ascontiguousarray(x)
+        h.update(f"arr:{a.dtype.str}:{tuple(a.shape)}:".encode())
+        h.update(a.tobytes())
+    return HASH_PREFIX + h.hexdigest()
+
+
+def jsonable(obj: Any) -> Any:
+    """Convert numpy scalars/arrays, tuples and non-str keys into plain JSON types (recursively)."""
+    if isinstance(obj, dict):
+        return {(k if isinstance(k, str) else str(k)): jsonable(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [jsonable(v) for v in obj]
+    if isinstance(obj, np.generic):
+        return obj.item()
+    if isinstance(obj, np.ndarray):
+        return obj.tolist()
+    if obj is None or isinstance(obj, (str, int, float, bool)):
+        return obj
+    return str(obj)
+
+
+def build_record(*, name: str, modality: str, variant: str, severity: int, seed: int, params: dict,
+                 input_info: dict, input_hash: str, output_hash: str, note: str = "") -> dict:
+    return {
+        "schema": SCHEMA,
+        "name": name,
+        "modality": modality,
+        "variant": variant,
+        "severity": int(severity),
+        "seed": int(seed),
+        "params": jsonable(params),
+        "input": jsonable(input_info),
+        "versions": dict(versions()),
+        "input_hash": input_hash,
+        "output_hash": output_hash,
+        "note": note,
+    }
+
+
+def version_differences(recorded: dict, keys) -> dict[str, tuple]:
+    """{key: (recorded, current)} for the given keys whose versions differ."""
+    now = versions()
+    diff = {}
+    for k in keys:
+        if k in recorded and recorded.get(k) != now.get(k):
+            diff[k] = (recorded.get(k), now.get(k))
+    return diff

@@ -1,0 +1,339 @@
+"""One registry for every perturbation (image, video, text), timm/AugLy style.
+
+A perturbation is a pure function ``fn(x, params: dict, rng: np.random.Generator) -> output`` registered with
+its metadata and a severity table per variant::
+
+    @register("gaussian_noise", modality="image", category="noise", source="...",
+              severity_table={1: {"sigma": 0.08}, ...})
+    def gaussian_noise(x, params, rng): ...
+
+``perturb(x, name, severity, seed, variant)`` resolves the parameters, converts the input (images through
+``robustlab.data.convert.to_uint8_rgb``), seeds ``np.random.default_rng(seed)`` (never the global RNG),
+runs the function and returns ``PerturbResult(output, record)``. Severity 0 is a clean pass-through for
+every perturbation. ``regenerate(record, x)`` re-runs a record and returns the same output bit for bit.
+
+Image functions get an H×W×3 uint8 array (or, when registered with ``batched=True``, any ``...×H×W×3`` stack,
+which is how videos are processed in one vectorised call) and must return the same shape, uint8.
+A T×H×W×3 video given to an image perturbation is processed frame by frame (one call on the stack when
+the function is ``batched``), with fresh randomness per frame: the generator advances across frames.
+"""
+from __future__ import annotations
+
+import dataclasses
+import difflib
+import importlib
+import importlib.util
+import warnings
+from typing import Any, Callable, NamedTuple
+
+import numpy as np
+
+from robustlab.perturb import record as _rec
+
+MODALITIES = ("image", "video", "text")
+MIN_SEVERITY, MAX_SEVERITY = 0, 5
+_BUILTIN_MODULES = ("robustlab.perturb.image", "robustlab.perturb.text", "robustlab.perturb.video")
+
+# dependency key (as used in ``requires``) -> (importable module, record.versions key)
+_DEPS: dict[str, tuple[str, str]] = {
+    "numpy": ("numpy", "numpy"),
+    "opencv": ("cv2", "opencv"),
+    "pillow": ("PIL", "pillow"),
+    "scipy": ("scipy", "scipy"),
+    "nlpaug": ("nlpaug", "nlpaug"),
+}
+
+
+class VersionMismatchWarning(UserWarning):
+    """A record is regenerated with library versions that differ from the ones that produced it."""
+
+
+class PerturbResult(NamedTuple):
+    """``output`` (H×W×3 uint8 array, T×H×W×3 for videos, or str) and its JSON-serialisable ``record``."""
+
+    output: Any
+    record: dict
+
+
+@dataclasses.dataclass
+class PerturbationSpec:
+    name: str
+    modality: str  # "image" | "video" | "text"
+    category: str  # "noise", "blur", "digital", "char", ...
+    source: str  # paper + code tag, e.g. "Qiu et al. 2022 [P2]; ImageNet-C"
+    severity_table: dict  # severity (1..5) -> params, for the default variant
+    variants: dict  # variant name -> severity table
+    default_variant: str
+    description: str = ""
+    available: bool = True
+    reason: str = ""  # why unavailable ("" if available)
+    tags: tuple = ()
+    variant_notes: dict = dataclasses.field(default_factory=dict)  # variant -> provenance/one-line note
+    requires: tuple = ()  # dependency keys, e.g. ("opencv",)
+    applies_to: tuple = ()  # input kinds accepted, e.g. ("image", "video")
+    batched: bool = False  # fn accepts ...×H×W×3 stacks (vectorised video path)
+    fn: Callable | None = dataclasses.field(default=None, repr=False, compare=False)
+
+    @property
+    def severities(self) -> list[int]:
+        return list(range(MIN_SEVERITY, MAX_SEVERITY + 1))
+
+    def params(self, severity: int, variant: str | None = None) -> dict:
+        """The resolved parameters for a severity (``{}`` for severity 0)."""
+        v = _check_variant(self, variant)
+        s = _check_severity(severity)
+        return {} if s == 0 else dict(self.variants[v][s])
+
+    def to_dict(self) -> dict:
+        d = {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name != "fn"}
+        return _rec.jsonable(d)
+
+
+_REGISTRY: dict[str, PerturbationSpec] = {}
+_builtins_loaded = False
+
+
+def _ensure_builtins() -> None:
+    global _builtins_loaded
+    if _builtins_loaded:
+        return
+    _builtins_loaded = True
+    for mod in _BUILTIN_MODULES:
+        importlib.import_module(mod)
+
+
+def _missing(requires) -> list[str]:
+    out = []
+    for dep in requires:
+        module = _DEPS.get(dep, (dep, dep))[0]
+        try:
+            found = importlib.util.find_spec(module) is not None
+        except (ImportError, ValueError):
+            found = False
+        if not found:
+            out.append(dep)
+    return out
+
+
+def _normalise_table(table: dict, where: str) -> dict:
+    out = {}
+    for k, v in table.items():
+        s = int(k)
+        if not MIN_SEVERITY < s <= MAX_SEVERITY or str(k) != str(s):
+            raise ValueError(f"{where}: severity keys must be 1..{MAX_SEVERITY}, got {k!r}")
+        if not isinstance(v, dict):
+            raise ValueError(f"{where}: severity {s} params must be a dict, got {type(v).__name__}")
+        out[s] = dict(v)
+    missing = [s for s in range(1, MAX_SEVERITY + 1) if s not in out]
+    if missing:
+        raise ValueError(f"{where}: severity table lacks severities {missing}")
+    return dict(sorted(out.items()))
+
+
+def register(name: str, *, modality: str, category: str, source: str, severity_table: dict | None = None,
+             variants: dict | None = None, default_variant: str = "default", description: str = "",
+             tags=(), requires=(), variant_notes: dict | None = None, batched: bool = False,
+             applies_to=None, override: bool = False):
+    """Decorator registering ``fn(x, params, rng) -> output`` as perturbation ``name``.
+
+    ``severity_table`` is the default variant's table ({1..5: params}); ``variants`` maps further variant
+    names to their tables (it may also contain the default variant instead of ``severity_table``).
+    ``requires`` lists dependency keys (``"opencv"``, ``"pillow"``, ``"nlpaug"``, ...): when one is missing the
+    spec is still listed, with ``available=False`` and a reason, and ``perturb`` refuses to run it.
+    """
+    if modality not in MODALITIES:
+        raise ValueError(f"modality must be one of {', '.join(MODALITIES)}, got {modality!r}")
+    tables = {}
+    if severity_table is not None:
+        tables[default_variant] = severity_table
+    for vname, table in (variants or {}).items():
+        if vname in tables and table is not severity_table:
+            raise ValueError(f"{name}: variant {vname!r} given twice")
+        tables[vname] = table
+    if default_variant not in tables:
+        raise ValueError(f"{name}: no severity table for the default variant {default_variant!r}")
+    tables = {v: _normalise_table(t, f"{name}[{v}]") for v, t in tables.items()}
+    # default variant first
+    tables = {default_variant: tables[default_variant], **{k: v for k, v in tables.items() if k != default_variant}}
+    if applies_to is None:
+        applies_to = ("image", "video") if modality == "image" else (modality,)
+
+    def deco(fn):
+        if name in _REGISTRY and not override:
+            raise ValueError(f"perturbation {name!r} is already registered (pass override=True to replace it)")
+        missing = _missing(requires)
+        spec = PerturbationSpec(
+            name=name, modality=modality, category=category, source=source,
+            severity_table=tables[default_variant], variants=tables, default_variant=default_variant,
+            description=description or (fn.__doc__ or "").strip().split("\n\n")[0].replace("\n", " "),
+            available=not missing,
+            reason=f"missing dependency: {', '.join(missing)} (pip install -r requirements.txt)" if missing else "",
+            tags=tuple(tags), variant_notes=dict(variant_notes or {}), requires=tuple(requires),
+            applies_to=tuple(applies_to), batched=bool(batched), fn=fn,
+        )
+        _REGISTRY[name] = spec
+        return fn
+
+    return deco
+
+
+def list_perturbations(modality: str | None = None) -> list[PerturbationSpec]:
+    """All registered specs (registration order), optionally only those that accept ``modality`` inputs.
+
+    Image perturbations also accept videos (frame by frame), so ``list_perturbations("video")`` includes them.
+    """
+    _ensure_builtins()
+    if modality is None:
+        return list(_REGISTRY.values())
+    if modality not in MODALITIES:
+        raise ValueError(f"unknown modality {modality!r}; valid: {', '.join(MODALITIES)} (or None for all)")
+    return [s for s in _REGISTRY.values() if modality in s.applies_to]
+
+
+def get_perturbation(name: str) -> PerturbationSpec:
+    _ensure_builtins()
+    spec = _REGISTRY.get(name) if isinstance(name, str) else None
+    if spec is None:
+        names = sorted(_REGISTRY)
+        close = difflib.get_close_matches(str(name), names, n=1)
+        hint = f" (did you mean {close[0]!r}?)" if close else ""
+        raise ValueError(f"unknown perturbation {name!r}{hint}; valid: {', '.join(names)}")
+    return spec
+
+
+def _check_variant(spec: PerturbationSpec, variant: str | None) -> str:
+    if variant is None:
+        return spec.default_variant
+    if variant not in spec.variants:
+        raise ValueError(f"unknown variant {variant!r} for {spec.name!r}; valid: {', '.join(spec.variants)} "
+                         f"(default {spec.default_variant!r})")
+    return variant
+
+
+def _check_severity(severity) -> int:
+    ok = isinstance(severity, (int, np.integer)) and not isinstance(severity, (bool, np.bool_))
+    if not ok or not MIN_SEVERITY <= int(severity) <= MAX_SEVERITY:
+        raise ValueError(f"severity must be an integer in {MIN_SEVERITY}..{MAX_SEVERITY} (0 = clean), "
+                         f"got {severity!r}")
+    return int(severity)
+
+
+def _check_seed(seed) -> int:
+    ok = isinstance(seed, (int, np.integer)) and not isinstance(seed, (bool, np.bool_))
+    if not ok or int(seed) < 0:
+        raise ValueError(f"seed must be a non-negative integer, got {seed!r}")
+    return int(seed)
+
+
+def _prepare_input(spec: PerturbationSpec, x):
+    """-> (converted input, input_info). Images go through to_uint8_rgb; 4-D arrays are videos."""
+    if spec.modality == "text":
+        if not isinstance(x, str):
+            raise TypeError(f"text perturbation {spec.name!r} needs a str, got {type(x).__name__}")
+        return x, {"kind": "text", "chars": len(x)}
+    if isinstance(x, str):
+        raise TypeError(f"{spec.modality} perturbation {spec.name!r} needs an image or video array, got a str")
+    from robustlab.data.convert import to_uint8_rgb  # lazy: the engine imports torch
+
+    is_video = not hasattr(x, "convert") and np.ndim(x) == 4
+    if is_video:
+        if "video" not in spec.applies_to:
+            raise TypeError(f"perturbation {spec.name!r} does not accept videos")
+        frames = [to_uint8_rgb(f) for f in np.asarray(x)]
+        if not frames:
+            raise ValueError("a video must have at least one frame")
+        if len({f.shape for f in frames}) != 1:
+            raise ValueError("all video frames must have the same size")
+        arr = np.stack(frames)
+        kind = "video"
+    else:
+        if "image" not in spec.applies_to:
+            raise TypeError(f"perturbation {spec.name!r} does not accept single images")
+        arr = to_uint8_rgb(x)
+        kind = "image"
+    if arr.shape[-3] < 1 or arr.shape[-2] < 1:
+        raise ValueError(f"an image must be at least 1×1, got shape {arr.shape}")
+    return arr, {"kind": kind, "shape": list(arr.shape)}
+
+
+def _run(spec: PerturbationSpec, x, params: dict, rng: np.random.Generator):
+    if spec.modality == "text":
+        out = spec.fn(x, dict(params), rng)
+        if not isinstance(out, str):
+            raise RuntimeError(f"perturbation {spec.name!r} returned {type(out).__name__}, expected str")
+        return out
+    if x.ndim == 4 and not spec.batched:  # per frame; the generator advances => fresh randomness per frame
+        out = np.stack([spec.fn(f, dict(params), rng) for f in x])
+    else:
+        out = spec.fn(x, dict(params), rng)
+    out = np.asarray(out)
+    if out.shape != x.shape or out.dtype != np.uint8:
+        raise RuntimeError(f"perturbation {spec.name!r} returned {out.dtype} {out.shape}, expected uint8 {x.shape}")
+    return np.ascontiguousarray(out)
+
+
+def perturb(x, name: str, severity: int, seed: int = 0, variant: str | None = None) -> PerturbResult:
+    """Apply perturbation ``name`` at ``severity`` (0 = clean, 1..5) with ``seed``; see module docstring."""
+    spec = get_perturbation(name)
+    v = _check_variant(spec, variant)
+    s = _check_severity(severity)
+    seed = _check_seed(seed)
+    if not spec.available:
+        raise RuntimeError(f"perturbation {name!r} is unavailable: {spec.reason}")
+    arr, info = _prepare_input(spec, x)
+    input_hash = _rec.hash_value(arr)
+    note = ""
+    if s == 0:
+        params = {}
+        out = arr if isinstance(arr, str) else arr.copy()
+        note = "severity 0: clean pass-through (output == input)"
+    else:
+        params = dict(spec.variants[v][s])
+        if spec.modality == "text" and not arr.strip():
+            out = arr
+            note = "empty or whitespace-only text: returned unchanged"
+        else:
+            try:
+                out = _run(spec, arr, params, np.random.default_rng(seed))
+            except ImportError as e:  # a dependency found on disk but broken at import
+                raise RuntimeError(f"perturbation {name!r} is unavailable: {e}") from e
+            if spec.modality == "text" and out == arr:
+                note = "no augmentable words (or nothing changed): returned unchanged"
+    record = _rec.build_record(name=spec.name, modality=spec.modality, variant=v, severity=s, seed=seed,
+                               params=params, input_info=info, input_hash=input_hash,
+                               output_hash=_rec.hash_value(out), note=note)
+    return PerturbResult(out, record)
+
+
+def regenerate(record: dict, x):
+    """Re-run ``record`` on the clean input ``x``; returns the output, bit for bit the original one.
+
+    Raises ValueError if ``x`` is not the input the record was made from (input_hash mismatch) or the record is
+    malformed; warns (VersionMismatchWarning) if relevant library versions differ from the recorded ones, and
+    if the regenerated output's hash differs from the recorded ``output_hash``.
+    """
+    if not isinstance(record, dict):
+        raise ValueError(f"record must be a dict, got {type(record).__name__}")
+    missing = [k for k in ("name", "variant", "severity", "seed", "input_hash") if k not in record]
+    if missing:
+        raise ValueError(f"record lacks {', '.join(missing)}")
+    if record.get("schema", _rec.SCHEMA) != _rec.SCHEMA:
+        raise ValueError(f"unsupported record schema {record.get('schema')!r}; this robustlab writes {_rec.SCHEMA}")
+    spec = get_perturbation(record["name"])
+    arr, _ = _prepare_input(spec, x)
+    if _rec.hash_value(arr) != record["input_hash"]:
+        raise ValueError(f"input does not match the record's input_hash ({record['input_hash']}); "
+                         "regenerate needs the same clean input the record was made from")
+    keys = ["robustlab", "numpy"] + [_DEPS.get(d, (d, d))[1] for d in spec.requires]
+    if spec.modality == "text":
+        keys.append("python")  # text augmenters use Python's `random`
+    diff = _rec.version_differences(record.get("versions") or {}, keys)
+    if diff:
+        txt = ", ".join(f"{k} {a} -> {b}" for k, (a, b) in diff.items())
+        warnings.warn(f"regenerating {spec.name!r} with different library versions ({txt}); "
+                      "the output may not match bit for bit", VersionMismatchWarning, stacklevel=2)
+    res = perturb(x, record["name"], record["severity"], seed=record["seed"], variant=record["variant"])
+    if record.get("output_hash") and res.record["output_hash"] != record["output_hash"]:
+        warnings.warn(f"regenerated output of {spec.name!r} differs from the record's output_hash",
+                      VersionMismatchWarning, stacklevel=2)
+    return res.output

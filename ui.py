@@ -1,0 +1,53 @@
+"""Streamlit glue shared by app.py and the pages: cached loaders and the global sidebar's choices.
+
+Kept out of ``robustlab/`` (the core is UI-free) and out of ``pages/`` (one file per view).
+"""
+from __future__ import annotations
+
+import streamlit as st
+
+from robustlab.data.gallery import Gallery, builtin_gallery
+from robustlab.models import ModelUnavailable, load_model
+from robustlab.retrieval import RetrievalBench
+
+DEMO_N = 300
+DEFAULT_MODEL = "builtin:tiny-clip"
+
+
+@st.cache_resource(show_spinner="Loading model…")
+def get_model(spec: str, device: str):
+    """One model instance per (spec, device) per process."""
+    return load_model(spec, device=None if device == "auto" else device)
+
+
+@st.cache_resource(show_spinner="Generating the built-in gallery (first run only)…")
+def get_builtin_gallery(n: int = DEMO_N) -> Gallery:
+    return builtin_gallery(n)
+
+
+@st.cache_resource(show_spinner=False, max_entries=8)
+def get_bench(spec: str, device: str, gallery_id: str, _gallery: Gallery) -> RetrievalBench:
+    """A RetrievalBench per model and gallery: memoises perturbed galleries and their embeddings."""
+    return RetrievalBench(get_model(spec, device), _gallery)
+
+
+def current_model():
+    """The sidebar's model, or None after showing why it can't be loaded."""
+    spec = st.session_state.get("model_spec", DEFAULT_MODEL)
+    device = st.session_state.get("device", "auto")
+    try:
+        model = get_model(spec, device)
+    except (ModelUnavailable, ValueError, RuntimeError, OSError) as e:
+        st.error(f"Model **{spec}** can't be loaded here: {e}")
+        return None
+    if model.random_init:
+        st.warning(f"{spec} is randomly initialised: plumbing only, its numbers are not results.")
+    return model
+
+
+def current_gallery() -> tuple[str, Gallery | None]:
+    """(gallery id, gallery) for the sidebar's dataset choice; the uploaded gallery lives in session state."""
+    if st.session_state.get("dataset", "builtin") == "upload":
+        g = st.session_state.get("upload_gallery")
+        return (st.session_state.get("upload_gallery_id", "upload-empty"), g)
+    return (f"builtin-{DEMO_N}", get_builtin_gallery(DEMO_N))
