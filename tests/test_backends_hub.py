@@ -74,15 +74,15 @@ def test_open_clip_random_init_encodes(vit_b32):
     assert e1.shape == (3, 512) and t1.shape == (3, 512)
     _unit(e1), _unit(t1)
     assert m.similarity(t1, e1).shape == (3, 3)
-    e2, t2 = m.encode_images(imgs, batch_size=2), m.encode_texts(TEXTS, batch_size=1)
-    np.testing.assert_allclose(e1, e2, atol=1e-5)
-    np.testing.assert_allclose(t1, t2, atol=1e-5)
+    # deterministic across calls and batch sizes (a subset keeps this quick on a small CPU)
+    np.testing.assert_allclose(m.encode_images(imgs[1:], batch_size=1), e1[1:], atol=1e-5)
+    np.testing.assert_allclose(m.encode_texts(TEXTS[:2], batch_size=1), t1[:2], atol=1e-5)
 
 
 def test_open_clip_checkpoint_roundtrip(vit_b32, tmp_path):
     from safetensors.torch import save_file
 
-    imgs = _images()
+    imgs, texts = _images()[:1], TEXTS[:1]  # one of each: ViT-B-32 on a small CPU is ~1 s per forward
     base_e = vit_b32.encode_images(imgs)
     # weights that differ from the (seeded) random init, so a reload that ignored the file would be caught
     m = load_model("open_clip:ViT-B-32", device="cpu")
@@ -90,7 +90,7 @@ def test_open_clip_checkpoint_roundtrip(vit_b32, tmp_path):
     with torch.no_grad():
         for p in m.model.parameters():
             p.add_(torch.randn(p.shape, generator=g) * 0.02)
-    ref_e, ref_t = m.encode_images(imgs), m.encode_texts(TEXTS)
+    ref_e, ref_t = m.encode_images(imgs), m.encode_texts(texts)
     assert not np.allclose(ref_e, base_e, atol=1e-3)
     sd = {k: v.detach().contiguous() for k, v in m.model.state_dict().items()}
     st, pt = tmp_path / "vitb32.safetensors", tmp_path / "vitb32.pt"
@@ -101,7 +101,7 @@ def test_open_clip_checkpoint_roundtrip(vit_b32, tmp_path):
         r = load_model(f"open_clip:ViT-B-32/{path}", device="cpu")
         assert r.info().random_init is False
         np.testing.assert_allclose(r.encode_images(imgs), ref_e, atol=1e-5)
-        np.testing.assert_allclose(r.encode_texts(TEXTS), ref_t, atol=1e-5)
+        np.testing.assert_allclose(r.encode_texts(texts), ref_t, atol=1e-5)
         del r
     # a bare file: the architecture can't be told, the message says how to spell it
     with pytest.raises(ModelUnavailable, match="open_clip:ARCH/"):
@@ -189,7 +189,8 @@ def test_hf_from_config_matches_raw_model(tiny_hf):
     with torch.inference_mode():
         raw_e = _raw(m.model.get_image_features(pixel_values=pix)).numpy()
         enc = m.tokenizer(TEXTS, padding=True, return_tensors="pt")
-        raw_t = _raw(m.model.get_text_features(input_ids=enc["input_ids"], attention_mask=enc["attention_mask"])).numpy()
+        raw_t = _raw(m.model.get_text_features(input_ids=enc["input_ids"],
+                                                attention_mask=enc["attention_mask"])).numpy()
     np.testing.assert_allclose(e, raw_e, atol=1e-5)
     np.testing.assert_allclose(t, raw_t, atol=1e-5)
 

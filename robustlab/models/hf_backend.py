@@ -290,7 +290,8 @@ class HFClipModel(EmbeddingModel):
         from transformers import CLIPModel
 
         if getattr(config, "model_type", None) != "clip":
-            raise ValueError(f"from_config builds CLIP models only, got model_type {getattr(config, 'model_type', None)!r}")
+            mt = getattr(config, "model_type", None)
+            raise ValueError(f"from_config builds CLIP models only, got model_type {mt!r}")
         config = copy.deepcopy(config)
         tcfg = config.text_config
         tok = byte_tokenizer(int(tcfg.max_position_embeddings))

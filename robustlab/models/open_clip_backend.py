@@ -1,7 +1,7 @@
 """open_clip backend: any open_clip architecture with a pretrained tag, a local checkpoint, or random init.
 
     open_clip:ViT-B-32/laion2b_s34b_b79k    architecture + pretrained tag (downloaded once, then from the cache)
-    open_clip:ViT-B-32/path/to/ckpt.pt       architecture + a local checkpoint (.safetensors, or a weights-only .pt/.bin)
+    open_clip:ViT-B-32/path/to/ckpt.pt       architecture + a local checkpoint (.safetensors or weights-only .pt)
     open_clip:ViT-B-32                       random init: plumbing tests only (``random_init=True``), never results
     open_clip:hf-hub:org/repo                an open_clip repo on the hub (open_clip's own schema)
     /path/to/folder                          a folder with open_clip_config.json and its weights
@@ -72,7 +72,7 @@ def _load_weights(model: torch.nn.Module, path: Path, arch: str) -> None:
     """Load a local checkpoint into an open_clip model, with open_clip's own state-dict fix-ups."""
     open_clip = _open_clip()
     what = f"open_clip checkpoint {path}"
-    if path.suffix.lower() in _NUMPY_SUFFIXES:  # big_vision SigLIP weights: open_clip reads them with np.load (no pickle)
+    if path.suffix.lower() in _NUMPY_SUFFIXES:  # big_vision SigLIP weights: open_clip uses np.load (no pickle)
         try:
             open_clip.load_checkpoint(model, str(path))
         except Exception as e:
@@ -216,10 +216,10 @@ class OpenClipModel(EmbeddingModel):
             except (OSError, ValueError) as e:
                 raise unavailable(f"open_clip folder {p}", "unreadable open_clip_config.json", e) from e
             weights = _find_dir_checkpoint(p)
+            desc = f"open_clip from folder {p.name}" + ("" if weights else " (no weights: random init)")
             return cls._build(f"local-dir:{p}", model_id=f"open_clip:local-dir:{p}", weights=weights, local=True,
                               load_weights=False, random_init=weights is None, device=device, half=half,
-                              offline=offline_reason() if _needs_hub(model_cfg) else None,
-                              description=f"open_clip from folder {p.name}" + ("" if weights else " (no weights: random init)"))
+                              offline=offline_reason() if _needs_hub(model_cfg) else None, description=desc)
         if p.is_dir():
             raise unavailable(f"model folder {p}", "it has neither config.json (transformers) nor "
                                                    "open_clip_config.json (open_clip)")
@@ -242,7 +242,8 @@ class OpenClipModel(EmbeddingModel):
         return self.model.encode_text(tokens.to(self.device))
 
     def __repr__(self) -> str:
-        return f"<{type(self).__name__} {self.model_id} on {self.device} {str(self.dtype)}{' random-init' if self.random_init else ''}>"
+        tail = " random-init" if self.random_init else ""
+        return f"<{type(self).__name__} {self.model_id} on {self.device} {str(self.dtype)}{tail}>"
 
 
 __all__ = ["OpenClipModel"]

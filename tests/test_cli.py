@@ -1,0 +1,45 @@
+import json
+import subprocess
+import sys
+
+import pytest
+
+from robustlab.cli import main
+
+
+def test_models_and_perturbations_listing(capsys):
+    assert main(["models"]) == 0
+    out = capsys.readouterr().out
+    assert "builtin:tiny-clip" in out and "available" in out
+    assert main(["perturbations", "--modality", "image", "--json"]) == 0
+    specs = json.loads(capsys.readouterr().out)
+    names = {s["name"] for s in specs}
+    assert {"gaussian_noise", "shot_noise", "impulse_noise", "defocus_blur", "jpeg_compression", "pixelate"} <= names
+    assert all(s["modality"] == "image" and s["severity_table"] for s in specs)
+
+
+def test_eval_retrieval_json(capsys):
+    assert main(["eval", "retrieval", "--model", "builtin:tiny-clip", "--dataset", "builtin", "--n", "50",
+                 "--seed", "5", "--json"]) == 0
+    res = json.loads(capsys.readouterr().out)
+    for key in ("t2i_R@1", "t2i_R@5", "t2i_R@10", "i2t_R@1", "t2i_MdR"):
+        assert 0 <= res[key] <= 50
+    assert res["n"] == 50 and res["seed"] == 5
+    assert main(["eval", "retrieval", "--n", "50", "--seed", "5", "--perturb", "gaussian_noise", "--severity", "5",
+                 "--json"]) == 0
+    pert = json.loads(capsys.readouterr().out)
+    assert pert["image_perturb"] == "gaussian_noise" and pert["t2i_R@1"] < res["t2i_R@1"]
+
+
+def test_eval_errors_are_one_line(capsys):
+    assert main(["eval", "retrieval", "--model", "hf:nobody/nothing-here", "--n", "10"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("robustlab:") and "\n" not in err and "builtin:tiny-clip" in err
+    assert main(["eval", "retrieval", "--perturb", "no_such_thing", "--n", "10"]) == 2
+    assert "no_such_thing" in capsys.readouterr().err
+    assert main(["eval", "retrieval", "--dataset", "coco", "--n", "10"]) == 2
+
+
+def test_console_script_is_installed():
+    r = subprocess.run([sys.executable, "-m", "robustlab.cli", "models"], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0 and "tiny-clip" in r.stdout
