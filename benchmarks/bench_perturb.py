@@ -37,12 +37,15 @@ def _median_ms(fn, n: int) -> float:
     return statistics.median(times)
 
 
-def run(n: int = 20) -> list[dict]:
-    from robustlab.perturb import get_perturbation, list_perturbations, perturb
+V1 = ("gaussian_noise", "shot_noise", "impulse_noise", "defocus_blur", "jpeg_compression", "pixelate")
+
+
+def run(n: int = 20, names=V1) -> list[dict]:
+    from robustlab.perturb import get_perturbation, perturb
 
     img = _image()
     rows = []
-    for spec in list_perturbations("image"):
+    for spec in (get_perturbation(nm) for nm in names):
         if not spec.available:
             rows.append({"name": spec.name, "ms_per_image": None, "fn_ms": None, "note": spec.reason})
             continue

@@ -12,7 +12,7 @@ import numpy as np
 from robustlab.data import world
 from robustlab.engine.cache import default_cache_dir
 
-WORLD_VERSION = 1  # bump when the generator's output changes, so stale caches are not reused
+WORLD_VERSION = 2  # bump when the generator's output changes, so stale caches are not reused
 
 
 @dataclass

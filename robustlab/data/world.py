@@ -19,7 +19,7 @@ from dataclasses import asdict, dataclass, field
 import numpy as np
 from PIL import Image, ImageDraw
 
-SHAPES = ("circle", "square", "triangle", "diamond")
+SHAPES = ("circle", "square", "triangle", "diamond", "star", "ring")
 COLORS = {
     "red": (220, 40, 40),
     "green": (40, 170, 60),
@@ -30,7 +30,7 @@ COLORS = {
     "cyan": (40, 210, 220),
     "pink": (245, 130, 190),
 }
-SIZES = {"small": 0.15, "large": 0.27}  # side/diameter as a fraction of the image
+SIZES = {"small": 0.12, "large": 0.26}  # side/diameter as a fraction of the image
 BACKGROUNDS = {
     "gray": (128, 128, 128),
     "black": (25, 25, 30),
@@ -159,7 +159,21 @@ def _shape_polygon(shape: str, cx: float, cy: float, r: float):
         return [(cx, cy - r), (cx + r, cy + r * 0.85), (cx - r, cy + r * 0.85)]
     if shape == "diamond":
         return [(cx, cy - r * 1.1), (cx + r * 1.1, cy), (cx, cy + r * 1.1), (cx - r * 1.1, cy)]
+    if shape == "star":
+        ang = np.pi / 2 + np.arange(10) * np.pi / 5
+        rad = np.where(np.arange(10) % 2 == 0, r * 1.15, r * 0.48)
+        return [(cx + float(a) * np.cos(t), cy - float(a) * np.sin(t)) for a, t in zip(rad, ang)]
     raise ValueError(shape)
+
+
+def _draw_shape(draw: ImageDraw.ImageDraw, shape: str, cx: float, cy: float, r: float, fill, outline, width: int):
+    """Fill one shape (a ring is a thick circle outline: fine detail that blur and noise destroy first)."""
+    if shape == "circle":
+        draw.ellipse([cx - r, cy - r, cx + r, cy + r], fill=fill, outline=outline, width=width)
+    elif shape == "ring":
+        draw.ellipse([cx - r, cy - r, cx + r, cy + r], outline=fill, width=max(2, int(r * 0.4)))
+    else:
+        draw.polygon(_shape_polygon(shape, cx, cy, r), fill=fill, outline=outline, width=width)
 
 
 def _background(bg: str, size: int, rng: np.random.Generator) -> np.ndarray:
@@ -181,20 +195,11 @@ def render_objects(objs: list[Obj], bg: str, size: int, rng: np.random.Generator
         col = np.array(COLORS[o.color], np.float32)
         shade = tuple(int(v) for v in np.clip(col * 0.6, 0, 255))
         cx, cy, r = o.cx * S, o.cy * S, SIZES[o.size] * S / 2
-        if o.shape == "circle":
-            draw.ellipse([cx - r, cy - r, cx + r, cy + r], fill=tuple(int(v) for v in col), outline=shade,
-                         width=max(1, S // 64))
-        else:
-            draw.polygon(_shape_polygon(o.shape, cx, cy, r), fill=tuple(int(v) for v in col), outline=shade,
-                         width=max(1, S // 64))
+        _draw_shape(draw, o.shape, cx, cy, r, tuple(int(v) for v in col), shade, max(1, S // 64))
         if o.texture == "striped":
             # dark diagonal stripes clipped to the shape's mask
             mask = Image.new("L", im.size, 0)
-            md = ImageDraw.Draw(mask)
-            if o.shape == "circle":
-                md.ellipse([cx - r, cy - r, cx + r, cy + r], fill=255)
-            else:
-                md.polygon(_shape_polygon(o.shape, cx, cy, r), fill=255)
+            _draw_shape(ImageDraw.Draw(mask), o.shape, cx, cy, r, 255, None, 0)
             stripes = Image.new("L", im.size, 0)
             sd = ImageDraw.Draw(stripes)
             step = max(3, int(r / 2.2))

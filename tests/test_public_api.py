@@ -1,0 +1,42 @@
+"""The public interface documented in the README keeps these names and shapes."""
+import json
+
+import numpy as np
+
+
+def test_public_names():
+    import robustlab as rl
+
+    for name in ("list_perturbations", "perturb", "regenerate", "load_model", "list_models", "metrics",
+                 "eval_retrieval", "__version__"):
+        assert hasattr(rl, name), name
+
+
+def test_perturb_and_regenerate_round_trip_through_json():
+    import robustlab as rl
+
+    img = np.random.default_rng(0).integers(0, 255, (24, 31, 3), dtype=np.uint8)
+    res = rl.perturb(img, "gaussian_noise", 4, seed=11)
+    rec = json.loads(json.dumps(res.record))
+    assert rec["name"] == "gaussian_noise" and rec["severity"] == 4 and rec["seed"] == 11
+    assert {"modality", "variant", "params", "versions"} <= set(rec)
+    assert np.array_equal(rl.regenerate(rec, img), res.output)
+    txt = rl.perturb("a small red circle at the top left", "keyboard", 3, seed=2)
+    assert rl.regenerate(json.loads(json.dumps(txt.record)), "a small red circle at the top left") == txt.output
+
+
+def test_listing_shows_category_modality_source_and_table():
+    import robustlab as rl
+
+    specs = {s.name: s for s in rl.list_perturbations()}
+    s = specs["defocus_blur"]
+    assert s.modality == "image" and s.category == "blur" and s.source and s.available
+    assert set(s.severity_table) >= {1, 2, 3, 4, 5}
+    assert all(x.modality == "text" for x in rl.list_perturbations(modality="text"))
+
+
+def test_metrics_retrieval_interface():
+    import robustlab as rl
+
+    out = rl.metrics.retrieval(np.eye(4), [0, 1, 2, 3])
+    assert out["R@1"] == 1.0 and out["MdR"] == 1.0 and set(out) >= {"R@1", "R@5", "R@10", "MdR", "MnR"}
