@@ -16,11 +16,11 @@ import importlib
 
 __version__ = "0.1.0"
 
+# ``rl.perturb`` is the function, not the subpackage: import it eagerly so that it wins over the submodule
+# attribute Python sets on first import of robustlab.perturb (importing robustlab.perturb is light: numpy only).
+from robustlab.perturb import list_perturbations, perturb, regenerate, get_perturbation  # noqa: E402
+
 _LAZY = {
-    "list_perturbations": ("robustlab.perturb", "list_perturbations"),
-    "perturb": ("robustlab.perturb", "perturb"),
-    "regenerate": ("robustlab.perturb", "regenerate"),
-    "get_perturbation": ("robustlab.perturb", "get_perturbation"),
     "load_model": ("robustlab.models", "load_model"),
     "list_models": ("robustlab.models", "list_models"),
     "ModelUnavailable": ("robustlab.models.base", "ModelUnavailable"),
@@ -28,7 +28,7 @@ _LAZY = {
     "builtin_gallery": ("robustlab.data.gallery", "builtin_gallery"),
     "eval_retrieval": ("robustlab.evaluate", "eval_retrieval"),
 }
-_SUBMODULES = {"perturb", "models", "data", "engine", "metrics", "analysis", "evaluate", "retrieval", "cli", "train"}
+_SUBMODULES = {"models", "data", "engine", "metrics", "analysis", "evaluate", "retrieval", "cli", "train"}
 
 
 def __getattr__(name: str):
@@ -46,4 +46,4 @@ def __dir__():
     return sorted(list(globals()) + list(_LAZY) + list(_SUBMODULES))
 
 
-__all__ = ["__version__", *_LAZY]
+__all__ = ["__version__", "list_perturbations", "perturb", "regenerate", "get_perturbation", *_LAZY]

@@ -55,16 +55,17 @@ def test_missing_checkpoint_is_a_clear_message(tmp_path):
         TinyClip(device="cpu", checkpoint=tmp_path / "none.safetensors")
 
 
-def test_quality_on_a_small_heldout_split_and_it_breaks_under_noise(tiny_clip):
-    """The full bars (1,000 held-out scenes) are measured in benchmarks/; this is the fast guard."""
+def test_quality_on_a_small_heldout_split_and_it_breaks_under_noise_and_blur(tiny_clip):
+    """The full bars (1,000 held-out scenes) are measured in benchmarks/; this is the fast guard (300 scenes)."""
     from robustlab.evaluate import eval_retrieval
 
-    clean = eval_retrieval(tiny_clip, n=200, seed=world.HELDOUT_SEED + 1)
+    kw = dict(n=300, seed=world.HELDOUT_SEED + 1)
+    clean = eval_retrieval(tiny_clip, **kw)
     assert clean["t2i_R@1"] >= 0.80 and clean["t2i_R@5"] >= 0.95
-    assert clean["i2t_R@1"] >= 0.70
-    noisy = eval_retrieval(tiny_clip, n=200, seed=world.HELDOUT_SEED + 1, image_perturb="gaussian_noise",
-                           image_severity=5)
-    blurry = eval_retrieval(tiny_clip, n=200, seed=world.HELDOUT_SEED + 1, image_perturb="defocus_blur",
-                            image_severity=5)
-    assert noisy["t2i_R@1"] < clean["t2i_R@1"] - 0.3
-    assert blurry["t2i_R@1"] < clean["t2i_R@1"] - 0.2
+    assert clean["i2t_R@1"] >= 0.80
+    noisy = eval_retrieval(tiny_clip, image_perturb="gaussian_noise", image_severity=5, **kw)
+    blurry = eval_retrieval(tiny_clip, image_perturb="defocus_blur", image_severity=5, **kw)
+    assert noisy["t2i_R@1"] < clean["t2i_R@1"] - 0.5
+    # blur hurts less than noise (colour and position survive it; shapes and small objects don't)
+    assert blurry["t2i_R@1"] < clean["t2i_R@1"] - 0.04
+    assert blurry["i2t_R@1"] < clean["i2t_R@1"] - 0.06
