@@ -56,137 +56,141 @@ def upload_section():
 if st.session_state.get("dataset") == "upload":
     upload_section()
 
-model = ui.current_model()
-gid, gallery = ui.current_gallery()
-if model is None:
-    st.stop()
-if gallery is None or len(gallery) == 0:
-    st.info("Your gallery is empty: upload images with captions above, or pick the built-in demo in the sidebar.")
-    st.stop()
-try:
-    bench = ui.get_bench(st.session_state["model_spec"], st.session_state.get("device", "auto"), gid, gallery)
-except ValueError as e:
-    st.warning(str(e))
-    st.stop()
+def main():
+    model = ui.current_model()
+    gid, gallery = ui.current_gallery()
+    if model is None:
+        return
+    if gallery is None or len(gallery) == 0:
+        st.info("Your gallery is empty: upload images with captions above, or pick the built-in demo in the sidebar.")
+        return
+    try:
+        bench = ui.get_bench(st.session_state["model_spec"], st.session_state.get("device", "auto"), gid, gallery)
+    except ValueError as e:
+        st.warning(str(e))
+        return
 
-# ---- controls -----------------------------------------------------------------------------------
-img_specs = [s for s in list_perturbations(modality="image") if s.available]
-txt_specs = [s for s in list_perturbations(modality="text") if s.available]
-img_names = ["(none)"] + [s.name for s in img_specs]
-txt_names = ["(none)"] + [s.name for s in txt_specs]
-cat_of = {s.name: s.category for s in img_specs + txt_specs}
-
-
-def fmt(name: str) -> str:
-    return name if name == "(none)" else f"{cat_of[name]} · {name}"
+    # ---- controls -----------------------------------------------------------------------------------
+    img_specs = [s for s in list_perturbations(modality="image") if s.available]
+    txt_specs = [s for s in list_perturbations(modality="text") if s.available]
+    img_names = ["(none)"] + [s.name for s in img_specs]
+    txt_names = ["(none)"] + [s.name for s in txt_specs]
+    cat_of = {s.name: s.category for s in img_specs + txt_specs}
 
 
-captioned = bench.captioned
-c1, c2 = st.columns([3, 2])
-with c1:
-    mode = st.radio("Query", ["gallery caption", "my own text"], horizontal=True, key="query_mode")
-    if mode == "gallery caption":
-        qi = st.selectbox("Caption (its image is the ground truth)", captioned, key="query_idx",
-                          format_func=lambda i: f"#{i} · {gallery.captions[i]}")
-        qtext, gt = None, qi
-    else:
-        qtext = st.text_input("Query text", value="a large red circle at the left on a gray background",
-                              key="query_text")
-        gt_choice = st.selectbox("Ground-truth image (optional)", [None] + list(range(len(gallery))),
-                                 key="query_gt", format_func=lambda i: "none" if i is None else
-                                 f"#{i} · {gallery.names[i]}")
-        qi, gt = None, gt_choice
-with c2:
-    k = st.slider("Top-k", 1, min(20, len(gallery)), min(5, len(gallery)), key="topk")
-    seed = st.number_input("Seed", 0, 2**31 - 1, 0, key="seed",
-                           help="Gallery item i is perturbed with seed + i; the typed query with seed.")
-
-p1, p2 = st.columns(2)
-with p1:
-    ip = st.selectbox("Image perturbation", img_names, key="img_pert", format_func=fmt,
-                      index=img_names.index("gaussian_noise") if "gaussian_noise" in img_names else 0)
-    isev = st.slider("Image severity", 0, 5, 3, key="img_sev", disabled=ip == "(none)")
-with p2:
-    tp = st.selectbox("Text perturbation", txt_names, key="txt_pert", format_func=fmt,
-                      index=txt_names.index("keyboard") if "keyboard" in txt_names else 0)
-    tsev = st.slider("Text severity", 0, 5, 2, key="txt_sev", disabled=tp == "(none)")
-
-icond = Condition(None if ip == "(none)" else ip, isev, int(seed))
-tcond = Condition(None if tp == "(none)" else tp, tsev, int(seed))
-
-bar = st.progress(0.0, text="Encoding the gallery…")
+    def fmt(name: str) -> str:
+        return name if name == "(none)" else f"{cat_of[name]} · {name}"
 
 
-def progress(done, total):
-    bar.progress(done / max(total, 1), text=f"Encoding the gallery… {done}/{total}")
+    captioned = bench.captioned
+    c1, c2 = st.columns([3, 2])
+    with c1:
+        mode = st.radio("Query", ["gallery caption", "my own text"], horizontal=True, key="query_mode")
+        if mode == "gallery caption":
+            qi = st.selectbox("Caption (its image is the ground truth)", captioned, key="query_idx",
+                              format_func=lambda i: f"#{i} · {gallery.captions[i]}")
+            qtext, gt = None, qi
+        else:
+            qtext = st.text_input("Query text", value="a large red circle at the left on a gray background",
+                                  key="query_text")
+            gt_choice = st.selectbox("Ground-truth image (optional)", [None] + list(range(len(gallery))),
+                                     key="query_gt", format_func=lambda i: "none" if i is None else
+                                     f"#{i} · {gallery.names[i]}")
+            qi, gt = None, gt_choice
+    with c2:
+        k = st.slider("Top-k", 1, min(20, len(gallery)), min(5, len(gallery)), key="topk")
+        seed = st.number_input("Seed", 0, 2**31 - 1, 0, key="seed",
+                               help="Gallery item i is perturbed with seed + i; the typed query with seed.")
+
+    p1, p2 = st.columns(2)
+    with p1:
+        ip = st.selectbox("Image perturbation", img_names, key="img_pert", format_func=fmt,
+                          index=img_names.index("gaussian_noise") if "gaussian_noise" in img_names else 0)
+        isev = st.slider("Image severity", 0, 5, 3, key="img_sev", disabled=ip == "(none)")
+    with p2:
+        tp = st.selectbox("Text perturbation", txt_names, key="txt_pert", format_func=fmt,
+                          index=txt_names.index("keyboard") if "keyboard" in txt_names else 0)
+        tsev = st.slider("Text severity", 0, 5, 2, key="txt_sev", disabled=tp == "(none)")
+
+    icond = Condition(None if ip == "(none)" else ip, isev, int(seed))
+    tcond = Condition(None if tp == "(none)" else tp, tsev, int(seed))
+
+    bar = st.progress(0.0, text="Encoding the gallery…")
 
 
-try:
-    cmp = bench.compare(icond, tcond, query_index=qi, query_text=qtext, gt_index=gt, k=k, progress=progress)
-except (InputError, ValueError) as e:
+    def progress(done, total):
+        bar.progress(done / max(total, 1), text=f"Encoding the gallery… {done}/{total}")
+
+
+    try:
+        cmp = bench.compare(icond, tcond, query_index=qi, query_text=qtext, gt_index=gt, k=k, progress=progress)
+    except (InputError, ValueError) as e:
+        bar.empty()
+        st.warning(str(e))
+        return
     bar.empty()
-    st.warning(str(e))
-    st.stop()
-bar.empty()
 
-# ---- results ------------------------------------------------------------------------------------
-m1, m2, m3 = st.columns(3)
-m1.metric("Ground-truth rank, clean", "—" if cmp.clean.gt_rank is None else cmp.clean.gt_rank)
-m2.metric("Ground-truth rank, perturbed", "—" if cmp.perturbed.gt_rank is None else cmp.perturbed.gt_rank,
-          delta=None if cmp.rank_change is None else -cmp.rank_change,
-          help="Positive delta: the ground truth moved up; negative: it fell.")
-both = cmp.metrics["both perturbed"]["t2i"]["R@1"] - cmp.metrics["clean"]["t2i"]["R@1"]
-m3.metric("Gallery text→image R@1", f"{cmp.metrics['both perturbed']['t2i']['R@1']:.3f}", delta=f"{both:+.3f}")
+    # ---- results ------------------------------------------------------------------------------------
+    m1, m2, m3 = st.columns(3)
+    m1.metric("Ground-truth rank, clean", "—" if cmp.clean.gt_rank is None else cmp.clean.gt_rank)
+    m2.metric("Ground-truth rank, perturbed", "—" if cmp.perturbed.gt_rank is None else cmp.perturbed.gt_rank,
+              delta=None if cmp.rank_change is None else -cmp.rank_change,
+              help="Positive delta: the ground truth moved up; negative: it fell.")
+    both = cmp.metrics["both perturbed"]["t2i"]["R@1"] - cmp.metrics["clean"]["t2i"]["R@1"]
+    m3.metric("Gallery text→image R@1", f"{cmp.metrics['both perturbed']['t2i']['R@1']:.3f}", delta=f"{both:+.3f}")
 
-st.markdown("**Query** (clean): " + cmp.query)
-if cmp.perturbed_query != cmp.query:
-    st.markdown("**Query** (perturbed, " + tcond.label() + "): " + cmp.perturbed_query)
-for n in cmp.notes:
-    st.warning(n)
+    st.markdown("**Query** (clean): " + cmp.query)
+    if cmp.perturbed_query != cmp.query:
+        st.markdown("**Query** (perturbed, " + tcond.label() + "): " + cmp.perturbed_query)
+    for n in cmp.notes:
+        st.warning(n)
 
-imgs_p, _, _ = bench.images(icond)
+    imgs_p, _, _ = bench.images(icond)
 
 
-def show_ranked(ranked, images, title, key):
-    st.subheader(title)
-    with st.container(key=key):
-        cols = st.columns(min(5, len(ranked.indices)))
-        for j, (i, s) in enumerate(zip(ranked.indices, ranked.scores)):
-            hit = " ✓ ground truth" if i == cmp.gt_index else ""
-            with cols[j % len(cols)]:
-                st.image(images[i], caption=f"#{j + 1} · {s:.3f} · item {i}{hit}", width="stretch")
+    def show_ranked(ranked, images, title, key):
+        st.subheader(title)
+        with st.container(key=key):
+            cols = st.columns(min(5, len(ranked.indices)))
+            for j, (i, s) in enumerate(zip(ranked.indices, ranked.scores)):
+                hit = " ✓ ground truth" if i == cmp.gt_index else ""
+                with cols[j % len(cols)]:
+                    st.image(images[i], caption=f"#{j + 1} · {s:.3f} · item {i}{hit}", width="stretch")
 
 
-left, right = st.columns(2)
-with left:
-    show_ranked(cmp.clean, gallery.images, "Clean top-k", "ranked_clean")
-with right:
-    show_ranked(cmp.perturbed, imgs_p, f"Perturbed top-k ({icond.label()} / {tcond.label()})", "ranked_perturbed")
+    left, right = st.columns(2)
+    with left:
+        show_ranked(cmp.clean, gallery.images, "Clean top-k", "ranked_clean")
+    with right:
+        show_ranked(cmp.perturbed, imgs_p, f"Perturbed top-k ({icond.label()} / {tcond.label()})", "ranked_perturbed")
 
-st.subheader("Gallery metrics")
-rows = []
-for cond, dirs in cmp.metrics.items():
-    for d, m in dirs.items():
-        rows.append({"condition": cond, "direction": "text→image" if d == "t2i" else "image→text",
-                     **{kk: round(v, 4) for kk, v in m.items()}})
-df = pd.DataFrame(rows)
-st.dataframe(df, hide_index=True, width="stretch", key="metrics_table")
-fig = go.Figure()
-for cond in ("clean", "image perturbed", "text perturbed", "both perturbed"):
-    m = cmp.metrics[cond]["t2i"]
-    fig.add_bar(name=cond, x=["R@1", "R@5", "R@10"], y=[m["R@1"], m["R@5"], m["R@10"]])
-fig.update_layout(barmode="group", yaxis_title="text→image recall", yaxis_range=[0, 1], height=320,
-                  margin=dict(t=20, b=20))
-st.plotly_chart(fig, key="metrics_chart")
+    st.subheader("Gallery metrics")
+    rows = []
+    for cond, dirs in cmp.metrics.items():
+        for d, m in dirs.items():
+            rows.append({"condition": cond, "direction": "text→image" if d == "t2i" else "image→text",
+                         **{kk: round(v, 4) for kk, v in m.items()}})
+    df = pd.DataFrame(rows)
+    st.dataframe(df, hide_index=True, width="stretch", key="metrics_table")
+    fig = go.Figure()
+    for cond in ("clean", "image perturbed", "text perturbed", "both perturbed"):
+        m = cmp.metrics[cond]["t2i"]
+        fig.add_bar(name=cond, x=["R@1", "R@5", "R@10"], y=[m["R@1"], m["R@5"], m["R@10"]])
+    fig.update_layout(barmode="group", yaxis_title="text→image recall", yaxis_range=[0, 1], height=320,
+                      margin=dict(t=20, b=20))
+    st.plotly_chart(fig, key="metrics_chart")
 
-with st.expander("Perturbation records (regenerate any example exactly)"):
-    if cmp.query_record:
-        st.caption("Query")
-        st.json(cmp.query_record)
-    if cmp.gt_index is not None:
-        _, recs, _ = bench.images(icond)
-        if recs:
-            st.caption(f"Ground-truth image (item {cmp.gt_index})")
-            st.json(recs[cmp.gt_index])
-    if not cmp.query_record and not (cmp.gt_index is not None and bench.images(icond)[1]):
-        st.write("Nothing is perturbed.")
+    with st.expander("Perturbation records (regenerate any example exactly)"):
+        if cmp.query_record:
+            st.caption("Query")
+            st.json(cmp.query_record)
+        if cmp.gt_index is not None:
+            _, recs, _ = bench.images(icond)
+            if recs:
+                st.caption(f"Ground-truth image (item {cmp.gt_index})")
+                st.json(recs[cmp.gt_index])
+        if not cmp.query_record and not (cmp.gt_index is not None and bench.images(icond)[1]):
+            st.write("Nothing is perturbed.")
+
+
+main()

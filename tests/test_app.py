@@ -1,4 +1,10 @@
-"""Streamlit AppTest of the dashboard: loads with defaults, reacts to widgets, never raises."""
+"""Streamlit AppTest of the dashboard: loads with defaults, reacts to widgets, never raises.
+
+AppTest (Streamlit 1.67) drops the entry point's sidebar elements from its tree after a rerun when the app uses
+st.navigation (the real browser keeps them; tests/test_browser.py clicks them), and then ignores later changes to
+their session state. So a sidebar choice is made the way a returning user's session has it: through the widget's
+session-state key, set before a fresh app's first run.
+"""
 import pytest
 from streamlit.testing.v1 import AppTest
 
@@ -38,7 +44,8 @@ def test_severity_change_reruns_and_updates(app):
     b = before[(before.condition == "image perturbed") & (before.direction == "text→image")]["R@1"].item()
     a = after[(after.condition == "image perturbed") & (after.direction == "text→image")]["R@1"].item()
     assert a < b  # severity 5 noise hurts more than severity 3
-    app.slider(key="img_sev").set_value(0).slider(key="txt_sev").set_value(0).run()
+    app.slider(key="img_sev").set_value(0)
+    app.slider(key="txt_sev").set_value(0).run()
     assert not app.exception
     m = ranks(app)
     assert m["Ground-truth rank, clean"] == m["Ground-truth rank, perturbed"]
@@ -62,22 +69,41 @@ def test_other_perturbations_queries_and_topk(app):
     assert not app.exception and ranks(app)["Ground-truth rank, clean"].isdigit()
 
 
-def test_empty_upload_gallery_and_unloadable_model(app):
-    app.radio(key="dataset").set_value("upload").run()
-    assert not app.exception
-    assert any("gallery is empty" in i.value for i in app.info)
-    app.radio(key="dataset").set_value("builtin").run()
-    app.selectbox(key="model_choice").set_value("other (open_clip / hf / path)…").run()
-    app.text_input(key="custom_spec").input("hf:nobody/not-a-model").run()
-    assert not app.exception
-    assert any("can't be loaded" in e.value for e in app.error)
-    # back to the built-in model: the session keeps working
-    app.selectbox(key="model_choice").set_value("builtin:tiny-clip").run()
-    assert not app.exception and not app.error
-    assert ranks(app)["Ground-truth rank, clean"].isdigit()
+def test_sidebar_widgets_exist(app):
+    assert app.radio(key="dataset").value == "builtin"
+    assert app.selectbox(key="model_choice").value == "builtin:tiny-clip"
+    assert app.selectbox(key="device").value == "auto"
 
 
-def test_uploaded_gallery_path(app):
+def fresh(**state):
+    at = AppTest.from_file("../app.py", default_timeout=TIMEOUT)
+    for k, v in state.items():
+        at.session_state[k] = v
+    at.run()
+    assert not at.exception, at.exception
+    return at
+
+
+def test_empty_upload_gallery():
+    at = fresh(dataset="upload")
+    assert any("gallery is empty" in i.value for i in at.info)
+    assert at.radio(key="dataset").value == "upload"
+    assert not at.error
+
+
+def test_unloadable_model_is_a_message_and_the_session_keeps_working():
+    at = fresh(model_choice="other (open_clip / hf / path)…", custom_spec="hf:nobody/not-a-model")
+    errs = [e.value for e in at.error]
+    assert any("can't be loaded" in e and "builtin:tiny-clip" in e for e in errs), errs
+    # the page's own widgets still work after the failure
+    at.slider(key="img_sev").set_value(4).run()
+    assert not at.exception
+    # and the built-in model is one choice away
+    at2 = fresh(model_choice="builtin:tiny-clip")
+    assert not at2.error and ranks(at2)["Ground-truth rank, clean"].isdigit()
+
+
+def test_uploaded_gallery_path():
     """AppTest cannot drive st.file_uploader, so the upload is ingested the way the page does it and placed in
     session state; the browser test covers the real upload widget."""
     import io
@@ -96,10 +122,8 @@ def test_uploaded_gallery_path(app):
     files.append(("broken.png", b"\x89PNG\r\n garbage"))
     rep = ingest_uploads(files, caption_lines="\n".join(g.captions))
     assert rep.added == 12 and len(rep.errors) == 1
-    app.session_state["upload_gallery"] = rep.gallery
-    app.session_state["upload_gallery_id"] = "upload-test"
-    app.radio(key="dataset").set_value("upload").run()
-    assert not app.exception
-    m = ranks(app)
+    at = fresh(upload_gallery=rep.gallery, upload_gallery_id="upload-test", dataset="upload")
+    m = ranks(at)
     assert m["Ground-truth rank, clean"].isdigit()
-    assert app.selectbox(key="query_idx").options[0].startswith("#0 · ")
+    assert at.selectbox(key="query_idx").options[0].startswith("#0 · ")
+    assert "(12 in your gallery)" in at.expander[0].label

@@ -98,6 +98,18 @@ def _png(arr) -> bytes:
     return b.getvalue()
 
 
+def _choose_radio(page, option_text: str):
+    """Click a radio option until the app reports it selected (headless Chromium sometimes drops the first
+    click on a react-aria radio while the page settles)."""
+    opt = page.get_by_test_id("stRadioOption").filter(has_text=option_text)
+    for _ in range(5):
+        opt.click()
+        page.wait_for_timeout(800)
+        if opt.get_attribute("data-selected") == "true":
+            return
+    raise AssertionError(f"radio option {option_text!r} could not be selected")
+
+
 def test_ranked_lists_render_and_upload_flow(server, browser, tmp_path):
     page = browser.new_page(viewport={"width": 1400, "height": 1800})
     page.set_default_timeout(180_000)
@@ -119,7 +131,7 @@ def test_ranked_lists_render_and_upload_flow(server, browser, tmp_path):
     files[0].write_bytes(_png(g.images[0]))
     files[1].write_bytes(_png(g.images[1]))
     files[2].write_bytes(b"\x89PNG\r\n\x1a\n not really a png")
-    page.get_by_text("My uploads (0)").click()
+    _choose_radio(page, "My uploads (0)")
     page.get_by_text("Your gallery is empty").wait_for()
     page.locator("input[type=file]").first.set_input_files([str(f) for f in files])
     page.get_by_label("…or type captions, one per line, in the order of the images").fill(

@@ -142,3 +142,9 @@ def test_builtin_gallery_is_cached_and_identical(tmp_path):
     files[0].write_bytes(b"garbage")  # a corrupt cache file is regenerated, not fatal
     g3 = builtin_gallery(12, cache_dir=tmp_path)
     assert all(np.array_equal(a, b) for a, b in zip(g1.images, g3.images))
+
+
+def test_png_signature_with_garbage_is_a_clean_message():
+    with pytest.raises(InputError) as e:
+        load_image(b"\x89PNG\r\n\x1a\n garbage after the signature", "sig.png")
+    assert "sig.png" in str(e.value) and "UnboundLocalError" not in str(e.value)

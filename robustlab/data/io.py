@@ -36,6 +36,7 @@ def load_image(data: bytes | str | Path, name: str = "", max_pixels: int = MAX_I
         except OSError as e:
             raise InputError(f"{name}: cannot read the file ({e.strerror or e})") from e
     label = name or "upload"
+    fmt = None
     if not data:
         raise InputError(f"{label}: the file is empty")
     if len(data) > MAX_UPLOAD_BYTES:

