@@ -139,9 +139,12 @@ def main():
     both = cmp.metrics["both perturbed"]["t2i"]["R@1"] - cmp.metrics["clean"]["t2i"]["R@1"]
     m3.metric("Gallery text→image R@1", f"{cmp.metrics['both perturbed']['t2i']['R@1']:.3f}", delta=f"{both:+.3f}")
 
-    st.markdown("**Query** (clean): " + cmp.query)
-    if cmp.perturbed_query != cmp.query:
-        st.markdown("**Query** (perturbed, " + tcond.label() + "): " + cmp.perturbed_query)
+    # user text is shown with st.text (never markdown: "$", "*" or "<" in a caption must stay literal)
+    q1, q2 = st.columns(2)
+    q1.caption("Query, clean")
+    q1.text(cmp.query)
+    q2.caption(f"Query, perturbed ({tcond.label()})")
+    q2.text(cmp.perturbed_query)
     for n in cmp.notes:
         st.warning(n)
 

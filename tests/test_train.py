@@ -1,0 +1,18 @@
+"""`robustlab train tiny-clip` is reproducible from its seed (a small recipe; the full one is in the README)."""
+import torch
+from safetensors.torch import load_file
+
+from robustlab.train import train_tiny_clip
+
+
+def test_training_is_reproducible_from_the_seed(tmp_path):
+    torch.set_num_threads(2)
+    kw = dict(n_train=512, epochs=1, batch_size=128, eval_n=0, log=lambda *a: None)
+    a = train_tiny_clip(tmp_path / "a.safetensors", seed=3, **kw)
+    b = train_tiny_clip(tmp_path / "b.safetensors", seed=3, **kw)
+    c = train_tiny_clip(tmp_path / "c.safetensors", seed=4, **kw)
+    sa, sb, sc = (load_file(r["path"]) for r in (a, b, c))
+    assert sa.keys() == sb.keys()
+    assert all(torch.equal(sa[k], sb[k]) for k in sa)
+    assert not all(torch.equal(sa[k], sc[k]) for k in sa)
+    assert a["train"]["final_loss"] == b["train"]["final_loss"]
