@@ -14,6 +14,8 @@ import ui  # noqa: E402
 
 PAGES = [
     st.Page("pages/retrieval.py", title="Retrieval", icon="🔎", default=True),
+    st.Page("pages/perturb.py", title="Perturb", icon="🧪"),
+    st.Page("pages/export.py", title="Export", icon="📦"),
 ]
 
 with st.sidebar:

@@ -124,7 +124,7 @@ def train_tiny_clip(out: str | Path | None = None, seed: int = 0, n_train: int =
             loss.backward()
             opt.step()
             sched.step()
-            losses.append(float(loss))
+            losses.append(loss.item())
             bar.update(1)
             bar.set_postfix(epoch=ep + 1, loss=f"{np.mean(losses[-20:]):.3f}")
     bar.close()

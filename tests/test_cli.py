@@ -15,7 +15,9 @@ def test_models_and_perturbations_listing(capsys):
     specs = json.loads(capsys.readouterr().out)
     names = {s["name"] for s in specs}
     assert {"gaussian_noise", "shot_noise", "impulse_noise", "defocus_blur", "jpeg_compression", "pixelate"} <= names
-    assert all(s["modality"] == "image" and s["severity_table"] for s in specs)
+    # image perturbations, plus camera ops that apply to a single frame too
+    assert all((s["modality"] == "image" or "image" in s.get("applies_to", [])) and s["severity_table"]
+               for s in specs)
 
 
 def test_eval_retrieval_json(capsys):

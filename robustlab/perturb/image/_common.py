@@ -6,6 +6,7 @@ import numpy as np
 IMAGENET_C = "Hendrycks & Dietterich 2019 (ImageNet-C)"
 P1 = "Schiappa et al. 2022 [P1]"
 P2 = "Qiu et al. 2022 [P2]"
+IMAGECORRUPTIONS = "imagecorruptions 1.1.2 (bethgelab, Apache-2.0)"
 
 
 def to_float(img: np.ndarray, dtype=np.float64) -> np.ndarray:

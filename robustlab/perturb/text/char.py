@@ -24,6 +24,7 @@ import threading
 import numpy as np
 
 from robustlab.perturb.registry import register
+from robustlab.perturb.text._common import scaled_p
 
 P2 = "Qiu et al. 2022 [P2] Table 8"
 LEVELS = (0.15, 0.20, 0.25, 0.30, 0.35)  # aug_word_p for severities 1..5 ([P2] §2; [C2] 0.05 × {3..7})
@@ -87,27 +88,60 @@ _COMMON = dict(modality="text", category="char", default_variant="qiu_nlpaug", t
 _NOTE = {"qiu_nlpaug": "nlpaug 1.1.11, aug_word_p = .15/.20/.25/.30/.35, other arguments nlpaug defaults ([P2] [C2])"}
 
 
-@register("keyboard", source=f"{P2}; nlpaug 1.1.11 KeyboardAug", severity_table=_table(KEYBOARD_DEFAULTS),
-          variant_notes=_NOTE, description="Substitute characters by a QWERTY keyboard neighbour "
-          "(nlpaug KeyboardAug); aug_word_p = fraction of words changed.", **_COMMON)
+# [P1] TextFlint Keyboard / Ocr (reimplemented in textflint_ops.py, imported on first use)
+TF_KEYBOARD = scaled_p(0.2, trans_min=1, trans_max=10, min_char=4, include_special_char=True, include_numeric=True,
+                       include_upper_case=True, impl="textflint",
+                       rules="nlpaug 1.1.11 res/char/keyboard/en.json (TextFlint KeyboardRules)")
+TF_OCR = scaled_p(0.2, trans_min=1, trans_max=10, min_char=1, impl="textflint",
+                  rules="nlpaug 1.1.11 res/char/ocr/en.json + reverse mapping")
+
+
+def _textflint_sub(kind: str, text: str, params: dict, rng) -> str:
+    from robustlab.perturb.text import textflint_ops as tf
+
+    rules = tf.keyboard_rules() if kind == "keyboard" else tf.ocr_rules()
+    return tf.textflint_char_sub(text, params, rng, rules)
+
+
+_P1_NOTE = ("[P1] Schiappa et al. via TextFlint 0.1.0 (reimplemented, see textflint_ops.py): "
+            "clamp(int(trans_p*#tokens), 1, 10) tokens, one character each; trans_p = 0.2 x s/3 "
+            "(the paper's single level at severity 3)")
+_MLVP_NOTE = "MLVP uses this op at its severity 7 (ratio 0.35) = robustlab severity 5 of qiu_nlpaug"
+_NOTE_MLVP = {"qiu_nlpaug": f"{_NOTE['qiu_nlpaug']}; {_MLVP_NOTE}"}
+
+
+@register("keyboard", source=f"{P2}; nlpaug 1.1.11 KeyboardAug; [P1] Schiappa et al. 2022 (TextFlint Keyboard)",
+          severity_table=_table(KEYBOARD_DEFAULTS), variants={"schiappa_textflint": TF_KEYBOARD},
+          variant_notes={**_NOTE, "schiappa_textflint": _P1_NOTE}, description="Substitute characters by a QWERTY "
+          "keyboard neighbour (nlpaug KeyboardAug); aug_word_p = fraction of words changed. [P1 ChangeChar, "
+          "Natural] as variant schiappa_textflint.", **{**_COMMON, "tags": _COMMON["tags"] + ("p1", "p1:ChangeChar",
+                                                                                             "type:Natural")})
 def keyboard(text: str, params: dict, rng: np.random.Generator) -> str:
+    if params.get("impl") == "textflint":
+        return _textflint_sub("keyboard", text, params, rng)
     return run_nlpaug("KeyboardAug", text, params, rng)
 
 
-@register("ocr", source=f"{P2}; nlpaug 1.1.11 OcrAug", severity_table=_table(OCR_DEFAULTS),
-          variant_notes=_NOTE, description="Substitute characters by predefined OCR confusions (nlpaug OcrAug, "
-          "e.g. 0->o, l->1); aug_word_p = fraction of words changed.", **_COMMON)
+@register("ocr", source=f"{P2}; nlpaug 1.1.11 OcrAug; [P1] Schiappa et al. 2022 (TextFlint Ocr); MLVP",
+          severity_table=_table(OCR_DEFAULTS), variants={"schiappa_textflint": TF_OCR},
+          variant_notes={**_NOTE_MLVP, "schiappa_textflint": _P1_NOTE},
+          description="Substitute characters by predefined OCR confusions (nlpaug OcrAug, e.g. 0->o, l->1); "
+          "aug_word_p = fraction of words changed. [P1 ChangeChar, Natural] as variant schiappa_textflint.",
+          **{**_COMMON, "tags": _COMMON["tags"] + ("mlvp", "p1", "p1:ChangeChar", "type:Natural")})
 def ocr(text: str, params: dict, rng: np.random.Generator) -> str:
+    if params.get("impl") == "textflint":
+        return _textflint_sub("ocr", text, params, rng)
     return run_nlpaug("OcrAug", text, params, rng)
 
 
 def _random_char(action: str, what: str):
     name = {"substitute": "char_substitute"}.get(action, f"char_{action}")
 
-    @register(name, source=f"{P2}; nlpaug 1.1.11 RandomCharAug(action='{action}')",
-              severity_table=_table(RANDOM_CHAR_DEFAULTS, action=action), variant_notes=_NOTE,
+    @register(name, source=f"{P2}; nlpaug 1.1.11 RandomCharAug(action='{action}'); MLVP",
+              severity_table=_table(RANDOM_CHAR_DEFAULTS, action=action),
+              variant_notes=_NOTE_MLVP,
               description=f"{what} (nlpaug RandomCharAug '{action}'); aug_word_p = fraction of words changed.",
-              **_COMMON)
+              **{**_COMMON, "tags": _COMMON["tags"] + ("mlvp",)})
     def fn(text: str, params: dict, rng: np.random.Generator) -> str:
         return run_nlpaug("RandomCharAug", text, params, rng)
 

@@ -1,0 +1,80 @@
+"""Export: the basket of perturbed examples, downloadable as a zip with a manifest that regenerates them."""
+from __future__ import annotations
+
+import pandas as pd
+import streamlit as st
+
+from robustlab.basket import Basket, filmstrip
+from robustlab.export import build_zip
+
+st.header("Export — the basket")
+
+basket: Basket | None = st.session_state.get("basket")
+if not basket:
+    st.info("Your basket is empty: pick a perturbation on the Perturb page and press **Add to basket**.")
+    st.page_link("pages/perturb.py", label="Open the Perturb page", icon="🧪")
+    st.stop()
+
+
+def describe_source(src: dict) -> str:
+    t = src.get("type")
+    if t == "builtin":
+        return f"built-in {src.get('collection')} · world seed {src.get('seed')} · item {src.get('index')}"
+    if t in ("upload", "file"):
+        line = f" · line {src['line'] + 1}" if src.get("line") is not None else ""
+        return f"{'uploaded' if t == 'upload' else 'file'} {src.get('name')}{line} · {str(src.get('sha256'))[:19]}…"
+    return str(src.get("name") or t)
+
+
+def show_media(ex, which: str):
+    x = ex.clean if which == "clean" else ex.output
+    if ex.kind == "image":
+        st.image(x, caption=which, width="stretch")
+    elif ex.kind == "video":
+        st.image(filmstrip(x, n=4), caption=f"{which} · {len(x)} frames", width="stretch")
+    else:
+        st.caption(which)
+        st.text(x)
+
+
+st.caption(f"{len(basket)} example(s). Each one keeps its clean input, its perturbed output and the record that "
+           "regenerates it.")
+for ex in list(basket):
+    with st.container(border=True, key=f"basket_item_{ex.id}"):
+        c1, c2, c3 = st.columns([2, 2, 3])
+        with c1:
+            show_media(ex, "clean")
+        with c2:
+            show_media(ex, "perturbed")
+        with c3:
+            st.markdown(f"**{ex.record['name']}** · {ex.record['variant']} · severity {ex.record['severity']} · "
+                        f"seed {ex.record['seed']}")
+            st.caption(f"{ex.kind} · {describe_source(ex.source)}")
+            if ex.model:
+                st.caption(f"model {ex.model.get('id')} · scores {ex.model.get('scores')}")
+            st.button("Remove", key=f"rm_{ex.id}", on_click=basket.remove, args=(ex.id,), icon="🗑️")
+
+rows = [{"#": i, "kind": ex.kind, "perturbation": ex.record["name"], "variant": ex.record["variant"],
+         "severity": ex.record["severity"], "seed": ex.record["seed"], "source": describe_source(ex.source),
+         "model": (ex.model or {}).get("id", "")} for i, ex in enumerate(basket, start=1)]
+st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch", key="basket_table")
+
+sig = basket.signature()
+cached = st.session_state.get("export_zip")
+if not cached or cached[0] != sig:
+    try:
+        with st.spinner("Packing the zip…"):
+            cached = (sig, build_zip(basket))
+    except (RuntimeError, ValueError, OSError) as e:
+        st.error(f"The export cannot be built: {e}")
+        st.stop()
+    st.session_state["export_zip"] = cached
+d1, d2 = st.columns([1, 1])
+with d1:
+    st.download_button(f"Download zip ({len(basket)} example(s), {len(cached[1]) / 1e6:.1f} MB)", data=cached[1],
+                       file_name="robustlab-export.zip", mime="application/zip", key="export_download",
+                       on_click="ignore", type="primary", icon="📦")
+with d2:
+    st.button("Empty the basket", key="export_clear", on_click=basket.clear)
+st.caption("The zip holds `clean/`, `perturbed/` and `manifest.jsonl`. Rebuild and verify every example bit for "
+           "bit with `robustlab regenerate robustlab-export.zip --out DIR`.")

@@ -1,0 +1,220 @@
+"""A basket of perturbed examples kept for export (UI-free: the dashboard keeps one in session state).
+
+An :class:`Example` holds everything needed to export and later regenerate one perturbed input: the clean
+input exactly as the perturbation saw it, the output, the perturbation record, where the clean input came
+from (a built-in world item or an uploaded / local file with its content hash) and, when the example was
+picked from a model view, the model id and its scores.
+
+    >>> b = Basket()
+    >>> res = perturb(img, "gaussian_noise", 3, seed=0)
+    >>> b.add(make_example("image", img, res, builtin_source("gallery", seed=7, index=3)))
+    >>> zip_bytes = robustlab.export.build_zip(b)
+"""
+from __future__ import annotations
+
+import dataclasses
+import datetime as _dt
+import hashlib
+import itertools
+from typing import Any, Iterator
+
+import numpy as np
+
+KINDS = ("image", "video", "text")
+_counter = itertools.count(1)
+
+
+@dataclasses.dataclass
+class Example:
+    kind: str  # "image" (H×W×3 uint8) | "video" (T×H×W×3 uint8) | "text" (str)
+    clean: Any  # the clean input, as the perturbation saw it (after conversion)
+    output: Any  # the perturbed output
+    record: dict  # the perturbation record (robustlab.perturb.record)
+    source: dict  # builtin_source(...) / upload_source(...) / file_source(...)
+    label: str = ""  # a short human-readable name for file names and lists
+    fps: float | None = None  # videos only
+    model: dict | None = None  # {"id": model spec, "scores": {...}, "view": "retrieval", ...} or None
+    id: str = dataclasses.field(default_factory=lambda: f"ex{next(_counter):05d}")
+    added: str = dataclasses.field(
+        default_factory=lambda: _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"))
+
+    def __post_init__(self):
+        if self.kind not in KINDS:
+            raise ValueError(f"kind must be one of {', '.join(KINDS)}, got {self.kind!r}")
+        if self.kind == "text":
+            if not isinstance(self.clean, str) or not isinstance(self.output, str):
+                raise TypeError("a text example needs str clean input and output")
+        else:
+            self.clean = np.ascontiguousarray(self.clean, dtype=np.uint8)
+            self.output = np.ascontiguousarray(self.output, dtype=np.uint8)
+            want = 4 if self.kind == "video" else 3
+            if self.clean.ndim != want or self.clean.shape[-1] != 3:
+                raise ValueError(f"a {self.kind} example needs a {'T×' if want == 4 else ''}H×W×3 array, "
+                                 f"got {self.clean.shape}")
+            if self.kind == "video" and not (self.fps and self.fps > 0):
+                raise ValueError("a video example needs its frame rate (fps > 0)")
+
+    @property
+    def key(self) -> tuple:
+        """Identity of the example: the same input, perturbation, variant, severity and seed."""
+        r = self.record
+        return (r.get("input_hash"), r.get("name"), r.get("variant"), r.get("severity"), r.get("seed"))
+
+    def title(self) -> str:
+        r = self.record
+        return f"{r.get('name')} · {r.get('variant')} · severity {r.get('severity')} · seed {r.get('seed')}"
+
+
+def make_example(kind: str, clean, result, source: dict, *, label: str = "", fps: float | None = None,
+                 model: dict | None = None) -> Example:
+    """An Example from a ``PerturbResult`` (``result.output``, ``result.record``)."""
+    output, record = result
+    return Example(kind=kind, clean=clean, output=output, record=dict(record), source=dict(source),
+                   label=label or source.get("name") or kind, fps=fps, model=dict(model) if model else None)
+
+
+def builtin_source(collection: str, seed: int, index: int, name: str = "", **extra) -> dict:
+    """Where a built-in world item came from: ``collection`` is "gallery" (images and captions,
+    ``robustlab.data.gallery.builtin_gallery``) or "video" (``robustlab.data.world.sample_video``)."""
+    return {"type": "builtin", "collection": collection, "seed": int(seed), "index": int(index),
+            "name": name or f"{collection}-{seed}-{index:05d}", **extra}
+
+
+def sha256(data: bytes) -> str:
+    return "sha256:" + hashlib.sha256(data).hexdigest()
+
+
+def upload_source(name: str, data: bytes, **extra) -> dict:
+    """An uploaded file: its name as given and the SHA-256 of its bytes."""
+    return {"type": "upload", "name": str(name), "sha256": sha256(data), "bytes": len(data), **extra}
+
+
+def file_source(path: str, digest: str, nbytes: int, **extra) -> dict:
+    """A local file read by the CLI: its path as given on the command line, the SHA-256 of its bytes
+    (``"sha256:<hex>"``) and its size."""
+    from pathlib import Path
+
+    return {"type": "file", "name": Path(path).name, "path": str(path), "sha256": digest, "bytes": int(nbytes),
+            **extra}
+
+
+def typed_source(**extra) -> dict:
+    """Text typed into the dashboard."""
+    return {"type": "typed", "name": "typed", **extra}
+
+
+class Basket:
+    """An ordered collection of examples; adding the same example twice keeps one."""
+
+    def __init__(self, items: list[Example] | None = None):
+        self.items: list[Example] = list(items or [])
+
+    def add(self, ex: Example) -> bool:
+        """Add ``ex``; False (and nothing added) when an identical example is already in the basket."""
+        if any(e.key == ex.key for e in self.items):
+            return False
+        self.items.append(ex)
+        return True
+
+    def remove(self, ex_id: str) -> bool:
+        n = len(self.items)
+        self.items = [e for e in self.items if e.id != ex_id]
+        return len(self.items) != n
+
+    def clear(self) -> None:
+        self.items.clear()
+
+    def signature(self) -> str:
+        """Changes whenever the basket's content changes (for caching an export)."""
+        return "|".join(e.id for e in self.items)
+
+    def __len__(self) -> int:
+        return len(self.items)
+
+    def __iter__(self) -> Iterator[Example]:
+        return iter(self.items)
+
+    def __getitem__(self, i) -> Example:
+        return self.items[i]
+
+
+# ---- loading inputs ----------------------------------------------------------------------------------------
+@dataclasses.dataclass
+class LoadedInput:
+    """A decoded input ready to perturb: an image, a video, or a list of captions (one example each)."""
+
+    kind: str
+    data: Any  # H×W×3 uint8 | T×H×W×3 uint8 | list[str]
+    source: dict
+    label: str
+    fps: float | None = None
+    note: str = ""  # e.g. "downscaled to 320 px, first 300 of 900 frames"
+
+
+def load_upload(kind: str, name: str, data: bytes, *, max_frames: int = 600, max_side: int | None = None,
+                num_frames: int | None = None) -> LoadedInput:
+    """Decode an uploaded file of ``kind`` ("image", "video", "text") or raise ``InputError`` saying why not.
+
+    Videos go through ``robustlab.data.media.read_video`` (``num_frames`` samples uniformly; ``max_frames``
+    and ``max_side`` bound the work); caption files through ``robustlab.data.io.parse_captions`` (UTF-8,
+    one caption per line, CSV or JSON).
+    """
+    from robustlab.data.io import MAX_UPLOAD_BYTES, InputError, load_image, parse_captions
+
+    label = name or "upload"
+    if not isinstance(data, (bytes, bytearray)) or not data:
+        raise InputError(f"{label}: the file is empty")
+    if len(data) > MAX_UPLOAD_BYTES:
+        raise InputError(f"{label}: {len(data) / 1e6:.0f} MB is over the {MAX_UPLOAD_BYTES // 2**20} MB limit")
+    src = upload_source(name, bytes(data))
+    if kind == "image":
+        try:
+            arr = load_image(bytes(data), name=label)
+        except InputError:
+            raise
+        except Exception as e:  # noqa: BLE001 - a decoder failing in an unexpected way is still bad input
+            raise InputError(f"{label}: the image file is corrupt or unreadable ({type(e).__name__}: {e})") from e
+        return LoadedInput("image", arr, src, label, note=f"{arr.shape[1]}×{arr.shape[0]} px")
+    if kind == "text":
+        caps = [c for _, c in parse_captions(bytes(data), label)]
+        return LoadedInput("text", caps, src, label)
+    if kind != "video":
+        raise ValueError(f"kind must be one of {', '.join(KINDS)}, got {kind!r}")
+    try:
+        from robustlab.data.media import read_video
+    except ImportError as e:  # pragma: no cover - only before robustlab.data.media existed
+        raise InputError("video input needs robustlab.data.media, which this robustlab does not have") from e
+    try:
+        v = read_video(bytes(data), num_frames=num_frames, max_frames=max_frames, max_side=max_side, name=label)
+    except InputError:
+        raise
+    except Exception as e:  # noqa: BLE001 - a decoder failing in an unexpected way is still bad input
+        raise InputError(f"{label}: not a video robustlab can read ({type(e).__name__}: {e})") from e
+    frames = np.ascontiguousarray(v.frames, dtype=np.uint8)
+    if frames.ndim != 4 or frames.shape[0] < 1:
+        raise InputError(f"{label}: the video has no frames")
+    fps = float(getattr(v, "fps", 0) or 0) or 25.0
+    t, h, w = frames.shape[:3]
+    note = f"{t} frames, {w}×{h} px, {fps:.3g} fps"
+    total, (oh, ow) = getattr(v, "n_frames_total", t), getattr(v, "original_size", (h, w))
+    if total != t or (oh, ow) != (h, w):
+        note += f" (from {total} frames at {ow}×{oh} px)"
+    return LoadedInput("video", frames, {**src, "video": {"frames": int(t), "fps": fps, "original_frames": int(total),
+                                                          "original_size": [int(oh), int(ow)],
+                                                          "max_frames": max_frames, "max_side": max_side}},
+                       label, fps=fps, note=note)
+
+
+def filmstrip(frames: np.ndarray, n: int = 6, gap: int = 2) -> np.ndarray:
+    """``n`` evenly spaced frames of a T×H×W×3 video side by side (white gaps), for thumbnails."""
+    frames = np.asarray(frames)
+    t = frames.shape[0]
+    idx = np.unique(np.linspace(0, t - 1, min(n, t)).round().astype(int))
+    h = frames.shape[1]
+    sep = np.full((h, gap, 3), 255, np.uint8)
+    parts = []
+    for k, i in enumerate(idx):
+        if k:
+            parts.append(sep)
+        parts.append(frames[i])
+    return np.concatenate(parts, axis=1)

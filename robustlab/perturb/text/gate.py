@@ -1,0 +1,71 @@
+"""The semantic-fidelity gate of Qiu et al. ([P2] App. 5.3, [C2]) and MLVP (``do_text_perturbation.py``).
+
+A perturbation is re-drawn until the cosine similarity between the sentence embeddings of the original and the
+perturbed text reaches ``threshold`` (α_0 = 0.9 in [C2] and MLVP), for at most ``max_tries`` attempts (100). After
+the last failure [C2] and MLVP keep the last attempt (the paper says the sample is dropped); robustlab keeps it
+too and records the failure. The papers embed with ``paraphrase-mpnet-base-v2``; offline, robustlab uses
+all-MiniLM-L6-v2 (mean pooling, L2 normalisation, as sentence-transformers does) and labels it so in the
+parameters. Thresholds calibrated for mpnet are not calibrated for MiniLM: the gate's pass rate differs.
+
+Seeding (so that ``regenerate`` is bit for bit): the call's generator draws one integer ``base``; attempt ``k``
+(0-based) draws all its randomness from ``random.Random`` seeded by ``SeedSequence([base, k])`` -- attempts are
+independent of each other and of how many were evaluated. Attempts are embedded in a fixed schedule -- the
+reference together with attempt 0, then batches of 8 -- and the first passing attempt in order wins, so the scores
+do not depend on timing either.
+
+The output's ``info["gate"]`` holds ``similarity`` (of the returned text), ``attempts`` (1 = first try passed),
+``passed``, ``threshold``, ``max_tries`` and ``model``.
+"""
+from __future__ import annotations
+
+import random
+from typing import Callable
+
+import numpy as np
+
+from robustlab.perturb.text import resources as R
+from robustlab.perturb.text._common import annotate
+
+GATE_MODEL = f"{R.MINILM_LABEL}, mean pooling (substitute for paraphrase-mpnet-base-v2)"
+GATE_PARAMS = {"gate": True, "gate_threshold": 0.9, "gate_max_tries": 100, "gate_model": GATE_MODEL,
+               "gate_on_failure": "keep last attempt ([C2], MLVP)"}
+BATCH = 8
+
+
+def attempt_rng(base: int, k: int) -> random.Random:
+    ss = np.random.SeedSequence([base, k])
+    return random.Random(int(ss.generate_state(2, dtype=np.uint64)[0] >> np.uint64(1)))
+
+
+def gated(text: str, make: Callable[[random.Random, int], str], rng: np.random.Generator, params: dict,
+          encode=None) -> str:
+    """Re-draw ``make(attempt_rng, k)`` until similarity >= threshold (see module docstring)."""
+    thr = float(params.get("gate_threshold", 0.9))
+    n = int(params.get("gate_max_tries", 100))
+    encode = encode or R.encode_sentences
+    base = int(rng.integers(0, 2 ** 63))
+    ref = None
+    last, last_sim = text, 1.0
+    start = 0
+    while start < n:
+        size = 1 if start == 0 else BATCH  # most texts pass at once: try one attempt first, then batches of 8
+        ks = list(range(start, min(n, start + size)))
+        start += size
+        cands = []
+        for k in ks:
+            c = make(attempt_rng(base, k), k)
+            cands.append(text if not c or not isinstance(c, str) else str(c))  # MLVP: None/'' -> original
+        if ref is None:  # the reference is embedded together with the first attempt (one forward pass)
+            embs = encode([text] + cands)
+            ref, embs = embs[0], embs[1:]
+        else:
+            embs = encode(cands)
+        sims = embs @ ref
+        for k, c, s in zip(ks, cands, sims):
+            s = round(float(s), 6)
+            last, last_sim = c, s
+            if s >= thr:
+                return annotate(c, gate={"similarity": s, "attempts": k + 1, "passed": True, "threshold": thr,
+                                         "max_tries": n, "model": GATE_MODEL})
+    return annotate(last, gate={"similarity": last_sim, "attempts": n, "passed": False, "threshold": thr,
+                                "max_tries": n, "model": GATE_MODEL})
