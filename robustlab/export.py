@@ -445,7 +445,7 @@ def encode_output(entry: dict, output, fps) -> bytes:
 def regenerate_entry(entry: dict, reader: ExportReader) -> tuple[ItemResult, object, object]:
     """Regenerate one manifest entry and verify it. Returns (result, regenerated output or None, fps)."""
     from robustlab.perturb import VersionMismatchWarning, perturb
-    from robustlab.perturb.record import hash_value
+    from robustlab.perturb.record import matches
 
     eid = str(entry.get("id", "?"))
     res = ItemResult(eid, "ERROR", perturbation=str(entry.get("perturbation", "")),
@@ -474,7 +474,7 @@ def regenerate_entry(entry: dict, reader: ExportReader) -> tuple[ItemResult, obj
     try:
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always", VersionMismatchWarning)
-            if hash_value(clean) != record.get("input_hash"):
+            if not matches(clean, record.get("input_hash")):
                 res.status, res.message = "MISMATCH", "clean input does not match the record's input_hash"
                 return res, None, None
             out = perturb(clean, record["name"], record["severity"], seed=record["seed"],
@@ -483,7 +483,7 @@ def regenerate_entry(entry: dict, reader: ExportReader) -> tuple[ItemResult, obj
     except (ValueError, TypeError, RuntimeError) as e:
         res.message = f"cannot regenerate: {e}"
         return res, None, None
-    if hash_value(out) != record.get("output_hash"):
+    if not matches(out, record.get("output_hash")):
         res.status = "MISMATCH"
         res.message = "regenerated output differs from the record's output_hash" + (
             f" ({'; '.join(notes)})" if notes else "")
@@ -500,7 +500,7 @@ def regenerate_entry(entry: dict, reader: ExportReader) -> tuple[ItemResult, obj
         return res, out, fps
     try:
         if entry["kind"] == "image":
-            same = hash_value(decode_png(pdata, pref["path"])) == record["output_hash"]
+            same = matches(decode_png(pdata, pref["path"]), record["output_hash"])
         elif entry["kind"] == "text":
             same = _read_text(pdata, pref.get("line"), pref["path"]) == out
         else:

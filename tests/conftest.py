@@ -29,3 +29,82 @@ def tiny_clip():
     from robustlab.models import load_model
 
     return load_model("builtin:tiny-clip", device="cpu")
+
+
+# ---- real-browser fixtures (tests/test_browser*.py) ------------------------------------------------------
+def _chromium():
+    import shutil
+
+    for name in ("chromium", "chromium-browser", "google-chrome"):
+        p = shutil.which(name)
+        if p:
+            return p
+    return None
+
+
+def need_or_skip(reason: str):
+    """Browser tests skip with a visible reason on a machine without Chromium, but never in CI."""
+    if os.environ.get("CI", "").lower() == "true":
+        pytest.fail(f"browser test cannot run in CI: {reason}")
+    pytest.skip(reason)
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    """``streamlit run app.py`` on a free localhost port, with its own cache; fails if the log shows a traceback."""
+    import socket
+    import subprocess
+    import time
+    import urllib.request
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    env = dict(os.environ, ROBUSTLAB_CACHE=str(tmp_path_factory.mktemp("cache")))
+    log = open(tmp_path_factory.mktemp("log") / "streamlit.log", "w+")
+    proc = subprocess.Popen([sys.executable, "-m", "streamlit", "run", "app.py", "--server.port", str(port),
+                             "--server.address", "127.0.0.1", "--server.headless", "true"],
+                            cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.time() + 120
+    up = False
+    while time.time() < deadline and proc.poll() is None:
+        try:
+            up = urllib.request.urlopen(url + "/_stcore/health", timeout=2).read().strip() == b"ok"
+        except OSError:
+            pass
+        if up:
+            break
+        time.sleep(0.5)
+    if not up:
+        proc.kill()
+        log.seek(0)
+        pytest.fail("streamlit did not start:\n" + log.read()[-3000:])
+    yield url
+    proc.terminate()
+    try:
+        proc.wait(10)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+    log.seek(0)
+    tail = log.read()[-3000:]
+    assert "Traceback" not in tail, tail
+
+
+@pytest.fixture(scope="module")
+def browser():
+    """Debian's Chromium through Playwright with executable_path (no browser download)."""
+    exe = _chromium()
+    if exe is None:
+        need_or_skip("Chromium is not installed (apt-get install chromium, or ROBUSTLAB_BROWSER=1 bash setup.sh)")
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        need_or_skip("the playwright Python package is not installed")
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path=exe, headless=True, args=[
+            "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--disable-quic", "--no-first-run",
+            "--disable-background-networking", "--disable-component-update", "--disable-sync",
+            "--autoplay-policy=no-user-gesture-required"])
+        yield b
+        b.close()

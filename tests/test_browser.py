@@ -7,87 +7,11 @@ Chromium or Playwright is missing, except in CI (CI=true), where that is a failu
 import io
 import os
 import shutil
-import socket
-import subprocess
-import sys
-import time
-import urllib.request
 from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
 pytestmark = pytest.mark.browser
-
-
-def _chromium() -> str | None:
-    for name in ("chromium", "chromium-browser", "google-chrome"):
-        p = shutil.which(name)
-        if p:
-            return p
-    return None
-
-
-def _need(reason: str):
-    if os.environ.get("CI", "").lower() == "true":
-        pytest.fail(f"browser test cannot run in CI: {reason}")
-    pytest.skip(reason)
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-@pytest.fixture(scope="module")
-def server(tmp_path_factory):
-    port = _free_port()
-    env = dict(os.environ, ROBUSTLAB_CACHE=str(tmp_path_factory.mktemp("cache")))
-    log = open(tmp_path_factory.mktemp("log") / "streamlit.log", "w+")
-    proc = subprocess.Popen([sys.executable, "-m", "streamlit", "run", "app.py", "--server.port", str(port),
-                             "--server.address", "127.0.0.1", "--server.headless", "true"],
-                            cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.time() + 120
-    while time.time() < deadline:
-        try:
-            if urllib.request.urlopen(url + "/_stcore/health", timeout=2).read().strip() == b"ok":
-                break
-        except OSError:
-            time.sleep(0.5)
-        if proc.poll() is not None:
-            break
-    else:
-        proc.kill()
-        log.seek(0)
-        pytest.fail("streamlit did not start:\n" + log.read()[-3000:])
-    yield url
-    proc.terminate()
-    try:
-        proc.wait(10)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-    log.seek(0)
-    tail = log.read()[-3000:]
-    assert "Traceback" not in tail, tail
-
-
-@pytest.fixture(scope="module")
-def browser():
-    exe = _chromium()
-    if exe is None:
-        _need("Chromium is not installed (apt-get install chromium)")
-    try:
-        from playwright.sync_api import sync_playwright
-    except ImportError:
-        _need("the playwright Python package is not installed")
-    with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=exe, headless=True, args=[
-            "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--disable-quic", "--no-first-run",
-            "--disable-background-networking", "--disable-component-update", "--disable-sync"])
-        yield b
-        b.close()
 
 
 def _png(arr) -> bytes:
@@ -116,9 +40,10 @@ def test_ranked_lists_render_and_upload_flow(server, browser, tmp_path):
     page.goto(server)
     clean = page.locator(".st-key-ranked_clean")
     pert = page.locator(".st-key-ranked_perturbed")
-    clean.locator("img").first.wait_for(state="visible")
-    pert.locator("img").first.wait_for(state="visible")
-    assert clean.locator("img").count() == 5 and pert.locator("img").count() == 5
+    from playwright.sync_api import expect
+
+    expect(clean.locator("img")).to_have_count(5, timeout=180_000)
+    expect(pert.locator("img")).to_have_count(5, timeout=180_000)
     assert page.get_by_text("Clean top-k").is_visible()
     assert page.get_by_text("Ground-truth rank, perturbed").is_visible()
     page.screenshot(path=str(tmp_path / "retrieval.png"), full_page=True)
@@ -139,8 +64,7 @@ def test_ranked_lists_render_and_upload_flow(server, browser, tmp_path):
     page.get_by_role("button", name="Add to my gallery").click()
     page.get_by_text("broken.png:").first.wait_for()
     page.get_by_text("Added 2 image(s).").wait_for()
-    clean.locator("img").first.wait_for(state="visible")
-    assert clean.locator("img").count() == 2
+    expect(clean.locator("img")).to_have_count(2, timeout=180_000)
     page.screenshot(path=str(tmp_path / "uploads.png"), full_page=True)
     keep = os.environ.get("ROBUSTLAB_SCREENSHOTS")
     if keep:

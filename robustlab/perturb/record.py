@@ -25,7 +25,8 @@ from typing import Any
 import numpy as np
 
 SCHEMA = 1
-HASH_PREFIX = "blake2b128:"
+HASH_ALGO = "xxh3_128"
+HASH_PREFIX = HASH_ALGO + ":"
 
 # record version key -> candidate distribution names (first installed one wins)
 _DISTS: dict[str, tuple[str, ...]] = {
@@ -67,9 +68,23 @@ def versions() -> dict[str, str | None]:
     return out
 
 
-def hash_value(x: Any) -> str:
-    """Stable BLAKE2b-128 of a str (UTF-8) or a numpy array (dtype + shape + C-order bytes)."""
-    h = hashlib.blake2b(digest_size=16)
+def _hasher(algo: str):
+    if algo == "xxh3_128":
+        import xxhash
+
+        return xxhash.xxh3_128()
+    if algo == "blake2b128":
+        return hashlib.blake2b(digest_size=16)
+    raise ValueError(f"unknown hash algorithm {algo!r} (known: xxh3_128, blake2b128)")
+
+
+def hash_value(x: Any, algo: str | None = None) -> str:
+    """Stable hash of a str (UTF-8) or a numpy array (dtype + shape + C-order bytes), prefixed with its algorithm.
+
+    xxh3-128 by default (about 10× cheaper than BLAKE2b on a video, which matters on every ``perturb`` call);
+    records made with ``blake2b128:`` hashes verify as before (see :func:`matches`)."""
+    algo = algo or HASH_ALGO
+    h = _hasher(algo)
     if isinstance(x, str):
         h.update(b"text:")
         h.update(x.encode("utf-8", "surrogatepass"))
@@ -77,7 +92,18 @@ def hash_value(x: Any) -> str:
         a = np.ascontiguousarray(x)
         h.update(f"arr:{a.dtype.str}:{tuple(a.shape)}:".encode())
         h.update(a.reshape(-1).view(np.uint8).data if a.size else b"")  # the raw bytes, without a copy
-    return HASH_PREFIX + h.hexdigest()
+    return f"{algo}:" + h.hexdigest()
+
+
+def matches(x: Any, recorded: str | None) -> bool:
+    """Whether ``x`` hashes to ``recorded``, with the algorithm the recorded hash names."""
+    if not recorded or ":" not in recorded:
+        return False
+    algo = recorded.split(":", 1)[0]
+    try:
+        return hash_value(x, algo) == recorded
+    except ValueError:
+        return False
 
 
 def jsonable(obj: Any) -> Any:
