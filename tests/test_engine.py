@@ -132,3 +132,17 @@ def test_content_hash_depends_on_bytes_and_shape():
     b[0, 0, 0] = 1
     assert content_hash(a) != content_hash(b)
     assert content_hash("x") != content_hash("y")
+
+
+def test_large_galleries_are_stored_whole(tmp_path, monkeypatch):
+    from robustlab.engine import cache as cache_mod
+
+    monkeypatch.setattr(cache_mod, "PER_ITEM_MAX", 4)
+    m = CountingModel()
+    cache = EmbeddingCache(tmp_path)
+    x = imgs(10, seed=3)
+    ref = cached_encode_images(m, x, cache=cache)
+    assert len(list(tmp_path.rglob("*.npy"))) == 1  # one gallery entry, no per-item files
+    assert np.array_equal(cached_encode_images(m, x, cache=cache), ref) and m.image_calls == 10
+    cached_encode_images(m, x[:5], cache=cache)  # a subset of a large gallery is encoded again
+    assert m.image_calls == 15

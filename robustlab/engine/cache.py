@@ -1,8 +1,8 @@
 """On-disk embedding cache, keyed by model id + content hash + perturbation record.
 
-One ``.npy`` file per (model, item, perturbation) key, written atomically (temp file + ``os.replace``) so a
-crash mid-write never leaves a half file that is read back. A gallery is encoded once; a warm pass only
-hashes the content and reads the small files back.
+One ``.npy`` file per (model, item, perturbation) key for small calls, and one per whole gallery (keyed by all
+its items' keys), written atomically (temp file + ``os.replace``) so a crash mid-write never leaves a half file
+that is read back. A gallery is encoded once; a warm pass only hashes the content and reads one file back.
 """
 from __future__ import annotations
 
@@ -10,6 +10,8 @@ import hashlib
 import json
 import os
 import tempfile
+import threading
+import time
 from pathlib import Path
 from typing import Sequence
 
@@ -54,16 +56,78 @@ def record_key(record: dict | None) -> str:
     return hashlib.blake2b(json.dumps(record, sort_keys=True, default=str).encode(), digest_size=8).hexdigest()
 
 
+DEFAULT_MAX_MB = 2048
+# the running size estimate is re-read from disk every this many puts (other processes write there too)
+RESCAN_EVERY = 1000
+# an eviction pass brings the cache down to this fraction of its bound, so passes stay rare
+LOW_WATER = 0.8
+# a ``.tmp`` older than this is the leftover of a killed writer (a live write takes milliseconds)
+STALE_TMP_S = 600.0
+
+
+def default_max_bytes() -> int:
+    """``ROBUSTLAB_CACHE_MAX_MB`` (default 2048) in bytes; 0 or less means unbounded."""
+    try:
+        mb = float(os.environ.get("ROBUSTLAB_CACHE_MAX_MB", DEFAULT_MAX_MB))
+    except ValueError:
+        mb = DEFAULT_MAX_MB
+    return int(mb * 1024 * 1024) if mb > 0 else 0
+
+
+class _RootState:
+    """What one process knows about one cache folder: an estimate of its size, and puts since the last scan."""
+
+    def __init__(self):
+        self.lock = threading.Lock()
+        self.bytes: int | None = None  # None: not scanned yet in this process
+        self.puts = 0
+        self.last_touch = 0
+
+
+_STATES: dict[str, _RootState] = {}
+_STATES_LOCK = threading.Lock()
+
+
+def _state_for(root: Path) -> _RootState:
+    key = os.path.abspath(root)
+    with _STATES_LOCK:
+        st = _STATES.get(key)
+        if st is None:
+            st = _STATES[key] = _RootState()
+        return st
+
+
 class EmbeddingCache:
-    def __init__(self, root: str | os.PathLike | None = None, enabled: bool = True):
+    """Embeddings on disk, bounded to ``max_bytes`` with least-recently-used eviction.
+
+    Every read hit sets the entry's mtime to now (explicitly, in nanoseconds: atime is often off), so the
+    mtime order is the use order. The size is tracked cheaply: one scan of the folder per process (on the first
+    put), then each put adds its size; a pass evicts (oldest first, down to ``LOW_WATER`` of the bound) only
+    when the estimate goes over the bound, and the estimate is re-read from disk every ``RESCAN_EVERY`` puts
+    since other processes share the folder. The same pass removes ``.tmp`` leftovers of killed writers.
+    """
+
+    def __init__(self, root: str | os.PathLike | None = None, enabled: bool = True, max_bytes: int | None = None):
         self.root = Path(root) if root is not None else default_cache_dir() / "embeddings"
         self.enabled = enabled
+        self.max_bytes = default_max_bytes() if max_bytes is None else max(0, int(max_bytes))
         self.hits = 0
         self.misses = 0
+        self.evicted = 0
+        self._state = _state_for(self.root)
 
     def _path(self, model_id: str, chash: str, rkey: str) -> Path:
         mid = hashlib.blake2b(model_id.encode(), digest_size=8).hexdigest()
         return self.root / mid / rkey / chash[:2] / f"{chash}.npy"
+
+    def _touch(self, p: Path) -> None:
+        st = self._state
+        with st.lock:  # strictly increasing within a process, so two uses never tie
+            t = st.last_touch = max(time.time_ns(), st.last_touch + 1)
+        try:
+            os.utime(p, ns=(t, t))
+        except OSError:
+            pass
 
     def get(self, model_id: str, chash: str, rkey: str = "clean") -> np.ndarray | None:
         if not self.enabled:
@@ -73,17 +137,23 @@ class EmbeddingCache:
             v = np.load(p, allow_pickle=False)
         except (OSError, ValueError, EOFError):
             return None
+        if self.max_bytes:
+            self._touch(p)
         return v
 
     def put(self, model_id: str, chash: str, rkey: str, value: np.ndarray) -> None:
         if not self.enabled:
             return
+        value = np.asarray(value, np.float32)
+        if self.max_bytes and value.nbytes + 128 > self.max_bytes:
+            return  # an entry bigger than the whole cache is not kept
         p = self._path(model_id, chash, rkey)
         p.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(dir=p.parent, suffix=".tmp")
         try:
             with os.fdopen(fd, "wb") as f:
-                np.save(f, np.asarray(value, np.float32), allow_pickle=False)
+                np.save(f, value, allow_pickle=False)
+                size = f.tell()
             os.replace(tmp, p)
         except BaseException:
             try:
@@ -91,11 +161,107 @@ class EmbeddingCache:
             except OSError:
                 pass
             raise
+        if self.max_bytes:
+            self._touch(p)
+            self._account(size)
+
+    # ---- the bound ----------------------------------------------------------------------------------
+    def _account(self, size: int) -> None:
+        st = self._state
+        with st.lock:
+            st.puts += 1
+            need_scan = st.bytes is None or st.puts >= RESCAN_EVERY
+            if not need_scan:
+                st.bytes += size
+                if st.bytes <= self.max_bytes:
+                    return
+        self.evict()
+
+    def _scan(self) -> tuple[list[tuple[int, int, str]], list[str]]:
+        """(mtime_ns, size, path) of every entry, and the stale ``.tmp`` files, under the root."""
+        entries, stale = [], []
+        cutoff = time.time() - STALE_TMP_S
+        stack = [str(self.root)]
+        while stack:
+            d = stack.pop()
+            try:
+                it = os.scandir(d)
+            except OSError:
+                continue
+            with it:
+                for e in it:
+                    try:
+                        if e.is_dir(follow_symlinks=False):
+                            stack.append(e.path)
+                        elif e.name.endswith(".npy"):
+                            s = e.stat(follow_symlinks=False)
+                            entries.append((s.st_mtime_ns, s.st_size, e.path))
+                        elif e.name.endswith(".tmp"):
+                            if e.stat(follow_symlinks=False).st_mtime < cutoff:
+                                stale.append(e.path)
+                    except OSError:  # removed by another process meanwhile
+                        continue
+        return entries, stale
+
+    def evict(self, target_bytes: int | None = None) -> int:
+        """One pass: drop stale ``.tmp`` leftovers, then least-recently-used entries while over the bound.
+
+        Brings the cache to ``target_bytes`` (default ``LOW_WATER`` × the bound; nothing is evicted when
+        unbounded). Returns the number of entries removed. Safe to run while other processes use the folder.
+        """
+        entries, stale = self._scan()
+        for t in stale:
+            try:
+                os.unlink(t)
+            except OSError:
+                pass
+        total = sum(s for _, s, _ in entries)
+        removed = 0
+        if self.max_bytes or target_bytes is not None:
+            target = int(self.max_bytes * LOW_WATER) if target_bytes is None else int(target_bytes)
+            if total > (self.max_bytes if target_bytes is None else target):
+                entries.sort()
+                dirs = set()
+                for _, size, path in entries:
+                    if total <= target:
+                        break
+                    try:
+                        os.unlink(path)
+                    except FileNotFoundError:
+                        pass
+                    except OSError:
+                        continue
+                    total -= size
+                    removed += 1
+                    dirs.add(os.path.dirname(path))
+                for d in dirs:  # empty shard folders go too (rmdir fails harmlessly on non-empty ones)
+                    try:
+                        os.rmdir(d)
+                    except OSError:
+                        pass
+        with self._state.lock:
+            self._state.bytes = total
+            self._state.puts = 0
+        self.evicted += removed
+        return removed
+
+    def size_bytes(self) -> int:
+        """The bytes the entries take on disk now (walks the folder)."""
+        return sum(s for _, s, _ in self._scan()[0])
 
     def clear(self) -> None:
         import shutil
 
         shutil.rmtree(self.root, ignore_errors=True)
+        with self._state.lock:
+            self._state.bytes = None
+            self._state.puts = 0
+
+
+# Calls with at most this many items also store one entry per item (so single queries and small subsets hit the
+# cache later); larger galleries are stored as one entry: writing thousands of small files would cost more than
+# the model pass itself on a small model.
+PER_ITEM_MAX = 64
 
 
 def _cached_encode(model, items, encode_fn, hash_fn, cache, records, batch_size, progress):
@@ -118,11 +284,15 @@ def _cached_encode(model, items, encode_fn, hash_fn, cache, records, batch_size,
     cache.misses += len(missing)
     if missing:
         done0 = n - len(missing)
+        if progress and done0:
+            progress(done0, n)  # the cached part is done before the model starts on the rest
         prog = (lambda d, t: progress(done0 + d, n)) if progress else None
         emb = encode_fn([items[i] for i in missing], batch_size=batch_size, progress=prog)
+        per_item = n <= PER_ITEM_MAX  # a large gallery is stored whole: one file instead of thousands
         for j, i in enumerate(missing):
             out[i] = emb[j]
-            cache.put(model.model_id, keys[i][0], keys[i][1], emb[j])
+            if per_item:
+                cache.put(model.model_id, keys[i][0], keys[i][1], emb[j])
     elif progress:
         progress(n, n)
     if n == 0:
@@ -144,3 +314,10 @@ def cached_encode_texts(model, texts: Sequence[str], cache: EmbeddingCache | Non
                         batch_size=None, progress=None) -> np.ndarray:
     return _cached_encode(model, [str(t) for t in texts], model.encode_texts, content_hash, cache, records,
                           batch_size, progress)
+
+
+def cached_encode_videos(model, videos: Sequence, cache: EmbeddingCache | None = None, records=None,
+                         batch_size=None, progress=None) -> np.ndarray:
+    """Encode videos (T×H×W×3 uint8 each) through the cache, keyed by the content hash of all their frames."""
+    vids = [np.asarray(v) for v in videos]
+    return _cached_encode(model, vids, model.encode_videos, content_hash, cache, records, batch_size, progress)
