@@ -1,6 +1,6 @@
 """Inference-core overhead: ``model.encode_images`` (the core) against a plain torch loop, same everything else.
 
-    python benchmarks/bench_engine.py [--devices cpu,cuda] [--repeats 5] [--out benchmarks/results/engine.json]
+    python benchmarks/bench_engine.py [--devices cpu,cuda] [--repeats N] [--out benchmarks/results/engine.json]
 
 Both sides use the same model object, the same batch size (the one the core picks, ``auto_batch_size``), the
 same preprocessing (the model's ``preprocess_images``), the same device and dtype (half on CUDA) and
@@ -11,8 +11,9 @@ same preprocessing (the model's ``preprocess_images``), the same device and dtyp
         out.append((f / f.norm(dim=-1, keepdim=True)).cpu())
 
 Models: builtin:tiny-clip (1,024 images at 128 px, the demo gallery's size) and a random-init open_clip ViT-B-32
-(64 images at 224 px). Runs are interleaved (plain, core, plain, core, ...) after a warm-up and the median is
-taken; overhead = core time / plain time − 1. Target: ≤ 10 %. CUDA rows are added whenever a GPU is present.
+(64 images at 224 px). Runs are interleaved, alternating which side goes first, after a warm-up; overhead = best
+core time / best plain time − 1 (best-of-N, since a shared machine only ever adds time; the ratio of the medians
+is kept in the JSON too). Target: ≤ 10 %. CUDA rows are added whenever a GPU is present.
 """
 from __future__ import annotations
 
@@ -28,9 +29,9 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 TARGET_OVERHEAD_PCT = 10.0
 
-MODELS = [  # spec, number of images, image side (px)
-    ("builtin:tiny-clip", 1024, 128),
-    ("open_clip:ViT-B-32", 64, 224),
+MODELS = [  # spec, number of images, image side (px), repeats (a fast model gets more: its runs are noisier)
+    ("builtin:tiny-clip", 1024, 128, 12),
+    ("open_clip:ViT-B-32", 64, 224, 6),
 ]
 
 
@@ -69,33 +70,38 @@ def bench_model(spec: str, n: int, side: int, device: str, repeats: int) -> dict
     model.encode_images(imgs[:bs], batch_size=bs)
     plain_t, core_t = [], []
     ref = got = None
-    for _ in range(repeats):
-        _sync(model.device)
-        t = time.perf_counter()
-        ref = plain_loop(model, imgs, bs)
-        _sync(model.device)
-        plain_t.append(time.perf_counter() - t)
-        t = time.perf_counter()
-        got = model.encode_images(imgs, batch_size=bs)
-        _sync(model.device)
-        core_t.append(time.perf_counter() - t)
+    for r in range(repeats):
+        # alternate which side goes first, so drifts in machine load hit both alike
+        for side_name in (("plain", "core") if r % 2 == 0 else ("core", "plain")):
+            _sync(model.device)
+            t = time.perf_counter()
+            if side_name == "plain":
+                ref = plain_loop(model, imgs, bs)
+            else:
+                got = model.encode_images(imgs, batch_size=bs)
+            _sync(model.device)
+            (plain_t if side_name == "plain" else core_t).append(time.perf_counter() - t)
     atol = 1e-3 if model.half else 1e-5
     same = bool(np.allclose(ref, got, atol=atol))
-    p, c = statistics.median(plain_t), statistics.median(core_t)
+    # best-of-N: on a shared machine the minimum is the run least disturbed by others (medians kept too)
+    p, c = min(plain_t), min(core_t)
     overhead = (c / p - 1) * 100
+    overhead_median = (statistics.median(core_t) / statistics.median(plain_t) - 1) * 100
     return {"model": spec, "device": str(model.device), "dtype": str(model.dtype).replace("torch.", ""),
             "random_init": bool(getattr(model, "random_init", False)), "n_images": n, "image_px": side,
             "batch_size": bs, "repeats": repeats,
             "plain_s": round(p, 4), "core_s": round(c, 4),
             "plain_images_per_s": round(n / p, 1), "core_images_per_s": round(n / c, 1),
-            "overhead_pct": round(overhead, 2), "same_embeddings": same,
+            "overhead_pct": round(overhead, 2), "overhead_pct_of_medians": round(overhead_median, 2),
+            "plain_runs_s": [round(t, 4) for t in plain_t], "core_runs_s": [round(t, 4) for t in core_t],
+            "same_embeddings": same,
             "pass": same and overhead <= TARGET_OVERHEAD_PCT}
 
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--devices", default=None, help="comma-separated; default: cpu, plus cuda when available")
-    ap.add_argument("--repeats", type=int, default=5)
+    ap.add_argument("--repeats", type=int, default=None, help="runs per side (default: per model)")
     ap.add_argument("--models", default=None, help="comma-separated specs (default: tiny-clip and ViT-B-32)")
     ap.add_argument("--out", default=str(HERE / "results" / "engine.json"))
     args = ap.parse_args(argv)
@@ -113,8 +119,8 @@ def main(argv=None) -> int:
                "gpu": torch.cuda.get_device_name(0) if torch.cuda.is_available() else None}
     rows = []
     for device in devices:
-        for spec, n, side in models:
-            r = bench_model(spec, n, side, device, args.repeats)
+        for spec, n, side, repeats in models:
+            r = bench_model(spec, n, side, device, args.repeats or repeats)
             rows.append(r)
             print(f"{spec} on {r['device']}: plain {r['plain_s']:.3f}s, core {r['core_s']:.3f}s "
                   f"({r['overhead_pct']:+.1f}%)", file=sys.stderr)

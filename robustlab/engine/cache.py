@@ -3,6 +3,10 @@
 One ``.npy`` file per (model, item, perturbation) key for small calls, and one per whole gallery (keyed by all
 its items' keys), written atomically (temp file + ``os.replace``) so a crash mid-write never leaves a half file
 that is read back. A gallery is encoded once; a warm pass only hashes the content and reads one file back.
+
+The cache is bounded (``max_bytes``, default ``ROBUSTLAB_CACHE_MAX_MB`` = 2048): when it grows past the bound, the
+least recently used entries go first (a read hit refreshes the entry's mtime). The size is tracked without walking
+the folder on every write, and the eviction pass also removes ``.tmp`` files left by writers that were killed.
 """
 from __future__ import annotations
 
@@ -46,7 +50,7 @@ def content_hash(x) -> str:
     else:
         a = np.ascontiguousarray(x)
         h.update(f"arr:{a.dtype.str}:{a.shape}:".encode())
-        h.update(a.tobytes())
+        h.update(a.reshape(-1).view(np.uint8).data if a.size else b"")  # the raw bytes, without a copy
     return h.hexdigest()
 
 
