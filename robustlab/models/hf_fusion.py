@@ -1,0 +1,291 @@
+"""Fusion through transformers: ViLT (single-stream text+patch transformer), VQA and image–text matching heads.
+
+    hf-vilt:dandelin/vilt-b32-finetuned-vqa     ViltForQuestionAnswering  -> vqa(), forward_with_attention()
+    hf-vilt:dandelin/vilt-b32-finetuned-coco    ViltForImageAndTextRetrieval -> itm_score(), forward_with_attention()
+    hf-vilt:/path/to/folder                     a local save_pretrained folder (head from config.architectures)
+
+One checkpoint carries one head; calling the other head's method raises ``NotImplementedError`` with the spec to
+load instead. Frames (T×H×W×3) are fed as T images side by side in the sequence: each frame is patch-embedded on
+its own (with its own image CLS), then the frames are concatenated after the text — the layout records which
+frame every visual token comes from. (ViLT checkpoints were trained on single images; multi-frame input is an
+extension, used by the video analyses.)
+
+Attention capture/replacement patches each layer's ``ViltSelfAttention.forward`` (on the instance, restored on
+exit) with a copy of the installed math plus the recorder hook between softmax and value mixing. The visual
+tokens are put in canonical row-major patch order (ViLT's ``visual_embed`` returns them randomly permuted; with
+patch position embeddings added the output is the same up to float rounding), so layouts are reproducible.
+"""
+from __future__ import annotations
+
+import copy
+import math
+from typing import Optional, Sequence
+
+import numpy as np
+import torch
+
+from robustlab.models.attention import (TEXT, VISUAL, AttentionCapture, AttentionRecorder, ReplaceFn,
+                                        TokenLayout, patched_forwards)
+from robustlab.models.base import ModelInfo
+from robustlab.models.hf_backend import _float32_kw, _load_image_processor, hub_access, seeded, unavailable
+from robustlab.models.tasks import as_frames, hf_source, load_config
+
+HEADS = {"ViltForQuestionAnswering": "vqa", "ViltForImageAndTextRetrieval": "itm"}
+CLS, SEP, PAD, UNK, MASK = "[CLS]", "[SEP]", "[PAD]", "[UNK]", "[MASK]"
+
+
+def bert_byte_tokenizer(max_length: int = 40):
+    """A BERT-layout tokenizer that needs no vocab files: ``[CLS] bytes [SEP]``, [PAD]=0, lower-cased.
+
+    ids 0..4 are [PAD] [UNK] [CLS] [SEP] [MASK], 5..260 the bytes. For random-init models only (plumbing tests).
+    """
+    from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, processors
+    from transformers import PreTrainedTokenizerFast
+
+    specials = [PAD, UNK, CLS, SEP, MASK]
+    vocab = {s: i for i, s in enumerate(specials)}
+    for i, ch in enumerate(sorted(pre_tokenizers.ByteLevel.alphabet())):
+        vocab[ch] = len(specials) + i
+    tk = Tokenizer(models.BPE(vocab=vocab, merges=[], unk_token=UNK))
+    tk.normalizer = normalizers.Sequence([normalizers.NFC(), normalizers.Lowercase()])
+    tk.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tk.decoder = decoders.ByteLevel()
+    tk.add_special_tokens(specials)
+    tk.post_processor = processors.TemplateProcessing(single=f"{CLS} $A {SEP}", pair=f"{CLS} $A {SEP} $B {SEP}",
+                                                      special_tokens=[(CLS, 2), (SEP, 3)])
+    return PreTrainedTokenizerFast(tokenizer_object=tk, pad_token=PAD, unk_token=UNK, cls_token=CLS,
+                                   sep_token=SEP, mask_token=MASK, model_max_length=max_length)
+
+
+def vilt_image_processor(size: int, patch_size: int):
+    """A ViLT image processor built in memory (shortest edge ``size``, sides multiples of the patch size)."""
+    import transformers
+
+    cls = getattr(transformers, "ViltImageProcessorPil", None) or transformers.ViltImageProcessor
+    return cls(size={"shortest_edge": size}, size_divisor=patch_size)
+
+
+def _vilt_attention_forward(mod, layer_idx: int, hook):
+    """The installed ViltSelfAttention.forward math, with ``hook(layer_idx, probs)`` after softmax+dropout."""
+
+    def forward(hidden_states, attention_mask=None, output_attentions=False, *args, **kwargs):
+        input_shape = hidden_states.shape[:-1]
+        hidden_shape = (*input_shape, -1, mod.attention_head_size)
+        q = mod.query(hidden_states).view(hidden_shape).transpose(1, 2)
+        k = mod.key(hidden_states).view(hidden_shape).transpose(1, 2)
+        v = mod.value(hidden_states).view(hidden_shape).transpose(1, 2)
+        scores = torch.matmul(q, k.transpose(-1, -2)) / math.sqrt(mod.attention_head_size)
+        if attention_mask is not None:
+            if attention_mask.dtype == torch.bool:  # defensive: a boolean "may attend" mask
+                scores = scores.masked_fill(~attention_mask, torch.finfo(scores.dtype).min)
+            else:
+                scores = scores + attention_mask
+        probs = mod.dropout(torch.softmax(scores, dim=-1))
+        probs = hook(layer_idx, probs)
+        ctx = torch.matmul(probs, v).permute(0, 2, 1, 3).contiguous()
+        ctx = ctx.view(*ctx.shape[:-2], mod.all_head_size)
+        return (ctx, probs) if output_attentions else (ctx,)
+
+    return forward
+
+
+class HFViltModel:
+    """A transformers ViLT checkpoint with its head (VQA or ITM), processor pieces and attention capture."""
+
+    backend = "hf-vilt"
+
+    def __init__(self, model, image_processor, tokenizer, *, model_id: str, device=None, half: bool | None = None,
+                 random_init: bool = False, description: str = ""):
+        from robustlab.engine.device import resolve_device
+
+        self.device = resolve_device(device)
+        self.half = (self.device.type == "cuda") if half is None else bool(half)
+        self.dtype = torch.float16 if self.half else torch.float32
+        head = HEADS.get(type(model).__name__)
+        if head is None:
+            raise ValueError(f"unsupported ViLT class {type(model).__name__} (supported: {', '.join(HEADS)})")
+        self.head = head
+        self.model = model.to(self.device, dtype=self.dtype).eval()
+        self.image_processor = image_processor
+        self.tokenizer = tokenizer
+        self.model_id = model_id
+        self.random_init = bool(random_init)
+        self.description = description or f"transformers {type(model).__name__}"
+        cfg = model.config
+        self.patch_size = int(cfg.patch_size)
+        self.image_size = int(cfg.image_size)
+        self.max_text = int(cfg.max_position_embeddings)
+        self.n_layers = int(cfg.num_hidden_layers)
+        self.n_heads = int(cfg.num_attention_heads)
+
+    # ---- constructors -----------------------------------------------------------------------------
+    @classmethod
+    def from_pretrained(cls, repo_or_dir: str, device=None, half: bool | None = None) -> "HFViltModel":
+        src, offline, cache_only, local, what = hf_source("hf-vilt", repo_or_dir)
+        with hub_access(what, offline, local=local):
+            from transformers import AutoTokenizer, ViltForImageAndTextRetrieval, ViltForQuestionAnswering
+
+            config = load_config(src, cache_only, what, ("vilt",))
+            arch = (getattr(config, "architectures", None) or [""])[0]
+            if arch == "ViltForImageAndTextRetrieval":
+                model_cls = ViltForImageAndTextRetrieval
+            elif arch == "ViltForQuestionAnswering" or getattr(config, "id2label", None):
+                model_cls = ViltForQuestionAnswering
+            else:
+                raise unavailable(what, f"checkpoint architecture {arch or 'unknown'!r} has no VQA or ITM head")
+            model = model_cls.from_pretrained(src, config=config, local_files_only=cache_only, **_float32_kw())
+            image_processor = _load_image_processor(src, cache_only)
+            tokenizer = AutoTokenizer.from_pretrained(src, local_files_only=cache_only, trust_remote_code=False)
+        return cls(model, image_processor, tokenizer, model_id=f"hf-vilt:{repo_or_dir}", device=device, half=half,
+                   description=f"transformers {type(model).__name__} from {src}")
+
+    @classmethod
+    def from_config(cls, config, head: str = "vqa", device=None, half: bool | None = None,
+                    seed: int = 0) -> "HFViltModel":
+        """A random-init ViLT from an in-memory ``ViltConfig`` (plumbing tests; never results)."""
+        from transformers import ViltForImageAndTextRetrieval, ViltForQuestionAnswering
+
+        if getattr(config, "model_type", None) != "vilt":
+            raise ValueError(f"from_config builds ViLT models only, got {getattr(config, 'model_type', None)!r}")
+        config = copy.deepcopy(config)
+        tok = bert_byte_tokenizer(int(config.max_position_embeddings))
+        if config.vocab_size < len(tok):
+            raise ValueError(f"vocab_size={config.vocab_size} is smaller than the tokenizer's {len(tok)} ids")
+        config.pad_token_id = tok.pad_token_id
+        model_cls = {"vqa": ViltForQuestionAnswering, "itm": ViltForImageAndTextRetrieval}[head]
+        with seeded(seed):
+            model = model_cls(config)
+        return cls(model, vilt_image_processor(int(config.image_size), int(config.patch_size)), tok, device=device,
+                   half=half, random_init=True,
+                   model_id=f"hf-vilt:random-init/{head}-h{config.hidden_size}-l{config.num_hidden_layers}",
+                   description=f"random-init transformers {model_cls.__name__} (plumbing only, never results)")
+
+    # ---- info -----------------------------------------------------------------------------------
+    def n_params(self) -> int:
+        return sum(p.numel() for p in self.model.parameters())
+
+    def info(self) -> ModelInfo:
+        return ModelInfo(model_id=self.model_id, backend=self.backend, embed_dim=int(self.model.config.hidden_size),
+                         image_size=self.image_size, device=str(self.device),
+                         dtype=str(self.dtype).replace("torch.", ""), n_params=self.n_params(),
+                         description=self.description, random_init=self.random_init,
+                         extra={"head": self.head, "layers": self.n_layers, "heads": self.n_heads})
+
+    @property
+    def labels(self) -> list[str]:
+        id2label = getattr(self.model.config, "id2label", None) or {}
+        return [str(id2label.get(i, id2label.get(str(i), i))) for i in range(len(id2label))]
+
+    def __repr__(self) -> str:
+        return f"<HFViltModel {self.model_id} head={self.head} on {self.device}>"
+
+    # ---- inputs -----------------------------------------------------------------------------------
+    def _self_attentions(self) -> list[torch.nn.Module]:
+        return [layer.attention.attention for layer in self.model.vilt.encoder.layer]
+
+    def _text_inputs(self, text: str, pad_to: Optional[int]) -> dict[str, torch.Tensor]:
+        pad_kw = {"padding": "max_length", "max_length": min(int(pad_to), self.max_text)} if pad_to else \
+            {"padding": False, "max_length": self.max_text}
+        enc = self.tokenizer([str(text)], truncation=True, return_tensors="pt", **pad_kw)
+        out = {"input_ids": enc["input_ids"], "attention_mask": enc["attention_mask"]}
+        out["token_type_ids"] = enc.get("token_type_ids", torch.zeros_like(enc["input_ids"]))
+        return {k: v.to(self.device) for k, v in out.items()}
+
+    def _visual_inputs(self, frames: Sequence[np.ndarray]):
+        """Patch-embed each frame (canonical row-major order), concatenated: embeds 1×V×D, mask 1×V, token info."""
+        emb = self.model.vilt.embeddings
+        embeds, masks, frame_of, rc, grid = [], [], [], [], (0, 0)
+        for f, frame in enumerate(frames):
+            enc = self.image_processor(images=[frame], return_tensors="pt", input_data_format="channels_last")
+            pix = enc["pixel_values"].to(self.device, dtype=self.dtype)
+            pmask = enc.get("pixel_mask")
+            pmask = torch.ones(pix.shape[0], *pix.shape[2:], dtype=torch.long) if pmask is None else pmask
+            with seeded(0):  # visual_embed draws a random permutation; keep the global RNG untouched
+                x, x_mask, (patch_index, (gh, gw)) = emb.visual_embed(pix, pmask.to(self.device),
+                                                                      max_image_length=-1)
+            order = (patch_index[0, :, 0] * gw + patch_index[0, :, 1]).argsort()
+            idx = torch.cat([torch.zeros(1, dtype=torch.long, device=order.device), order + 1])
+            x, x_mask, pi = x[:, idx], x_mask[:, idx], patch_index[0, order].cpu().numpy()
+            embeds.append(x)
+            masks.append(x_mask)
+            frame_of += [f] * x.shape[1]
+            rc += [(-1, -1)] + [tuple(int(v) for v in p) for p in pi]
+            grid = (int(gh), int(gw))
+        image_embeds = torch.cat(embeds, dim=1)
+        pixel_mask = torch.cat(masks, dim=1).long()
+        return image_embeds, pixel_mask, np.array(frame_of), np.array(rc, dtype=int).reshape(-1, 2), grid
+
+    def _layout(self, text_inputs, pixel_mask, frame_of, rc, grid, n_frames) -> TokenLayout:
+        ids = text_inputs["input_ids"][0].tolist()
+        tmask = text_inputs["attention_mask"][0].cpu().numpy().astype(bool)
+        toks = self.tokenizer.convert_ids_to_tokens(ids)
+        specials = {self.tokenizer.cls_token: "[CLS]", self.tokenizer.sep_token: "[SEP]",
+                    self.tokenizer.pad_token: "[PAD]"}
+        t_special = ["" if not m else specials.get(t, "") for t, m in zip(toks, tmask)]
+        t_labels = [t if m else "[PAD]" for t, m in zip(toks, tmask)]
+        vmask = pixel_mask[0].cpu().numpy().astype(bool)
+        v_special, v_labels = [], []
+        for f, (r, c), m in zip(frame_of, rc, vmask):
+            if r < 0:
+                v_special.append("[IMG_CLS]")
+                v_labels.append(f"[IMG_CLS] f{f}")
+            else:
+                v_special.append("")
+                v_labels.append(f"f{f} p({r},{c})" if m else f"f{f} [PAD]")
+        nt, nv = len(ids), len(frame_of)
+        return TokenLayout(
+            modality=np.array([TEXT] * nt + [VISUAL] * nv),
+            special=np.array(t_special + v_special, dtype=object).astype(str),
+            is_pad=np.concatenate([~tmask, ~vmask]),
+            frame=np.concatenate([np.full(nt, -1), frame_of]).astype(int),
+            patch=np.concatenate([np.full((nt, 2), -1), rc]).astype(int),
+            tokens=t_labels + v_labels, grid=grid, n_frames=n_frames)
+
+    # ---- forward --------------------------------------------------------------------------------
+    def forward_with_attention(self, image, text: str, replace: Optional[ReplaceFn] = None,
+                               pad_to: Optional[int] = None) -> AttentionCapture:
+        """One (image or frames, text) forward; every layer's attention, the layout and the head's outputs.
+
+        ``replace(layer_idx, probs, layout)`` may substitute each layer's attention probabilities (B×H×N×N torch).
+        ``pad_to`` pads the text to that many tokens (to study padding; at most max_position_embeddings).
+        """
+        frames = as_frames(image)
+        text_inputs = self._text_inputs(text, pad_to)
+        image_embeds, pixel_mask, frame_of, rc, grid = self._visual_inputs(frames)
+        layout = self._layout(text_inputs, pixel_mask, frame_of, rc, grid, len(frames))
+        rec = AttentionRecorder(self.n_layers, replace=replace, layout=layout)
+        patches = [(m, _vilt_attention_forward(m, i, rec)) for i, m in enumerate(self._self_attentions())]
+        with torch.inference_mode(), patched_forwards(patches):
+            out = self.model(**text_inputs, image_embeds=image_embeds, pixel_mask=pixel_mask)
+        logits = out.logits[0].float().cpu().numpy()
+        outputs: dict = {"logits": logits, "head": self.head}
+        if self.head == "itm":
+            outputs["itm_score"] = float(logits.reshape(-1)[0])
+        else:
+            outputs.update(zip(("answer", "scores"), self._answer(logits)))
+        return AttentionCapture(attentions=rec.stacked(0), layout=layout, outputs=outputs,
+                                replaced=replace is not None, model_id=self.model_id)
+
+    def _answer(self, logits: np.ndarray, top_k: int = 5) -> tuple[str, dict[str, float]]:
+        probs = 1.0 / (1.0 + np.exp(-logits.astype(np.float64)))  # VQA heads are trained with BCE
+        labels = self.labels or [str(i) for i in range(len(probs))]
+        top = np.argsort(-probs)[:top_k]
+        return labels[int(top[0])], {labels[int(i)]: float(probs[i]) for i in top}
+
+    def _need(self, head: str) -> None:
+        if self.head != head:
+            other = {"vqa": "hf-vilt:dandelin/vilt-b32-finetuned-vqa",
+                     "itm": "hf-vilt:dandelin/vilt-b32-finetuned-coco"}[head]
+            raise NotImplementedError(f"{self.model_id} has a {self.head} head, not {head}; load e.g. {other}")
+
+    def itm_score(self, image_or_frames, text: str) -> float:
+        self._need("itm")
+        return float(self.forward_with_attention(image_or_frames, text).outputs["itm_score"])
+
+    def vqa(self, image_or_frames, question: str) -> tuple[str, dict[str, float]]:
+        self._need("vqa")
+        o = self.forward_with_attention(image_or_frames, question).outputs
+        return o["answer"], o["scores"]
+
+
+__all__ = ["HFViltModel", "bert_byte_tokenizer", "vilt_image_processor"]

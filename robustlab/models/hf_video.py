@@ -1,0 +1,143 @@
+"""Video retrieval through transformers: X-CLIP (``XCLIPModel``), text <-> video.
+
+    hf-xclip:microsoft/xclip-base-patch32          a hub repo id
+    hf-xclip:/path/to/folder                       a local save_pretrained folder
+
+An :class:`EmbeddingModel` with a native ``encode_videos``: each video is sampled uniformly to the model's
+``num_frames`` (centres of equal segments; short videos repeat frames), the frames go through the repo's CLIP
+image processor, and X-CLIP's cross-frame vision tower + multi-frame integration transformer give one embedding.
+Images are encoded as static videos (the image repeated ``num_frames`` times).
+
+Embeddings are X-CLIP's dual-encoder features (``get_video_features`` / ``get_text_features``). X-CLIP's own
+logits additionally condition each text on the video through its prompt generator; :meth:`video_text_scores`
+gives those exact scores (videos × texts) when a ranking must match the paper's.
+"""
+from __future__ import annotations
+
+import copy
+from typing import Sequence
+
+import numpy as np
+import torch
+
+from robustlab.data.convert import to_uint8_rgb
+from robustlab.models.hf_backend import (_clip_image_processor, _features, _float32_kw, _image_size,
+                                         _load_image_processor, byte_tokenizer, hub_access, seeded)
+from robustlab.models.tasks import VideoRetrievalModel, hf_source, load_config, sample_frames
+
+
+def _normalise(x: torch.Tensor) -> np.ndarray:
+    x = x.float()
+    return (x / x.norm(dim=-1, keepdim=True).clamp_min(1e-12)).cpu().numpy().astype(np.float32)
+
+
+class HFXClipModel(VideoRetrievalModel):
+    backend = "hf-xclip"
+    default_image_batch = 8  # an image is num_frames frames here
+    default_video_batch = 4
+
+    def __init__(self, model, image_processor, tokenizer, *, model_id: str, device=None, half: bool | None = None,
+                 random_init: bool = False, description: str = ""):
+        super().__init__(device, half)
+        self.model = model
+        self.image_processor = image_processor
+        self.tokenizer = tokenizer
+        self.model_id = model_id
+        self.random_init = bool(random_init)
+        self.description = description or f"transformers {type(model).__name__}"
+        cfg = model.config
+        self.embed_dim = int(cfg.projection_dim)
+        self.image_size = _image_size(cfg.vision_config.image_size)
+        self.num_frames = int(cfg.vision_config.num_frames)
+        self.context_length = int(cfg.text_config.max_position_embeddings)
+        self._place()
+
+    @classmethod
+    def from_pretrained(cls, repo_or_dir: str, device=None, half: bool | None = None) -> "HFXClipModel":
+        src, offline, cache_only, local, what = hf_source("hf-xclip", repo_or_dir)
+        with hub_access(what, offline, local=local):
+            from transformers import AutoTokenizer, XCLIPModel
+
+            config = load_config(src, cache_only, what, ("xclip",))
+            model = XCLIPModel.from_pretrained(src, config=config, local_files_only=cache_only, **_float32_kw())
+            image_processor = _load_image_processor(src, cache_only)
+            tokenizer = AutoTokenizer.from_pretrained(src, local_files_only=cache_only, trust_remote_code=False)
+        return cls(model, image_processor, tokenizer, model_id=f"hf-xclip:{repo_or_dir}", device=device, half=half,
+                   description=f"transformers {type(model).__name__} from {src}")
+
+    @classmethod
+    def from_config(cls, config, device=None, half: bool | None = None, seed: int = 0) -> "HFXClipModel":
+        """A random-init X-CLIP from an in-memory ``XCLIPConfig`` (plumbing tests; never results)."""
+        from transformers import XCLIPModel
+
+        if getattr(config, "model_type", None) != "xclip":
+            raise ValueError(f"from_config builds X-CLIP models only, got {getattr(config, 'model_type', None)!r}")
+        config = copy.deepcopy(config)
+        tcfg = config.text_config
+        tok = byte_tokenizer(int(tcfg.max_position_embeddings))
+        if tcfg.vocab_size < len(tok):
+            raise ValueError(f"text_config.vocab_size={tcfg.vocab_size} is smaller than the tokenizer's {len(tok)}")
+        tcfg.bos_token_id, tcfg.eos_token_id, tcfg.pad_token_id = tok.bos_token_id, tok.eos_token_id, tok.pad_token_id
+        with seeded(seed):
+            model = XCLIPModel(config)
+        size = _image_size(config.vision_config.image_size)
+        v = config.vision_config
+        return cls(model, _clip_image_processor(size), tok, device=device, half=half, random_init=True,
+                   model_id=f"hf-xclip:random-init/h{v.hidden_size}-l{v.num_hidden_layers}-t{v.num_frames}-{size}px",
+                   description="random-init transformers XCLIPModel (plumbing only, never results)")
+
+    # ---- EmbeddingModel hooks --------------------------------------------------------------------
+    def modules(self) -> list[torch.nn.Module]:
+        return [self.model]
+
+    def preprocess_images(self, images: Sequence[np.ndarray]) -> torch.Tensor:
+        arrs = [np.ascontiguousarray(np.asarray(im, dtype=np.uint8)) for im in images]
+        out = self.image_processor(images=arrs, return_tensors="pt", input_data_format="channels_last")
+        return out["pixel_values"].float().cpu()
+
+    def _video_features(self, clips: torch.Tensor) -> torch.Tensor:
+        """B×T×C×H×W (T = num_frames) on device -> B×D (not normalised)."""
+        return _features(self.model.get_video_features(pixel_values=clips))
+
+    def _image_features(self, pixels: torch.Tensor) -> torch.Tensor:
+        clips = pixels.unsqueeze(1).expand(-1, self.num_frames, -1, -1, -1)
+        return self._video_features(clips)
+
+    def _text_tokens(self, texts: list[str]) -> dict[str, torch.Tensor]:
+        enc = self.tokenizer(list(texts), padding=True, truncation=True, max_length=self.context_length,
+                             return_tensors="pt")
+        return {k: v.to(self.device) for k, v in enc.items() if k in ("input_ids", "attention_mask")}
+
+    def _text_features(self, texts: list[str]) -> torch.Tensor:
+        return _features(self.model.get_text_features(**self._text_tokens(texts)))
+
+    # ---- videos -----------------------------------------------------------------------------------
+    def preprocess_video(self, video: np.ndarray) -> torch.Tensor:
+        """One T×H×W×3 video -> num_frames×C×H×W (CPU float32), frames sampled uniformly."""
+        v = np.asarray(video)
+        if v.ndim != 4:
+            raise ValueError(f"a video must be T×H×W×3, got shape {v.shape}")
+        frames = sample_frames(v, self.num_frames)
+        return self.preprocess_images([to_uint8_rgb(f) for f in frames])
+
+    def encode_videos(self, videos, batch_size: int | None = None, progress=None) -> np.ndarray:
+        n = len(videos)
+        bs = int(batch_size or self.default_video_batch)
+        out = []
+        with torch.inference_mode():
+            for i in range(0, n, bs):
+                clips = torch.stack([self.preprocess_video(v) for v in videos[i: i + bs]])
+                out.append(_normalise(self._video_features(clips.to(self.device, dtype=self.dtype))))
+                if progress:
+                    progress(min(i + bs, n), n)
+        return np.concatenate(out) if out else np.zeros((0, self.embed_dim), np.float32)
+
+    def video_text_scores(self, videos, texts: Sequence[str]) -> np.ndarray:
+        """X-CLIP's own logits (videos × texts), with the video-conditioned text prompts."""
+        with torch.inference_mode():
+            clips = torch.stack([self.preprocess_video(v) for v in videos]).to(self.device, dtype=self.dtype)
+            out = self.model(pixel_values=clips, **self._text_tokens([str(t) for t in texts]))
+        return out.logits_per_video.float().cpu().numpy()
+
+
+__all__ = ["HFXClipModel"]
