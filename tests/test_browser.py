@@ -45,8 +45,8 @@ def test_ranked_lists_render_and_upload_flow(server, browser, tmp_path):
 
     expect(clean.locator("img")).to_have_count(5, timeout=180_000)
     expect(pert.locator("img")).to_have_count(5, timeout=180_000)
-    assert page.get_by_text("Clean top-k").is_visible()
-    assert page.get_by_text("Ground-truth rank, perturbed").is_visible()
+    expect(page.get_by_text("Clean top-k")).to_be_visible(timeout=60_000)
+    expect(page.get_by_text("Ground-truth rank, perturbed")).to_be_visible(timeout=60_000)
     page.screenshot(path=str(tmp_path / "retrieval.png"), full_page=True)
 
     # the real upload widget: two good images with captions, one corrupt file

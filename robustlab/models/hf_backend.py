@@ -222,6 +222,23 @@ def _image_size(v) -> int:
     return int(v[0] if isinstance(v, (tuple, list)) else v)
 
 
+def tokenizer_for_text_config(tcfg):
+    """The in-memory byte tokenizer for a random-init text tower, with the config's special ids set to match
+    (mutates ``tcfg``: pass a copy)."""
+    tok = byte_tokenizer(int(tcfg.max_position_embeddings))
+    if tcfg.vocab_size < len(tok):
+        raise ValueError(f"text_config.vocab_size={tcfg.vocab_size} is smaller than the byte tokenizer's {len(tok)} ids")
+    tcfg.bos_token_id, tcfg.eos_token_id, tcfg.pad_token_id = tok.bos_token_id, tok.eos_token_id, tok.pad_token_id
+    return tok
+
+
+def processor_pixels(image_processor, images) -> torch.Tensor:
+    """H×W×3 uint8 images through a transformers image processor -> float32 CPU pixel tensor."""
+    arrs = [np.ascontiguousarray(np.asarray(im, dtype=np.uint8)) for im in images]
+    out = image_processor(images=arrs, return_tensors="pt", input_data_format="channels_last")
+    return out["pixel_values"].float().cpu()
+
+
 class HFClipModel(EmbeddingModel):
     """A transformers CLIP/SigLIP model, its image processor and tokenizer."""
 
@@ -293,12 +310,7 @@ class HFClipModel(EmbeddingModel):
             mt = getattr(config, "model_type", None)
             raise ValueError(f"from_config builds CLIP models only, got model_type {mt!r}")
         config = copy.deepcopy(config)
-        tcfg = config.text_config
-        tok = byte_tokenizer(int(tcfg.max_position_embeddings))
-        if tcfg.vocab_size < len(tok):
-            raise ValueError(f"text_config.vocab_size={tcfg.vocab_size} is smaller than the byte tokenizer's "
-                             f"{len(tok)} ids")
-        tcfg.bos_token_id, tcfg.eos_token_id, tcfg.pad_token_id = tok.bos_token_id, tok.eos_token_id, tok.pad_token_id
+        tok = tokenizer_for_text_config(config.text_config)
         with seeded(seed):
             model = CLIPModel(config)
         size = _image_size(config.vision_config.image_size)
@@ -312,9 +324,7 @@ class HFClipModel(EmbeddingModel):
         return [self.model]
 
     def preprocess_images(self, images: Sequence[np.ndarray]) -> torch.Tensor:
-        arrs = [np.ascontiguousarray(np.asarray(im, dtype=np.uint8)) for im in images]
-        out = self.image_processor(images=arrs, return_tensors="pt", input_data_format="channels_last")
-        return out["pixel_values"].float().cpu()
+        return processor_pixels(self.image_processor, images)
 
     def _image_features(self, pixels: torch.Tensor) -> torch.Tensor:
         return _features(self.model.get_image_features(pixel_values=pixels))

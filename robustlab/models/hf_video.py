@@ -22,7 +22,8 @@ import torch
 
 from robustlab.data.convert import to_uint8_rgb
 from robustlab.models.hf_backend import (_clip_image_processor, _features, _float32_kw, _image_size,
-                                         _load_image_processor, byte_tokenizer, hub_access, seeded)
+                                         _load_image_processor, hub_access, processor_pixels, seeded,
+                                         tokenizer_for_text_config)
 from robustlab.models.tasks import VideoRetrievalModel, hf_source, load_config, sample_frames
 
 
@@ -73,11 +74,7 @@ class HFXClipModel(VideoRetrievalModel):
         if getattr(config, "model_type", None) != "xclip":
             raise ValueError(f"from_config builds X-CLIP models only, got {getattr(config, 'model_type', None)!r}")
         config = copy.deepcopy(config)
-        tcfg = config.text_config
-        tok = byte_tokenizer(int(tcfg.max_position_embeddings))
-        if tcfg.vocab_size < len(tok):
-            raise ValueError(f"text_config.vocab_size={tcfg.vocab_size} is smaller than the tokenizer's {len(tok)}")
-        tcfg.bos_token_id, tcfg.eos_token_id, tcfg.pad_token_id = tok.bos_token_id, tok.eos_token_id, tok.pad_token_id
+        tok = tokenizer_for_text_config(config.text_config)
         with seeded(seed):
             model = XCLIPModel(config)
         size = _image_size(config.vision_config.image_size)
@@ -91,9 +88,7 @@ class HFXClipModel(VideoRetrievalModel):
         return [self.model]
 
     def preprocess_images(self, images: Sequence[np.ndarray]) -> torch.Tensor:
-        arrs = [np.ascontiguousarray(np.asarray(im, dtype=np.uint8)) for im in images]
-        out = self.image_processor(images=arrs, return_tensors="pt", input_data_format="channels_last")
-        return out["pixel_values"].float().cpu()
+        return processor_pixels(self.image_processor, images)
 
     def _video_features(self, clips: torch.Tensor) -> torch.Tensor:
         """B×T×C×H×W (T = num_frames) on device -> B×D (not normalised)."""
