@@ -54,41 +54,32 @@ def _device():
     return "cpu"  # deterministic; a CUDA path would need its own determinism settings
 
 
-@functools.lru_cache(maxsize=8)
-def _seq2seq(repo: str):
-    from transformers import AutoModelForSeq2SeqLM, AutoTokenizer
+def _load_local(repo: str, auto_class: str):
+    """Tokenizer + model of ``repo`` from the local Hugging Face cache only (never downloads, no remote code)."""
+    import transformers
 
     snap = R.hf_snapshot(repo)
     if snap is None:
         raise RuntimeError(R.hf_weights_reason(repo))
-    tok = AutoTokenizer.from_pretrained(str(snap), local_files_only=True, trust_remote_code=False)
-    model = AutoModelForSeq2SeqLM.from_pretrained(str(snap), local_files_only=True, trust_remote_code=False)
+    tok = transformers.AutoTokenizer.from_pretrained(str(snap), local_files_only=True, trust_remote_code=False)
+    model = getattr(transformers, auto_class).from_pretrained(str(snap), local_files_only=True,
+                                                              trust_remote_code=False)
     return tok, model.eval().to(_device())
+
+
+@functools.lru_cache(maxsize=8)
+def _seq2seq(repo: str):
+    return _load_local(repo, "AutoModelForSeq2SeqLM")
 
 
 @functools.lru_cache(maxsize=2)
 def _classifier(repo: str):
-    from transformers import AutoModelForSequenceClassification, AutoTokenizer
-
-    snap = R.hf_snapshot(repo)
-    if snap is None:
-        raise RuntimeError(R.hf_weights_reason(repo))
-    tok = AutoTokenizer.from_pretrained(str(snap), local_files_only=True, trust_remote_code=False)
-    model = AutoModelForSequenceClassification.from_pretrained(str(snap), local_files_only=True,
-                                                               trust_remote_code=False)
-    return tok, model.eval().to(_device())
+    return _load_local(repo, "AutoModelForSequenceClassification")
 
 
 @functools.lru_cache(maxsize=2)
 def _masked_lm(repo: str):
-    from transformers import AutoModelForMaskedLM, AutoTokenizer
-
-    snap = R.hf_snapshot(repo)
-    if snap is None:
-        raise RuntimeError(R.hf_weights_reason(repo))
-    tok = AutoTokenizer.from_pretrained(str(snap), local_files_only=True, trust_remote_code=False)
-    model = AutoModelForMaskedLM.from_pretrained(str(snap), local_files_only=True, trust_remote_code=False)
-    return tok, model.eval().to(_device())
+    return _load_local(repo, "AutoModelForMaskedLM")
 
 
 # ------------------------------------------------------------------------------------- back-translation
