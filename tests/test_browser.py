@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from browser_helpers import choose_radio, settle
+
 pytestmark = pytest.mark.browser
 
 
@@ -20,19 +22,6 @@ def _png(arr) -> bytes:
     b = io.BytesIO()
     Image.fromarray(arr).save(b, format="PNG")
     return b.getvalue()
-
-
-def _choose_radio(page, option_text: str):
-    """Click a radio option until the app reports it selected (headless Chromium sometimes drops the first
-    click on a react-aria radio while the page settles; during a rerun the old and new option can both exist)."""
-    opt = page.get_by_test_id("stRadioOption").filter(has_text=option_text)
-    selected = page.locator('[data-testid="stRadioOption"][data-selected="true"]').filter(has_text=option_text)
-    for _ in range(5):
-        opt.last.click()
-        page.wait_for_timeout(800)
-        if selected.count() > 0:
-            return
-    raise AssertionError(f"radio option {option_text!r} could not be selected")
 
 
 def test_ranked_lists_render_and_upload_flow(server, browser, tmp_path):
@@ -57,11 +46,12 @@ def test_ranked_lists_render_and_upload_flow(server, browser, tmp_path):
     files[0].write_bytes(_png(g.images[0]))
     files[1].write_bytes(_png(g.images[1]))
     files[2].write_bytes(b"\x89PNG\r\n\x1a\n not really a png")
-    _choose_radio(page, "My uploads (0)")
+    choose_radio(page, "My uploads (0)")
     page.get_by_text("Your gallery is empty").wait_for()
     page.locator("input[type=file]").first.set_input_files([str(f) for f in files])
     page.get_by_label("…or type captions, one per line, in the order of the images").fill(
         g.captions[0] + "\n" + g.captions[1])
+    settle(page)
     page.get_by_role("button", name="Add to my gallery").click()
     page.get_by_text("broken.png:").first.wait_for()
     page.get_by_text("Added 2 image(s).").wait_for()

@@ -13,6 +13,8 @@ from pathlib import Path
 
 import pytest
 
+from browser_helpers import choose_radio, settle
+
 pytestmark = pytest.mark.browser
 
 
@@ -43,6 +45,7 @@ def _videos(page) -> list[dict]:
 
 
 def _pick(page, kind: str, name: str, group: str):
+    settle(page)
     box = page.locator(f".st-key-pt_name_{kind}")
     box.click()
     page.keyboard.type(name)
@@ -72,10 +75,11 @@ def test_video_perturb_play_basket_export(server, browser, tmp_path):
     page.goto(server)
     sidebar = page.locator('[data-testid="stSidebar"]')
     sidebar.get_by_text("Model", exact=True).wait_for()
+    settle(page)
     sidebar.get_by_role("link", name="Perturb", exact=True).click()
     page.get_by_text("Perturb — see exactly what a perturbation does").wait_for()
-    page.locator(".st-key-pt_kind").get_by_text("Video", exact=True).click()
-    page.locator(".st-key-pt_source_video").get_by_text("Upload", exact=True).click()
+    choose_radio(page, "Video", scope=page.locator(".st-key-pt_kind"))
+    choose_radio(page, "Upload", scope=page.locator(".st-key-pt_source_video"))
     upload = page.locator(".st-key-pt_upload_video input[type=file]")
     upload.set_input_files(str(broken))
     page.get_by_text(re.compile(r"^broken\.mp4: ")).first.wait_for()
@@ -97,6 +101,7 @@ def test_video_perturb_play_basket_export(server, browser, tmp_path):
         assert vids[0]["width"] == 64 and vids[1]["width"] > 0
         shown.append(vids)
         page.screenshot(path=str(tmp_path / f"perturb_{i}.png"), full_page=True)
+        settle(page)
         page.get_by_role("button", name=re.compile("Add to basket")).click()
         page.get_by_text(f"Added to the basket ({i} example(s)).").wait_for()
     assert shown[0][1]["src"] != shown[1][1]["src"]

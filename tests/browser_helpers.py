@@ -1,0 +1,37 @@
+"""Shared helpers for the real-browser tests.
+
+Streamlit (1.67, under st.navigation) can drop a widget change made while a script run is still in progress: the
+radio shows the new option for a moment, then the finished run re-renders the old one. On a loaded 2-core CI machine
+the first run of a page takes long enough for a test to click into it, so every interaction first waits for the app to
+be idle (the app root's ``data-test-script-state``), and a radio choice is checked again after the run it started.
+"""
+from __future__ import annotations
+
+IDLE = '[data-test-script-state="notRunning"]'
+
+
+def settle(page, timeout: float = 180_000, quiet_ms: int = 300):
+    """Wait until no script run is in progress (and stays so for ``quiet_ms``, so a queued rerun can start)."""
+    for _ in range(3):
+        page.locator(IDLE).first.wait_for(state="attached", timeout=timeout)
+        page.wait_for_timeout(quiet_ms)
+        if page.locator(IDLE).count() > 0:
+            return
+    page.locator(IDLE).first.wait_for(state="attached", timeout=timeout)
+
+
+def choose_radio(page, option_text: str, scope=None, attempts: int = 5):
+    """Click a radio option and make sure the app kept it after the rerun the click started."""
+    root = scope if scope is not None else page
+    opt = root.get_by_test_id("stRadioOption").filter(has_text=option_text)
+    selected = root.locator('[data-testid="stRadioOption"][data-selected="true"]').filter(has_text=option_text)
+    for _ in range(attempts):
+        settle(page)
+        if selected.count() > 0:
+            return
+        opt.last.click()
+        page.wait_for_timeout(500)
+        settle(page)
+        if selected.count() > 0:
+            return
+    raise AssertionError(f"radio option {option_text!r} could not be selected")
