@@ -4,6 +4,8 @@ The entry point: a global sidebar (model, dataset, device) and st.navigation ove
 """
 from __future__ import annotations
 
+from pathlib import Path
+
 import streamlit as st
 
 st.set_page_config(page_title="robustlab", page_icon="🧪", layout="wide")
@@ -12,11 +14,17 @@ from robustlab.engine.device import describe_devices  # noqa: E402
 from robustlab.models import list_models  # noqa: E402
 import ui  # noqa: E402
 
-PAGES = [
-    st.Page("pages/retrieval.py", title="Retrieval", icon="🔎", default=True),
-    st.Page("pages/perturb.py", title="Perturb", icon="🧪"),
-    st.Page("pages/export.py", title="Export", icon="📦"),
+HERE = Path(__file__).resolve().parent
+# (file, title, icon): one thin file per view
+VIEWS = [
+    ("pages/retrieval.py", "Retrieval", "🔎"),
+    ("pages/grounding.py", "Grounding", "🎯"),
+    ("pages/hubness.py", "Hubness", "🕸️"),
+    ("pages/embeddings.py", "Embeddings", "🗺️"),
+    ("pages/perturb.py", "Perturb", "🧪"),
+    ("pages/export.py", "Export", "📦"),
 ]
+PAGES = [st.Page(f, title=t, icon=i, default=(f == "pages/retrieval.py")) for f, t, i in VIEWS if (HERE / f).exists()]
 
 with st.sidebar:
     st.title("robustlab")

@@ -54,17 +54,48 @@ def cmd_perturbations(args) -> int:
     return 0
 
 
-def cmd_train(args) -> int:
-    if args.model != "tiny-clip":
-        return _err(f"no training recipe for {args.model!r}; available: tiny-clip")
-    from robustlab.train import train_tiny_clip
+# training recipes: model name -> "module:function"; each takes (out, seed, n_train, epochs, eval_n) keywords
+TRAIN_RECIPES = {
+    "tiny-clip": "robustlab.train:train_tiny_clip",
+    "tiny-clip-video": "robustlab.train_video:train_tiny_clip_video",
+    "tiny-vilt": "robustlab.train_vilt:train_tiny_vilt",
+}
 
+# evaluation tasks: name -> "module:function"; each takes (model, n, seed, progress=..., **task options) -> dict
+EVAL_TASKS = {
+    "retrieval": "robustlab.evaluate:eval_retrieval",
+    "video-retrieval": "robustlab.evaluate_video:eval_video_retrieval",
+    "vqa": "robustlab.evaluate_fusion:eval_vqa",
+    "grounding": "robustlab.evaluate_fusion:eval_grounding",
+    "clavi": "robustlab.evaluate_fusion:eval_clavi",
+}
+
+
+def _resolve(target: str):
+    import importlib
+
+    mod, fn = target.split(":")
+    try:
+        return getattr(importlib.import_module(mod), fn)
+    except (ModuleNotFoundError, AttributeError):
+        return None
+
+
+def cmd_train(args) -> int:
+    fn = _resolve(TRAIN_RECIPES[args.model]) if args.model in TRAIN_RECIPES else None
+    if fn is None:
+        ok = [k for k, v in TRAIN_RECIPES.items() if _resolve(v) is not None]
+        return _err(f"no training recipe for {args.model!r}; available: {', '.join(ok)}")
     if args.threads:
         import torch
 
         torch.set_num_threads(args.threads)
-    res = train_tiny_clip(out=args.out, seed=args.seed, n_train=args.n_train, epochs=args.epochs,
-                          eval_n=args.eval_n)
+    kw = dict(out=args.out, seed=args.seed, eval_n=args.eval_n)
+    if args.n_train is not None:
+        kw["n_train"] = args.n_train
+    if args.epochs is not None:
+        kw["epochs"] = args.epochs
+    res = fn(**kw)
     print(json.dumps(res, indent=2))
     return 0
 
@@ -83,7 +114,9 @@ def cmd_eval(args) -> int:
     if model.random_init:
         print("robustlab: warning: this model is randomly initialised (plumbing test only, not a result)",
               file=sys.stderr)
-    from robustlab.evaluate import eval_retrieval
+    fn = _resolve(EVAL_TASKS[args.task])
+    if fn is None:
+        return _err(f"evaluation task {args.task!r} is not available in this checkout")
 
     try:
         if args.perturb:
@@ -98,14 +131,23 @@ def cmd_eval(args) -> int:
         return _err(str(e).strip("'\""))
     from tqdm.auto import tqdm
 
-    bar = tqdm(total=args.n, desc="encode gallery", unit="img", disable=args.json or not sys.stderr.isatty())
+    bar = tqdm(total=args.n, desc=f"eval {args.task}", unit="item", disable=args.json or not sys.stderr.isatty())
 
     def progress(done, total):
+        bar.total = total
         bar.n = done
         bar.refresh()
 
-    res = eval_retrieval(model, n=args.n, seed=args.seed, image_perturb=args.perturb, image_severity=args.severity,
-                         text_perturb=args.text_perturb, text_severity=args.text_severity, progress=progress)
+    try:
+        if args.task == "retrieval":
+            res = fn(model, n=args.n, seed=args.seed, image_perturb=args.perturb, image_severity=args.severity,
+                     text_perturb=args.text_perturb, text_severity=args.text_severity, progress=progress)
+        else:  # every other task takes the visual perturbation as perturb/severity (image or video, per task)
+            res = fn(model, n=args.n, seed=args.seed, perturb=args.perturb, severity=args.severity,
+                     text_perturb=args.text_perturb, text_severity=args.text_severity, progress=progress)
+    except ValueError as e:  # e.g. a model that cannot do this task: say so, no traceback
+        bar.close()
+        return _err(str(e))
     bar.close()
     if args.json:
         print(json.dumps(res))
@@ -193,22 +235,22 @@ def build_parser() -> argparse.ArgumentParser:
     q.set_defaults(fn=cmd_perturbations)
 
     t = sub.add_parser("train", help="train a built-in model on the synthetic world")
-    t.add_argument("model", help="tiny-clip")
+    t.add_argument("model", help="one of: " + ", ".join(TRAIN_RECIPES))
     t.add_argument("--seed", type=int, default=0)
-    t.add_argument("--n-train", type=int, default=20000)
-    t.add_argument("--epochs", type=int, default=10)
+    t.add_argument("--n-train", type=int, default=None, help="training examples (default: the recipe's)")
+    t.add_argument("--epochs", type=int, default=None, help="epochs (default: the recipe's)")
     t.add_argument("--eval-n", type=int, default=1000)
     t.add_argument("--threads", type=int, default=None)
-    t.add_argument("--out", default=None, help="checkpoint path (default: assets/tiny-clip.safetensors)")
+    t.add_argument("--out", default=None, help="checkpoint path (default: assets/NAME.safetensors)")
     t.set_defaults(fn=cmd_train)
 
     e = sub.add_parser("eval", help="evaluate a model on a freshly generated held-out split")
-    e.add_argument("task", choices=["retrieval"])
+    e.add_argument("task", choices=list(EVAL_TASKS))
     e.add_argument("--model", default="builtin:tiny-clip")
     e.add_argument("--dataset", default="builtin")
     e.add_argument("--n", type=int, default=1000)
     e.add_argument("--seed", type=int, default=1000)
-    e.add_argument("--perturb", default=None, help="image perturbation name")
+    e.add_argument("--perturb", default=None, help="image (or, for video tasks, video) perturbation name")
     e.add_argument("--severity", type=int, default=3)
     e.add_argument("--text-perturb", default=None, help="text perturbation name")
     e.add_argument("--text-severity", type=int, default=3)

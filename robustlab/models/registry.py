@@ -17,8 +17,23 @@ def register_builtin(name: str, *, task: str, description: str, checkpoint: str 
     return deco
 
 
+# modules whose import registers built-in models (one per model family; a newcomer finds each model here)
+BUILTIN_MODULES = (
+    "robustlab.models.builtin",        # tiny-clip (image-text dual encoder)
+    "robustlab.models.builtin_video",  # tiny-clip-video-meanp / -seqtransf (text-video retrieval)
+    "robustlab.models.tiny_vilt",      # tiny-vilt (single-stream fusion: ITM, VQA, grounding)
+)
+
+
 def _ensure_loaded() -> None:
-    import robustlab.models.builtin  # noqa: F401  (registers the built-in models)
+    import importlib
+
+    for mod in BUILTIN_MODULES:
+        try:
+            importlib.import_module(mod)
+        except ModuleNotFoundError as e:  # a family not built yet in this checkout; never hide other errors
+            if e.name != mod:
+                raise
 
 
 def list_builtin() -> list[dict]:
