@@ -29,7 +29,7 @@ PAGES = [st.Page(f, title=t, icon=i, default=(f == "pages/retrieval.py")) for f,
 with st.sidebar:
     st.title("robustlab")
     st.caption("How vision-language models break under real-world perturbations.")
-    builtin = [m["spec"] for m in list_models() if m["task"] == "retrieval"]
+    builtin = [m["spec"] for m in list_models() if m["task"] in ("retrieval", "video-retrieval")]
     options = builtin + ["other (open_clip / hf / path)…"]
     choice = st.selectbox("Model", options, index=0, key="model_choice",
                           help="Built-in models run offline. Hub models need network access or a local checkpoint.")
