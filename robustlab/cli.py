@@ -10,6 +10,9 @@
                                                        of them) into DIR with a manifest.jsonl
     robustlab regenerate EXPORT [--out DIR]            rebuild an export (zip, folder or manifest.jsonl) bit
                                                        for bit and verify it; exit 1 on any mismatch
+    robustlab hubness --model M --dataset builtin --k 15 [--n N] [--seed S] [--direction t2i|i2t]
+                      [--perturb NAME --severity K] [--reduce dsl|qbnorm|hsm] [--json]
+                                                       k-occurrence hubness indices and R@K, clean vs perturbed
 """
 from __future__ import annotations
 
@@ -221,6 +224,65 @@ def cmd_regenerate(args) -> int:
     return 1 if bad else 0
 
 
+def cmd_hubness(args) -> int:
+    from robustlab.analysis.hubness_eval import eval_hubness
+    from robustlab.models import ModelUnavailable, load_model
+
+    if args.n < 2:
+        return _err("--n must be at least 2")
+    if not 1 <= args.k <= args.n:
+        return _err(f"--k must be between 1 and --n ({args.n})")
+    if args.perturb:
+        try:
+            from robustlab.analysis.hubness_eval import _perturb_modality
+
+            _perturb_modality(args.perturb)
+        except (KeyError, ValueError) as e:
+            return _err(str(e).strip("'\""))
+    try:
+        model = load_model(args.model, device=args.device)
+    except (ModelUnavailable, ValueError) as e:
+        return _err(str(e))
+    if model.random_init:
+        print("robustlab: warning: this model is randomly initialised (plumbing test only, not a result)",
+              file=sys.stderr)
+    from tqdm.auto import tqdm
+
+    bar = tqdm(total=args.n, unit="item", disable=not sys.stderr.isatty(), file=sys.stderr)
+
+    def progress(stage, done, total):
+        bar.set_description(stage, refresh=False)
+        bar.total = total
+        bar.n = done
+        bar.refresh()
+
+    try:
+        res = eval_hubness(model, n=args.n, seed=args.seed, k=args.k, direction=args.direction,
+                           perturb=args.perturb, severity=args.severity, reduce=args.reduce, dataset=args.dataset,
+                           progress=progress)
+    except ValueError as e:
+        bar.close()
+        return _err(str(e))
+    bar.close()
+    if args.json:
+        print(json.dumps(res))
+        return 0
+    conds = [c for c in ("clean", "clean_reduced", "perturbed", "perturbed_reduced") if c in res]
+    head = f"{res['model']}  {res['direction']} ({res['queries']} query {res['gallery']})  n={res['n']}  " \
+           f"k={res['k']}" + (f"  {res['perturb']} s{res['severity']} ({res['perturbed_modality']})"
+                              if "perturb" in res else "") + (f"  reduce={res['reduce']}" if "reduce" in res else "")
+    print(head)
+    print(f"{'':<22}" + "".join(f"{c:>19}" for c in conds))
+    for key in res["clean"]:
+        if key == "top_hubs":
+            continue
+        print(f"{key:<22}" + "".join(f"{res[c][key]:>19.4g}" for c in conds))
+    for c in conds:
+        hubs = ", ".join(f"#{i} ({nk})" for i, nk in res[c]["top_hubs"])
+        print(f"top hubs, {c}: {hubs}")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="robustlab", description="Perturb, compare and diagnose vision-language models.")
     sub = p.add_subparsers(dest="cmd", required=True)
@@ -284,6 +346,29 @@ def build_parser() -> argparse.ArgumentParser:
     rg.add_argument("--json", action="store_true")
     rg.add_argument("--quiet", action="store_true", help="no progress bar")
     rg.set_defaults(fn=cmd_regenerate)
+
+    hb = sub.add_parser("hubness", help="k-occurrence hubness of retrieval, clean vs perturbed",
+                        description="Hubness of a model's text-image retrieval on the synthetic world: the "
+                                    "k-occurrence N_k of every gallery item (how many queries rank it in their "
+                                    "top k) and its skewness, truncated-normal skewness, Atkinson, Robin Hood and "
+                                    "Gini indices, antihub and hub occurrence, with R@1/5/10, clean and (with "
+                                    "--perturb) perturbed; --reduce adds the scores after a hubness reduction.")
+    hb.add_argument("--model", default="builtin:tiny-clip")
+    hb.add_argument("--dataset", default="builtin", choices=["builtin", "demo"],
+                    help="builtin: n freshly generated held-out scenes (world seed --seed); demo: the dashboard's "
+                         "demo gallery")
+    hb.add_argument("--k", type=int, default=15, help="top-k of the k-occurrence (HAT-VTR uses 15)")
+    hb.add_argument("--n", type=int, default=1000)
+    hb.add_argument("--seed", type=int, default=None, help="world seed (default: 1000 held-out, 7 demo)")
+    hb.add_argument("--direction", choices=["t2i", "i2t"], default="t2i",
+                    help="t2i: captions query images (N_k per image); i2t: images query captions")
+    hb.add_argument("--perturb", default=None, help="an image or text perturbation, applied to that modality")
+    hb.add_argument("--severity", type=int, default=3, choices=range(1, 6), metavar="K", help="1..5")
+    hb.add_argument("--reduce", default=None, choices=["dsl", "qbnorm", "hsm"],
+                    help="also report the scores after this hubness reduction (default parameters)")
+    hb.add_argument("--device", default=None)
+    hb.add_argument("--json", action="store_true")
+    hb.set_defaults(fn=cmd_hubness)
     return p
 
 

@@ -1,0 +1,132 @@
+"""Hubness of a model's retrieval on the synthetic world, clean vs perturbed (``robustlab hubness``).
+
+The gallery is ``n`` freshly generated held-out scenes (``dataset="builtin"``, world seed ``seed``, as
+``robustlab eval retrieval``) or the first ``n`` scenes of the dashboard's demo gallery (``dataset="demo"``).
+Embeddings go through the on-disk embedding cache. Direction ``t2i``: captions query images, N_k counts per image;
+``i2t``: images query captions, N_k per caption. A perturbation is applied to the modality it belongs to (an image
+perturbation to every image, a text perturbation to every caption; item i gets seed ``perturb_seed + i``), whatever
+the direction: perturbing the queries is HAT-VTR's query shift, perturbing the gallery its gallery shift.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from robustlab.analysis import hubness as H
+from robustlab.analysis import reduction as R
+from robustlab.metrics.retrieval import retrieval
+
+DIRECTIONS = ("t2i", "i2t")
+DATASETS = ("builtin", "demo")
+DEMO_SIZE = 300  # scenes in the dashboard's demo gallery (robustlab.data.gallery.builtin_gallery)
+
+
+def _summary(scores: np.ndarray, k: int, ks, top: int) -> dict:
+    n = scores.shape[0]
+    nk = H.k_occurrence(scores, k)
+    out = {**retrieval(scores, np.arange(n), ks), **H.measures_from_nk(nk, k)}
+    out["max_n_k"] = int(nk.max())
+    out["top_hubs"] = [[int(i), int(nk[i])] for i in H.top_hubs(nk, top)]
+    return out
+
+
+def _perturb_modality(name: str) -> str:
+    from robustlab.perturb import get_perturbation
+
+    spec = get_perturbation(name)  # ValueError with the valid names for an unknown one
+    if not spec.available:
+        raise ValueError(f"perturbation {name!r} is unavailable here: {spec.reason}")
+    if spec.modality == "text":
+        return "text"
+    if spec.modality == "image" or "image" in getattr(spec, "applies_to", ()):
+        return "image"
+    raise ValueError(f"perturbation {name!r} works on {spec.modality}s; hubness here uses images and captions")
+
+
+def eval_hubness(model, n: int = 1000, seed: int | None = None, k: int = 15, direction: str = "t2i",
+                 perturb: str | None = None, severity: int = 3, reduce: str | None = None,
+                 reduce_params: dict | None = None, dataset: str = "builtin", perturb_seed: int = 0,
+                 ks=(1, 5, 10), top: int = 5, cache=None, progress=None) -> dict:
+    """``{"clean": {R@K..., hubness indices, top_hubs}, "perturbed": {...}}`` (+ ``"<cond>_reduced"`` with
+    ``reduce``), plus the settings. ``progress(stage, done, total)`` reports encoding/perturbing."""
+    from robustlab.data import world
+    from robustlab.engine.cache import EmbeddingCache, cached_encode_images, cached_encode_texts
+
+    if direction not in DIRECTIONS:
+        raise ValueError(f"direction must be one of {', '.join(DIRECTIONS)}, got {direction!r}")
+    if dataset not in DATASETS:
+        raise ValueError(f"dataset {dataset!r} is not supported; use one of {', '.join(DATASETS)}")
+    n = int(n)
+    if n < 2:
+        raise ValueError("n must be at least 2")
+    if not 1 <= int(k) <= n:
+        raise ValueError(f"k must be between 1 and n = {n}, got {k}")
+    modality = None
+    if perturb:
+        if not 1 <= int(severity) <= 5:
+            raise ValueError(f"severity must be 1..5, got {severity}")
+        modality = _perturb_modality(perturb)
+    if reduce is not None and reduce not in R.METHODS:
+        raise ValueError(f"unknown hubness reduction {reduce!r}; available: {', '.join(R.METHODS)}")
+    if reduce is not None:
+        R._check_params(R.METHODS[reduce], reduce_params or {})
+
+    def stage(name):
+        return (lambda done, total: progress(name, done, total)) if progress else None
+
+    if dataset == "builtin":
+        from robustlab.evaluate import heldout_gallery
+
+        seed = world.HELDOUT_SEED if seed is None else int(seed)
+        imgs, caps, _ = heldout_gallery(n, seed, progress=stage("render"))
+        imgs = list(imgs)
+    else:
+        from robustlab.data.gallery import builtin_gallery
+
+        seed = world.DEMO_SEED if seed is None else int(seed)
+        if n > DEMO_SIZE:
+            raise ValueError(f"the demo gallery has {DEMO_SIZE} scenes; use --n {DEMO_SIZE} or fewer")
+        g = builtin_gallery(DEMO_SIZE, seed=seed, progress=stage("render"))
+        imgs, caps = list(g.images[:n]), list(g.captions[:n])
+    cache = cache if cache is not None else EmbeddingCache()
+    ie = cached_encode_images(model, imgs, cache=cache, progress=stage("encode images"))
+    te = cached_encode_texts(model, caps, cache=cache)
+
+    if perturb:
+        from robustlab.perturb import perturb as apply
+
+        items = imgs if modality == "image" else caps
+        cb = stage(f"{perturb} s{severity}")
+        res = []
+        for i, x in enumerate(items):
+            res.append(apply(x, perturb, int(severity), seed=perturb_seed + i))
+            if cb:
+                cb(i + 1, len(items))
+        outs, recs = [r.output for r in res], [r.record for r in res]
+        if modality == "image":
+            ie_p, te_p = cached_encode_images(model, outs, cache=cache, records=recs,
+                                              progress=stage("encode perturbed")), te
+        else:
+            ie_p, te_p = ie, cached_encode_texts(model, outs, cache=cache, records=recs)
+
+    def oriented(te_, ie_):
+        s = te_ @ ie_.T  # captions × images; caption i belongs to image i
+        return np.asarray(s if direction == "t2i" else s.T, dtype=np.float32)
+
+    conds = {"clean": oriented(te, ie)}
+    if perturb:
+        conds["perturbed"] = oriented(te_p, ie_p)
+    out = {"model": getattr(model, "model_id", str(model)), "dataset": dataset, "n": n, "seed": seed, "k": int(k),
+           "direction": direction, "queries": "captions" if direction == "t2i" else "images",
+           "gallery": "images" if direction == "t2i" else "captions"}
+    if perturb:
+        out.update(perturb=perturb, severity=int(severity), perturbed_modality=modality, perturb_seed=perturb_seed)
+    for name, s in conds.items():
+        out[name] = _summary(s, int(k), ks, top)
+    if reduce:
+        params = dict(reduce_params or {})
+        out["reduce"] = reduce
+        out["reduce_params"] = {p: v for p, v in R._check_params(R.METHODS[reduce], params).items()
+                                if not isinstance(v, np.ndarray)}
+        for name, s in conds.items():
+            out[f"{name}_reduced"] = _summary(R.reduce(s, reduce, **params), int(k), ks, top)
+    return out

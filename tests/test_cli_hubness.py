@@ -1,0 +1,61 @@
+"""`robustlab hubness`: JSON output, clean vs perturbed, reduction, one-line errors."""
+import json
+
+import numpy as np
+
+from robustlab.cli import main
+
+MEASURES = {"k_skewness", "k_skewness_truncnorm", "atkinson", "robinhood", "antihub_occurrence", "hub_occurrence",
+            "gini"}
+
+
+def test_hubness_json_clean_perturbed_and_reduced(capsys):
+    assert main(["hubness", "--model", "builtin:tiny-clip", "--dataset", "builtin", "--n", "60", "--k", "5",
+                 "--seed", "3", "--direction", "i2t", "--perturb", "gaussian_noise", "--severity", "5",
+                 "--reduce", "qbnorm", "--json"]) == 0
+    res = json.loads(capsys.readouterr().out)
+    assert res["n"] == 60 and res["k"] == 5 and res["direction"] == "i2t" and res["perturbed_modality"] == "image"
+    assert res["reduce"] == "qbnorm" and res["reduce_params"]["beta"] == 20.0
+    for cond in ("clean", "perturbed", "clean_reduced", "perturbed_reduced"):
+        r = res[cond]
+        assert MEASURES | {"R@1", "R@5", "R@10", "MdR", "MnR", "top_hubs", "max_n_k"} <= set(r)
+        assert 0 <= r["R@1"] <= r["R@5"] <= r["R@10"] <= 1
+        nk_top = [c for _, c in r["top_hubs"]]
+        assert nk_top == sorted(nk_top, reverse=True) and nk_top[0] == r["max_n_k"]
+    clean, pert = res["clean"], res["perturbed"]
+    # the built-in model is broken by strong noise: recall collapses and the noisy image queries pile onto hubs
+    assert pert["R@1"] < clean["R@1"] - 0.5
+    assert pert["hub_occurrence"] > clean["hub_occurrence"] and pert["k_skewness"] > clean["k_skewness"]
+    assert res["perturbed_reduced"]["hub_occurrence"] < pert["hub_occurrence"]
+
+
+def test_hubness_text_output_and_same_numbers_as_the_library(capsys, tiny_clip):
+    from robustlab.analysis.hubness import k_occurrence, measures_from_nk
+    from robustlab.engine.cache import cached_encode_images, cached_encode_texts
+    from robustlab.evaluate import heldout_gallery
+
+    assert main(["hubness", "--n", "30", "--k", "3", "--seed", "4"]) == 0
+    out = capsys.readouterr().out
+    assert "k_skewness" in out and "top hubs, clean" in out and "t2i" in out
+    assert main(["hubness", "--n", "30", "--k", "3", "--seed", "4", "--json"]) == 0
+    res = json.loads(capsys.readouterr().out)
+    imgs, caps, _ = heldout_gallery(30, 4)
+    s = cached_encode_texts(tiny_clip, caps) @ cached_encode_images(tiny_clip, list(imgs)).T
+    nk = k_occurrence(s, 3)
+    ref = measures_from_nk(nk, 3)
+    for key in MEASURES:
+        assert np.isclose(res["clean"][key], ref[key]), key
+    assert "perturbed" not in res
+
+
+def test_hubness_errors_are_one_line(capsys):
+    assert main(["hubness", "--model", "hf:nobody/nothing-here", "--n", "10", "--k", "3"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("robustlab:") and "\n" not in err and "builtin:tiny-clip" in err
+    assert main(["hubness", "--perturb", "no_such_thing", "--n", "10", "--k", "3"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "unknown perturbation" in err and "\n" not in err
+    assert main(["hubness", "--n", "10", "--k", "20"]) == 2
+    assert "--k must be between" in capsys.readouterr().err
+    assert main(["hubness", "--n", "400", "--k", "3", "--dataset", "demo"]) == 2
+    assert "demo gallery has 300" in capsys.readouterr().err
