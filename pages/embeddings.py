@@ -1,0 +1,216 @@
+"""Embeddings: a 2-D map (t-SNE or PCA) of image and caption embeddings, clean and perturbed; select points to
+see them and add their perturbed versions to the export basket."""
+from __future__ import annotations
+
+import numpy as np
+import plotly.graph_objects as go
+import streamlit as st
+
+import ui
+from robustlab.analysis import views
+from robustlab.basket import Basket
+from robustlab.data.io import InputError
+from robustlab.perturb import list_perturbations
+from robustlab.retrieval import Condition
+
+st.header("Embeddings — where perturbed inputs move")
+st.caption("Each dot is one image or caption embedding; a line joins a clean item to its perturbed version. "
+           "Drag a box (or pick the lasso in the chart's toolbar) to select points.")
+
+MAX_ITEMS = 1000
+SYMBOLS = {("image", "clean"): "circle", ("image", "perturbed"): "circle-open",
+           ("text", "clean"): "diamond", ("text", "perturbed"): "diamond-open"}
+COLORS = {"clean": "#1f77b4", "perturbed": "#d62728", "image": "#2ca02c", "text": "#9467bd"}
+
+
+@st.cache_data(show_spinner=False, max_entries=12)
+def projection(spec: str, device: str, gid: str, icond: tuple, tcond: tuple, n_items: int, method: str,
+               perplexity: float, seed: int, k: int, _bench) -> views.EmbeddingPoints:
+    return views.embedding_points(_bench, Condition(*icond), Condition(*tcond), n_items=n_items, method=method,
+                                  perplexity=perplexity, seed=seed, k=k)
+
+
+def scatter(pts: views.EmbeddingPoints, color_by: str) -> tuple[go.Figure, list]:
+    """The map: one trace per group (or one coloured by N_k), each point's row in customdata, and the
+    clean→perturbed lines underneath (not selectable)."""
+    fig = go.Figure()
+    trace_rows: list = []
+    lx, ly = views.pair_lines(pts)
+    if lx:
+        fig.add_trace(go.Scatter(x=lx, y=ly, mode="lines", line=dict(color="rgba(120,120,120,0.35)", width=1),
+                                 hoverinfo="skip", name="clean → perturbed", showlegend=True))
+        trace_rows.append(None)
+    rows_all = np.arange(len(pts))
+    hover = [f"item {int(i)} · {m} · {c}<br>N_k = {int(n)}<br>{_short(t)}"
+             for i, m, c, n, t in zip(pts.item, pts.modality, pts.condition, pts.k_occurrence, pts.text)]
+    if color_by == "k-occurrence":
+        fig.add_trace(go.Scatter(
+            x=pts.xy[:, 0], y=pts.xy[:, 1], mode="markers", name="points", customdata=rows_all.tolist(),
+            text=hover, hovertemplate="%{text}<extra></extra>",
+            marker=dict(color=pts.k_occurrence, colorscale="Viridis", showscale=True, size=8,
+                        colorbar=dict(title=f"N_{pts.k}"),
+                        symbol=[SYMBOLS[(m, c)] for m, c in zip(pts.modality, pts.condition)])))
+        trace_rows.append(list(rows_all))
+    else:
+        for (m, c), sym in SYMBOLS.items():
+            sel = np.flatnonzero((pts.modality == m) & (pts.condition == c))
+            if not len(sel):
+                continue
+            color = COLORS[c] if color_by == "condition" else COLORS[m]
+            fig.add_trace(go.Scatter(
+                x=pts.xy[sel, 0], y=pts.xy[sel, 1], mode="markers", name=f"{m} · {c}", customdata=sel.tolist(),
+                text=[hover[r] for r in sel], hovertemplate="%{text}<extra></extra>",
+                marker=dict(color=color, symbol=sym, size=8, line=dict(width=1.5, color=color))))
+            trace_rows.append(list(sel))
+    fig.update_layout(dragmode="select", height=620, margin=dict(t=20, b=20), xaxis_title=f"{pts.method} 1",
+                      yaxis_title=f"{pts.method} 2", legend=dict(orientation="h", y=1.02, x=0, xanchor="left",
+                                                                  yanchor="bottom"))
+    return fig, trace_rows
+
+
+def _short(t: str, n: int = 80) -> str:
+    t = (t or "").replace("<", "‹").replace(">", "›")
+    return t if len(t) <= n else t[: n - 1] + "…"
+
+
+def clamp(key: str, lo: int, hi: int) -> None:
+    """Keep a widget's remembered value inside its current range (a smaller gallery lowers the maximum)."""
+    v = st.session_state.get(key)
+    if isinstance(v, (int, float)) and not lo <= v <= hi:
+        st.session_state[key] = type(v)(min(max(v, lo), hi))
+
+
+def main():
+    model = ui.current_model()
+    gid, gallery = ui.current_gallery()
+    if model is None:
+        return
+    if gallery is None or len(gallery) == 0:
+        st.info("Your gallery is empty: upload images with captions on the Retrieval page, or pick the built-in "
+                "demo in the sidebar.")
+        return
+    spec, device = st.session_state.get("model_spec", ui.DEFAULT_MODEL), st.session_state.get("device", "auto")
+    try:
+        bench = ui.get_bench(spec, device, gid, gallery)
+    except ValueError as e:
+        st.warning(str(e))
+        return
+    n_cap = len(bench.captioned)
+    if n_cap < 2 or len(gallery) < 3:
+        st.warning("The map needs at least 3 gallery images and 2 captions.")
+        return
+
+    # ---- controls ---------------------------------------------------------------------------------------
+    img_names = ["(none)"] + [s.name for s in list_perturbations(modality="image") if s.available]
+    txt_names = ["(none)"] + [s.name for s in list_perturbations(modality="text") if s.available]
+    c1, c2, c3 = st.columns(3)
+    with c1:
+        method = st.radio("Projection", ["tsne", "pca"], key="emb_method", horizontal=True,
+                          format_func=lambda m: "t-SNE" if m == "tsne" else "PCA (instant)")
+        hi = min(MAX_ITEMS, n_cap)
+        clamp("emb_items", min(2, hi), hi)
+        n_items = int(st.slider("Items (captioned gallery items, seeded subsample)", min(2, hi), hi, min(200, hi),
+                                key="emb_items", help="Each item gives an image and a caption point, clean and "
+                                                      "perturbed."))
+        perplexity = float(st.slider("Perplexity", 2, 100, 30, key="emb_perplexity", disabled=method != "tsne",
+                                     help="Lowered automatically when there are few points (t-SNE needs more "
+                                          "than 3 × perplexity)."))
+    with c2:
+        ip = st.selectbox("Image perturbation", img_names, key="emb_img_pert",
+                          index=img_names.index("gaussian_noise") if "gaussian_noise" in img_names else 0)
+        isev = st.slider("Image severity", 0, 5, 3, key="emb_img_sev", disabled=ip == "(none)")
+        tp = st.selectbox("Text perturbation", txt_names, key="emb_txt_pert",
+                          index=txt_names.index("keyboard") if "keyboard" in txt_names else 0)
+        tsev = st.slider("Text severity", 0, 5, 2, key="emb_txt_sev", disabled=tp == "(none)")
+    with c3:
+        color_by = st.radio("Colour by", ["condition", "modality", "k-occurrence"], key="emb_color", horizontal=True)
+        clamp("emb_k", 1, max(1, min(100, n_cap - 1)))
+        k = int(st.number_input("k (for k-occurrence)", 1, max(1, min(100, n_cap - 1)), min(15, max(1, n_cap - 1)),
+                                key="emb_k"))
+        seed = int(st.number_input("Seed", 0, 2**31 - 1, 0, key="emb_seed",
+                                   help="Perturbation seed (item i gets seed + i), subsample and projection seed."))
+    icond = Condition(None if ip == "(none)" else ip, isev, seed)
+    tcond = Condition(None if tp == "(none)" else tp, tsev, seed)
+
+    bar = st.progress(0.0, text="Perturbing and encoding the gallery…")
+
+    def progress(done, total):
+        bar.progress(done / max(total, 1), text=f"Encoding the gallery… {done}/{total}")
+
+    try:
+        with st.spinner("Perturbing and encoding the images…"):
+            bench.images(Condition(), progress=progress)
+            bench.images(icond, progress=progress)
+        with st.spinner("Perturbing and encoding the captions…"):
+            bench.texts(Condition())
+            bench.texts(tcond)
+        with st.spinner("t-SNE…" if method == "tsne" else "PCA…"):
+            pts = projection(spec, device, gid, (icond.name, icond.severity, icond.seed),
+                             (tcond.name, tcond.severity, tcond.seed), n_items, method, perplexity, seed, k, bench)
+    except (InputError, ValueError) as e:
+        bar.empty()
+        st.warning(str(e))
+        return
+    except Exception as e:  # noqa: BLE001 - a perturbation failing on this gallery must not take the page down
+        bar.empty()
+        st.error(f"Perturbing or projecting the gallery failed ({type(e).__name__}: {e})")
+        return
+    bar.empty()
+    st.caption(f"{len(pts)} points: {pts.n_items} items · image {icond.label()} · text {tcond.label()} · "
+               f"{'t-SNE' if method == 'tsne' else 'PCA'} (seed {seed}). Filled: clean; open: perturbed; "
+               "circles: images; diamonds: captions.")
+
+    fig, trace_rows = scatter(pts, color_by)
+    event = st.plotly_chart(fig, key="emb_chart", on_select="rerun", selection_mode=("box", "lasso"))
+    rows = views.selected_rows(getattr(event, "selection", None) or (event or {}).get("selection"), len(pts),
+                               trace_rows)
+    basket = st.session_state.setdefault("basket", Basket())
+    if not rows:
+        st.caption("No points selected.")
+        st.page_link("pages/export.py", label=f"Export the basket ({len(basket)})", icon="📦")
+        return
+
+    # ---- the selection ---------------------------------------------------------------------------------
+    items = views.selected_items(pts, rows)
+    examples = views.selection_examples(bench, pts, rows, icond, tcond, model_id=spec)
+    st.subheader(f"Selected: {len(rows)} point(s), {len(items)} item(s)")
+    b1, b2 = st.columns([1, 2])
+    with b1:
+        add = st.button(f"Add {len(examples)} to basket", key="emb_add", type="primary", icon="🧺",
+                        disabled=not examples,
+                        help="Adds the perturbed version of every selected item whose modality is perturbed, with "
+                             "its perturbation record.")
+    if add:
+        new = sum(basket.add(ex) for ex in examples)
+        if new:
+            st.toast(f"Added {new} example(s)")
+        st.success(f"Added {new} example(s) to the basket ({len(examples) - new} already there); the basket holds "
+                   f"{len(basket)}.")
+    with b2:
+        st.page_link("pages/export.py", label=f"Export the basket ({len(basket)})", icon="📦")
+    if not examples:
+        st.caption("Nothing perturbed is selected (the selected modality is clean).")
+
+    imgs_p, caps_p = bench.images(icond)[0], bench.texts(tcond)[0]
+    col_of = {int(i): j for j, i in enumerate(bench.captioned)}
+    shown = items[:24]
+    if len(items) > len(shown):
+        st.caption(f"Showing the first {len(shown)} of {len(items)} selected items.")
+    with st.container(key="emb_selection"):
+        cols = st.columns(4)
+        for n, (item, mod) in enumerate(shown):
+            with cols[n % 4], st.container(border=True):
+                st.caption(f"item {item} · {mod}")
+                st.text(gallery.names[item])  # an uploaded file's name: shown literally, never as markdown
+                if mod == "image":
+                    a, b = st.columns(2)
+                    a.image(gallery.images[item], caption="clean", width="stretch")
+                    b.image(imgs_p[item], caption=icond.label(), width="stretch")
+                else:
+                    st.caption("clean")
+                    st.text(gallery.captions[item] or "")
+                    st.caption(tcond.label())
+                    st.text(caps_p[col_of[item]] if item in col_of else "")
+
+
+main()

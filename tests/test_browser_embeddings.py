@@ -1,0 +1,74 @@
+"""End-to-end in a real headless Chromium: open the Embeddings page from the sidebar, switch to PCA, box-select
+points with a real mouse drag on the Plotly chart, add the selection's perturbed examples to the basket, and find
+them on the Export page.
+
+Debian's chromium driven by Playwright with executable_path (no browser download). Skips with a visible reason
+when Chromium or Playwright is missing, except in CI (CI=true), where that is a failure.
+"""
+import os
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+
+from browser_helpers import choose_radio, settle
+
+pytestmark = pytest.mark.browser
+
+
+def test_box_select_and_add_to_basket(server, browser, tmp_path):
+    page = browser.new_page(viewport={"width": 1400, "height": 1800})
+    page.set_default_timeout(180_000)
+    page.goto(server)
+    sidebar = page.locator('[data-testid="stSidebar"]')
+    sidebar.get_by_text("Model", exact=True).wait_for()
+    settle(page)
+    sidebar.get_by_role("link", name="Embeddings", exact=True).click()
+    page.get_by_text("Embeddings — where perturbed inputs move").wait_for()
+    choose_radio(page, "PCA (instant)", scope=page.locator(".st-key-emb_method"))
+    page.get_by_text(re.compile(r"^800 points: 200 items · .* · PCA \(seed 0\)")).wait_for()
+    page.get_by_text("No points selected.").wait_for()
+    settle(page)
+
+    # a plain drag on the plot area box-selects (the figure's dragmode is "select")
+    chart = page.locator('[data-testid="stPlotlyChart"]').first
+    chart.scroll_into_view_if_needed()
+    area = chart.locator(".nsewdrag").first
+    area.wait_for()
+    box = area.bounding_box()
+    x0, y0 = box["x"] + 0.3 * box["width"], box["y"] + 0.3 * box["height"]  # the middle of the map: some points,
+    x1, y1 = box["x"] + 0.6 * box["width"], box["y"] + 0.6 * box["height"]  # not all (the export stays small)
+    page.mouse.move(x0, y0)
+    page.mouse.down()
+    page.mouse.move((x0 + x1) / 2, (y0 + y1) / 2, steps=8)
+    page.mouse.move(x1, y1, steps=8)
+    page.mouse.up()
+
+    add = page.get_by_role("button", name=re.compile(r"Add [1-9]\d* to basket"))
+    add.wait_for()
+    n = int(re.search(r"Add (\d+) to basket", add.inner_text()).group(1))
+    heading = page.get_by_text(re.compile(r"^Selected: \d+ point\(s\), \d+ item\(s\)$"))
+    points, items = map(int, re.findall(r"\d+", heading.inner_text()))
+    assert 0 < n <= items <= points < 800  # a box inside the plot, not everything
+    page.screenshot(path=str(tmp_path / "embeddings_selected.png"), full_page=True)
+    settle(page)
+    add.click()
+    page.get_by_text(re.compile(rf"^Added {n} example\(s\) to the basket \(0 already there\); the basket holds "
+                                rf"{n}\.$")).wait_for()
+    link = page.get_by_role("link", name=re.compile(rf"Export the basket \({n}\)"))
+    link.wait_for()
+    page.screenshot(path=str(tmp_path / "embeddings_added.png"), full_page=True)
+
+    # the Export page in the same session lists them
+    settle(page)
+    link.click()
+    page.get_by_text("Export — the basket").wait_for()
+    page.get_by_text(re.compile(rf"^{n} example\(s\)\. ")).wait_for()
+    page.get_by_role("button", name=re.compile(rf"Download zip \({n} example\(s\)")).wait_for()
+
+    keep = os.environ.get("ROBUSTLAB_SCREENSHOTS")
+    if keep:
+        Path(keep).mkdir(parents=True, exist_ok=True)
+        for f in ("embeddings_selected.png", "embeddings_added.png"):
+            shutil.copy(tmp_path / f, Path(keep) / f)
