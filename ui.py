@@ -51,3 +51,30 @@ def current_gallery() -> tuple[str, Gallery | None]:
         g = st.session_state.get("upload_gallery")
         return (st.session_state.get("upload_gallery_id", "upload-empty"), g)
     return (f"builtin-{DEMO_N}", get_builtin_gallery(DEMO_N))
+
+
+# ---- video galleries (Retrieval page, "Gallery: videos") -------------------------------------------------
+VIDEO_DEMO_N = 200
+
+
+@st.cache_resource(show_spinner="Generating the built-in video gallery (first run only)…")
+def get_builtin_video_gallery(n: int = VIDEO_DEMO_N):
+    from robustlab.video_retrieval import builtin_video_gallery
+
+    return builtin_video_gallery(n)
+
+
+@st.cache_resource(show_spinner=False, max_entries=8)
+def get_video_bench(spec: str, device: str, gallery_id: str, _gallery):
+    """A VideoRetrievalBench per model and video gallery: memoises perturbed videos and their embeddings."""
+    from robustlab.video_retrieval import VideoRetrievalBench
+
+    return VideoRetrievalBench(get_model(spec, device), _gallery)
+
+
+@st.cache_data(show_spinner=False, max_entries=512)
+def video_mp4(gallery_id: str, condition_key: str, index: int, _frames) -> bytes:
+    """Browser-playable H.264 mp4 of one gallery video under one condition (cached by id, condition, index)."""
+    from robustlab.video_retrieval import display_mp4
+
+    return display_mp4(_frames)

@@ -45,8 +45,16 @@ def list_builtin() -> list[dict]:
         ck = checkpoint_path(e["checkpoint"]) if e["checkpoint"] else None
         ok = ck is None or ck.exists()
         out.append(dict(spec=f"builtin:{name}", task=e["task"], description=e["description"], tags=list(e["tags"]),
-                        available=ok, reason="" if ok else f"checkpoint {ck} missing; run `robustlab train {name}`"))
+                        available=ok,
+                        reason="" if ok else f"checkpoint {ck} missing; run `robustlab train {_recipe(e)}`"))
     return out
+
+
+def _recipe(e: dict) -> str:
+    """The training recipe that makes a model's checkpoint: named after the checkpoint (one recipe can train
+    several models, e.g. tiny-clip-video for both video variants)."""
+    ck = e["checkpoint"] or e["name"]
+    return ck[:-len(".safetensors")] if ck.endswith(".safetensors") else e["name"]
 
 
 def get_builtin(name: str):

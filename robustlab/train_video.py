@@ -1,0 +1,258 @@
+"""Training of the built-in video retrieval models (``robustlab train tiny-clip-video``).
+
+One run trains both CLIP4Clip variants jointly and writes one checkpoint, ``assets/tiny-clip-video.safetensors``:
+
+* the frame tower starts from tiny-clip's image tower (``assets/tiny-clip.safetensors``); its convolutional
+  features stay frozen (they already know colours, shapes and positions at 64 px) and its projection is
+  fine-tuned, shared by both variants;
+* each variant has its own text head (initialised from tiny-clip's) and logit scale; seqTransf has the temporal
+  transformer;
+* data: ``n_train`` event videos of the training world (``world.TRAIN_SEED``), ``num_frames`` frames sampled
+  uniformly (exactly :func:`robustlab.models.tasks.sample_frames` of :func:`world.render_video` at 64 px — only
+  the sampled frames are rendered), their captions and their time-reversed captions
+  (:func:`world.reverse_video_caption`);
+* loss: the sum of two symmetric InfoNCE losses. meanP: videos × captions. seqTransf: the batch's videos *and
+  their time reversals* × the captions *and the reversed captions* — the reversed video's caption is a hard
+  negative of the video (and the right caption of the reversed video), so the order of events matters. meanP
+  gets no reversed pairs: it is order-invariant and cannot separate them. Captions that are identical strings are
+  all positives (multi-positive InfoNCE), since different videos can share a caption.
+
+Reproducible from the seed (data order, dropout and initial weights of the new parts). The frozen MiniLM token
+states and the frozen convolutional features are computed once up front, so a step is cheap; the default recipe
+takes about 15 minutes on one CPU core.
+"""
+from __future__ import annotations
+
+import json
+import math
+import time
+import zlib
+from pathlib import Path
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from tqdm.auto import tqdm
+
+from robustlab.data import world
+from robustlab.models.builtin import checkpoint_path, load_tiny_clip
+from robustlab.models.builtin_video import (CHECKPOINT, TINY_CLIP_VIDEO_CONFIG, TinyClipVideoMeanP,
+                                            TinyClipVideoNet, TinyClipVideoSeqTransf, save_tiny_clip_video)
+
+
+def sampled_frame_indices(n_frames: int, num: int) -> np.ndarray:
+    """The frames :func:`robustlab.models.tasks.sample_frames` picks from a video of ``n_frames`` frames."""
+    return np.clip(np.floor((np.arange(num) + 0.5) * n_frames / num).astype(int), 0, n_frames - 1)
+
+
+def render_sampled_frames(video: world.VideoScene, num: int, size: int = 64) -> np.ndarray:
+    """``sample_frames(world.render_video(video, size), num)``, rendering only the sampled frames."""
+    rng = world._rng(video.seed, video.index, 98)
+    bg = world._background(video.background, size * 2, rng)
+    out = []
+    for t in sampled_frame_indices(video.n_frames, num):
+        objs = [o for o in world._state_at(video, int(t)) if o is not None]
+        out.append(world.render_objects(objs, video.background, size, rng, background=bg))
+    return np.stack(out)
+
+
+def build_video_set(n: int, seed: int, num_frames: int, size: int = 64, log=print):
+    """Sampled frames (N×num×size×size×3 uint8), captions and reversed captions of n videos of world ``seed``."""
+    frames = np.empty((n, num_frames, size, size, 3), np.uint8)
+    caps, rcaps = [], []
+    for i in tqdm(range(n), desc="render videos", unit="video", mininterval=5):
+        v = world.sample_video(seed, i)
+        frames[i] = render_sampled_frames(v, num_frames, size)
+        caps.append(v.caption)
+        rcaps.append(world.reverse_video_caption(v))
+    return frames, caps, rcaps
+
+
+@torch.no_grad()
+def frozen_conv_features(image_tower, frames: np.ndarray, mean: float, std: float, batch: int = 512) -> torch.Tensor:
+    """Frozen conv features (before the projection) of every frame: N×T×F float16."""
+    n, t = frames.shape[:2]
+    flat = frames.reshape(n * t, *frames.shape[2:])
+    out = None
+    image_tower.features.eval()
+    for i in tqdm(range(0, len(flat), batch), desc="frozen conv features", unit="batch", mininterval=5):
+        x = torch.from_numpy(flat[i:i + batch]).permute(0, 3, 1, 2).float().div_(255.0)
+        f = image_tower.features((x - mean) / std).flatten(1)
+        if out is None:
+            out = torch.empty(len(flat), f.shape[1], dtype=torch.float16)
+        out[i:i + len(f)] = f.to(torch.float16)
+    return out.view(n, t, -1)
+
+
+def minilm_states(texts: list[str], max_tokens: int, batch: int = 128):
+    from robustlab.train import encode_captions_frozen
+
+    return encode_captions_frozen(texts, max_tokens, batch=batch)
+
+
+def multi_positive_nce(logits: torch.Tensor, pos: torch.Tensor) -> torch.Tensor:
+    """Symmetric InfoNCE where ``pos`` (queries × gallery, bool) marks every positive pair."""
+    neg_inf = torch.finfo(logits.dtype).min
+    l_row = torch.logsumexp(logits, 1) - torch.logsumexp(logits.masked_fill(~pos, neg_inf), 1)
+    l_col = torch.logsumexp(logits, 0) - torch.logsumexp(logits.masked_fill(~pos, neg_inf), 0)
+    return (l_row.mean() + l_col.mean()) / 2
+
+
+def _text_ids(texts: list[str]) -> np.ndarray:
+    return np.array([zlib.crc32(t.encode()) for t in texts], np.int64)
+
+
+VAL_SEED = 2  # a validation world for the training log only (never the held-out HELDOUT_SEED)
+
+
+@torch.no_grad()
+def _validate(net, feats, caps, ci, ri, states, lengths, text_emb=None) -> dict:
+    """t2v R@1 and own-vs-reversed caption accuracy of both variants on cached validation features."""
+    from robustlab.evaluate_video import caption_groups
+    from robustlab.metrics import retrieval
+
+    net.eval()
+    n, T = feats.shape[:2]
+    fr = net.adapter(net.image.proj(feats.float().flatten(0, 1))).view(n, T, -1)
+    out = {}
+    for a in ("meanp", "seqtransf"):
+        v = F.normalize(net.aggregate(fr, a), dim=-1)
+
+        def emb(idx):
+            idx = torch.as_tensor(idx)
+            L = int(lengths[idx].max())
+            mask = (torch.arange(L)[None, :] < lengths[idx][:, None]).long()
+            return F.normalize(net.text[a](states[idx, :L].float(), mask), dim=-1)
+
+        t, tr = emb(ci), emb(ri)
+        s = (t @ v.T).numpy()
+        out[a] = dict(t2v_R1=round(retrieval(s, caption_groups(caps))["R@1"], 3),
+                      order_acc=round(float(((v * t).sum(1) > (v * tr).sum(1)).float().mean()), 3))
+    return out
+
+
+def train_tiny_clip_video(out: str | Path | None = None, seed: int = 0, n_train: int = 12000, epochs: int = 20,
+                          batch_size: int = 256, lr: float = 2e-3, threads: int | None = None, eval_n: int = 1000,
+                          val_n: int = 500, val_every: int = 4, log=print) -> dict:
+    t0 = time.time()
+    if threads:
+        torch.set_num_threads(threads)
+    torch.manual_seed(seed)
+    rng = np.random.default_rng(seed)
+    cfg = dict(TINY_CLIP_VIDEO_CONFIG)
+    T = int(cfg["num_frames"])
+
+    base, base_meta = load_tiny_clip(checkpoint_path("tiny-clip.safetensors"))
+    net = TinyClipVideoNet(cfg)
+    net.image.load_state_dict(base.image.state_dict())
+    for a in net.text:
+        net.text[a].load_state_dict(base.text.state_dict())
+        net.logit_scale[a].data.copy_(base.logit_scale.data)
+    for p in net.image.features.parameters():
+        p.requires_grad_(False)
+
+    frames, caps, rcaps = build_video_set(n_train, world.TRAIN_SEED, T, cfg["image_size"], log=log)
+    log(f"rendered {n_train} videos × {T} frames in {time.time() - t0:.0f}s")
+    t1 = time.time()
+    feats = frozen_conv_features(net.image, frames, cfg["mean"], cfg["std"])
+    del frames
+    log(f"frozen conv features {tuple(feats.shape)} in {time.time() - t1:.0f}s")
+
+    t1 = time.time()
+    uniq = sorted(set(caps) | set(rcaps))
+    where = {c: i for i, c in enumerate(uniq)}
+    states, lengths = minilm_states(uniq, cfg["max_tokens"])
+    cap_idx = torch.as_tensor([where[c] for c in caps])
+    rcap_idx = torch.as_tensor([where[c] for c in rcaps])
+    log(f"frozen MiniLM states for {len(uniq)} distinct captions in {time.time() - t1:.0f}s")
+
+    val = None
+    if val_n:
+        vframes, vcaps, vrcaps = build_video_set(val_n, VAL_SEED, T, cfg["image_size"], log=log)
+        vfeats = frozen_conv_features(net.image, vframes, cfg["mean"], cfg["std"])
+        vuniq = sorted(set(vcaps) | set(vrcaps))
+        vstates, vlengths = minilm_states(vuniq, cfg["max_tokens"])
+        vw = {c: i for i, c in enumerate(vuniq)}
+        val = (vfeats, vcaps, [vw[c] for c in vcaps], [vw[c] for c in vrcaps], vstates, vlengths)
+
+    params = [p for p in net.parameters() if p.requires_grad]
+    opt = torch.optim.AdamW(params, lr=lr, weight_decay=0.05)
+    steps_per_epoch = n_train // batch_size
+    total = steps_per_epoch * epochs
+    warm = max(1, total // 20)
+    sched = torch.optim.lr_scheduler.LambdaLR(
+        opt, lambda s: min(1.0, (s + 1) / warm) * 0.5 * (1 + math.cos(math.pi * min(s, total) / total)))
+
+    def text_emb(idx: torch.Tensor, agg: str) -> torch.Tensor:
+        L = int(lengths[idx].max())
+        tok = states[idx, :L].float()
+        mask = (torch.arange(L)[None, :] < lengths[idx][:, None]).long()
+        return F.normalize(net.text[agg](tok, mask), dim=-1)
+
+    t2 = time.time()
+    net.train()
+    net.image.features.eval()  # frozen: BatchNorm keeps its running statistics
+    bar = tqdm(total=total, desc="train tiny-clip-video", unit="step", mininterval=5)
+    losses, lm, ls = [], [], []
+    for ep in range(epochs):
+        perm = rng.permutation(n_train)
+        for s in range(steps_per_epoch):
+            idx = torch.as_tensor(perm[s * batch_size:(s + 1) * batch_size])
+            B = len(idx)
+            fr = net.adapter(net.image.proj(feats[idx].float().flatten(0, 1))).view(B, T, -1)  # B×T×D
+            ci, ri = cap_idx[idx], rcap_idx[idx]
+            # meanP: videos × captions
+            v_m = F.normalize(net.aggregate(fr, "meanp"), dim=-1)
+            t_m = text_emb(ci, "meanp")
+            pos_m = ci[:, None] == ci[None, :]
+            loss_m = multi_positive_nce(net.logit_scale["meanp"].exp().clamp(max=100) * v_m @ t_m.T, pos_m)
+            # seqTransf: (videos, reversed videos) × (captions, reversed captions)
+            fr2 = torch.cat([fr, fr.flip(1)])
+            v_s = F.normalize(net.aggregate(fr2, "seqtransf"), dim=-1)
+            ti = torch.cat([ci, ri])
+            t_s = text_emb(ti, "seqtransf")
+            pos_s = ti[:, None] == ti[None, :]
+            loss_s = multi_positive_nce(net.logit_scale["seqtransf"].exp().clamp(max=100) * v_s @ t_s.T, pos_s)
+            loss = loss_m + loss_s
+            opt.zero_grad(set_to_none=True)
+            loss.backward()
+            opt.step()
+            sched.step()
+            losses.append(loss.item())
+            lm.append(loss_m.item())
+            ls.append(loss_s.item())
+            bar.update(1)
+            bar.set_postfix(epoch=ep + 1, meanp=f"{np.mean(lm[-20:]):.3f}", seqtransf=f"{np.mean(ls[-20:]):.3f}")
+        msg = ""
+        if val is not None and ((ep + 1) % val_every == 0 or ep + 1 == epochs):
+            msg = " | validation (world seed %d, %d videos): %s" % (VAL_SEED, len(val[1]), json.dumps(
+                _validate(net, *val, text_emb=text_emb)))
+            net.train()
+            net.image.features.eval()
+        log(f"epoch {ep + 1}/{epochs}: loss meanP {np.mean(lm[-steps_per_epoch:]):.3f}, "
+            f"seqTransf {np.mean(ls[-steps_per_epoch:]):.3f} ({time.time() - t2:.0f}s){msg}")
+    bar.close()
+    net.eval()
+    train_s = time.time() - t2
+    log(f"trained {total} steps in {train_s:.0f}s")
+
+    recipe = dict(seed=seed, n_train=n_train, epochs=epochs, batch_size=batch_size, lr=lr, num_frames=T,
+                  train_world_seed=world.TRAIN_SEED, init="tiny-clip.safetensors (image tower, text head)",
+                  frozen="MiniLM; conv features of the frame tower",
+                  init_train=base_meta.get("train", {}),
+                  seconds=round(time.time() - t0, 1), train_seconds=round(train_s, 1),
+                  final_loss_meanp=round(float(np.mean(lm[-20:])), 4),
+                  final_loss_seqtransf=round(float(np.mean(ls[-20:])), 4), threads=torch.get_num_threads())
+    quality = {}
+    if eval_n:
+        from robustlab.evaluate_video import eval_video_retrieval
+
+        for cls in (TinyClipVideoMeanP, TinyClipVideoSeqTransf):
+            m = cls(device="cpu", net=net)
+            q = eval_video_retrieval(m, n=eval_n, seed=world.HELDOUT_SEED)
+            quality[cls.aggregator] = q
+            log(f"held-out {cls.name} ({eval_n} videos, seed {world.HELDOUT_SEED}): {json.dumps(q)}")
+    out = Path(out) if out else checkpoint_path(CHECKPOINT)
+    save_tiny_clip_video(net, out, {"train": recipe, "quality": quality})
+    log(f"saved {out} ({out.stat().st_size / 1e6:.1f} MB) in {time.time() - t0:.0f}s total")
+    return dict(train=recipe, quality=quality, path=str(out))
