@@ -1,0 +1,245 @@
+"""Questions and answers about the synthetic world (VQA, ITM negatives, CLAVI-style temporal pairs).
+
+Everything is generated from a scene's / video's structure (never from pixels), seeded, so every split is a
+pure function of its seeds.
+
+Image questions (``image_question``), one of these types:
+
+    exist      "is there a red circle?"                    yes / no (balanced; negatives are near misses)
+    color      "what colour is the small star?"            a colour (the target is named without its colour)
+    shape      "what shape is the red object?"             a shape (named without its shape)
+    count      "how many objects are there?"               1 .. 4
+    position   "where is the blue square?"                 a position of the 3×3 layout ("top left", ...)
+
+Video questions (``video_question``):
+
+    order      "does the red circle change before the blue square?"   yes / no; the two events concern
+               different objects, so the question reads the same on the time-reversed video and its answer
+               flips — the CLAVI-style complement pair (:func:`clavi_pair`)
+    event_order "does the red circle move left before the blue square appears?"   yes / no (true order vs
+               the swapped order of the same two events)
+    event      "does the red circle move left?"            yes / no (negatives: other direction / kind / object)
+    first      "what colour is the object that changes first?"   a colour (or "... last?")
+    direction  "which way does the red circle move?"        left / right / up / down
+
+``ANSWERS`` is the fixed answer vocabulary (stored in the tiny-vilt checkpoint's metadata).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from robustlab.data import world
+from robustlab.data.world import COLORS, DIRECTIONS, OPPOSITE, POSITIONS, SHAPES, Obj, Scene, VideoScene
+
+COUNT_WORDS = ("1", "2", "3", "4")
+ANSWERS: tuple[str, ...] = (("yes", "no") + tuple(COLORS) + SHAPES + COUNT_WORDS
+                            + tuple(POSITIONS[k] for k in sorted(POSITIONS) if POSITIONS[k] not in DIRECTIONS)
+                            + tuple(DIRECTIONS))
+IMAGE_TYPES = ("exist", "color", "shape", "count", "position")
+VIDEO_TYPES = ("order", "event_order", "event", "first", "direction")
+
+
+@dataclass
+class QA:
+    question: str
+    answer: str
+    qtype: str
+
+    def to_dict(self) -> dict:
+        return {"question": self.question, "answer": self.answer, "qtype": self.qtype}
+
+
+def _unique(objs: list[Obj], t: int, attrs: tuple[str, ...]) -> bool:
+    o = objs[t]
+    return sum(all(getattr(p, a) == getattr(o, a) for a in attrs) for p in objs) == 1
+
+
+def describe(objs: list[Obj], t: int, exclude: str, rng: np.random.Generator) -> str | None:
+    """'the ...' naming objs[t] uniquely without the attribute ``exclude`` (None when impossible)."""
+    o = objs[t]
+    options = [("shape",), ("color",), ("size", "shape"), ("color", "shape"), ("size", "color", "shape"),
+               ("shape", "position"), ("color", "position"), ("position",)]
+    options = [a for a in options if exclude not in a and _unique(objs, t, a)]
+    if not options:
+        return None
+    shortest = min(len(a) for a in options)
+    short = [a for a in options if len(a) <= shortest + 1]
+    attrs = short[int(rng.integers(len(short)))]
+    words = [getattr(o, a) for a in ("size", "color", "shape") if a in attrs]
+    if "shape" not in attrs:
+        words.append("object")
+    s = "the " + " ".join(words)
+    if "position" in attrs:
+        s += " " + world.pos_phrase(o.position)
+    return s
+
+
+def image_question(scene: Scene, rng: np.random.Generator, qtype: str | None = None) -> QA:
+    """One question about ``scene`` (type drawn uniformly unless given; falls back when a type is impossible)."""
+    objs = scene.objects
+    types = [qtype] if qtype else list(rng.permutation(IMAGE_TYPES))
+    for qt in types + list(IMAGE_TYPES):
+        qa = _image_q(objs, qt, rng)
+        if qa is not None:
+            return qa
+    raise AssertionError("unreachable: count questions always exist")  # pragma: no cover
+
+
+def _image_q(objs: list[Obj], qt: str, rng: np.random.Generator) -> QA | None:
+    if qt == "count":
+        return QA(str(rng.choice(["how many objects are there?", "how many objects are in the image?",
+                                  "how many shapes are there?"])), COUNT_WORDS[len(objs) - 1], "count")
+    if qt == "exist":
+        present = {(o.color, o.shape) for o in objs}
+        if rng.random() < 0.5:
+            o = objs[int(rng.integers(len(objs)))]
+            c, s, ans = o.color, o.shape, "yes"
+        else:
+            o = objs[int(rng.integers(len(objs)))]
+            for _ in range(50):  # a near miss: keep the colour or the shape of a present object, or neither
+                r = rng.random()
+                c = o.color if r < 0.35 else str(rng.choice(list(COLORS)))
+                s = o.shape if 0.35 <= r < 0.7 else str(rng.choice(SHAPES))
+                if (c, s) not in present:
+                    break
+            ans = "no"
+        return QA(f"is there a {c} {s}?" if rng.random() < 0.7 else f"is there a {c} {s} in the image?", ans,
+                  "exist")
+    t = int(rng.integers(len(objs)))
+    if qt == "color":
+        d = describe(objs, t, "color", rng)
+        return None if d is None else QA(f"what colour is {d}?" if rng.random() < 0.7 else f"what color is {d}?",
+                                         objs[t].color, "color")
+    if qt == "shape":
+        d = describe(objs, t, "shape", rng)
+        return None if d is None else QA(f"what shape is {d}?", objs[t].shape, "shape")
+    if qt == "position":
+        d = describe(objs, t, "position", rng)
+        return None if d is None else QA(f"where is {d}?", objs[t].position, "position")
+    raise ValueError(f"unknown image question type {qt!r}")
+
+
+# ---- videos -----------------------------------------------------------------------------------------
+def _name(o: Obj) -> str:
+    return f"the {o.color} {o.shape}"
+
+
+def _verb(e, third: bool = False) -> str:
+    if e.kind == "moves":
+        return f"{'moves' if third else 'move'} {e.direction}"
+    if third:
+        return e.kind
+    return {"appears": "appear", "disappears": "disappear"}[e.kind]
+
+
+def video_question(video: VideoScene, rng: np.random.Generator, qtype: str | None = None) -> QA:
+    types = [qtype] if qtype else list(rng.permutation(VIDEO_TYPES))
+    for qt in types + list(VIDEO_TYPES):
+        qa = _video_q(video, qt, rng)
+        if qa is not None:
+            return qa
+    raise AssertionError("unreachable: event questions always exist")  # pragma: no cover
+
+
+def order_question(video: VideoScene, rng: np.random.Generator) -> QA | None:
+    """'does A change before/after B?' over the two events' objects (None when both events hit one object)."""
+    e1, e2 = video.events
+    if e1.obj == e2.obj:
+        return None
+    a, b = (e1, e2) if rng.random() < 0.5 else (e2, e1)
+    rel = "before" if rng.random() < 0.5 else "after"
+    a_first = a is e1
+    ans = "yes" if (a_first == (rel == "before")) else "no"
+    return QA(f"does {_name(video.objects[a.obj])} change {rel} {_name(video.objects[b.obj])}?", ans, "order")
+
+
+def _video_q(video: VideoScene, qt: str, rng: np.random.Generator) -> QA | None:
+    objs, (e1, e2) = video.objects, video.events
+    if qt == "order":
+        return order_question(video, rng)
+    if qt == "event_order":
+        a, b = (e1, e2) if rng.random() < 0.5 else (e2, e1)
+        rel = "before" if rng.random() < 0.5 else "after"
+        ans = "yes" if ((a is e1) == (rel == "before")) else "no"
+        sb = "it" if a.obj == b.obj else _name(objs[b.obj])
+        return QA(f"does {_name(objs[a.obj])} {_verb(a)} {rel} {sb} {_verb(b, third=True)}?", ans, "event_order")
+    if qt == "event":
+        e = (e1, e2)[int(rng.integers(2))]
+        o = objs[e.obj]
+        if rng.random() < 0.5:
+            return QA(f"does {_name(o)} {_verb(e)}?", "yes", "event")
+        happened = {(ev.obj, ev.kind, ev.direction) for ev in video.events}
+        for _ in range(50):
+            r = rng.random()
+            i = e.obj if r < 0.7 else int(rng.integers(len(objs)))
+            kind = str(rng.choice(["moves", "moves", "appears", "disappears"]))
+            d = str(rng.choice(list(DIRECTIONS))) if kind == "moves" else ""
+            if r < 0.35 and e.kind == "moves":
+                kind, d = "moves", OPPOSITE[e.direction]
+            if (i, kind, d) not in happened:
+                break
+        fake = world.Event(obj=i, kind=kind, direction=d)
+        return QA(f"does {_name(objs[i])} {_verb(fake)}?", "no", "event")
+    if qt == "first":
+        if e1.obj == e2.obj:
+            return None
+        which = "first" if rng.random() < 0.5 else "last"
+        e = e1 if which == "first" else e2
+        return QA(f"what colour is the object that changes {which}?", objs[e.obj].color, "first")
+    if qt == "direction":
+        moves = [e for e in (e1, e2) if e.kind == "moves"]
+        if not moves:
+            return None
+        e = moves[int(rng.integers(len(moves)))]
+        if sum(ev.obj == e.obj and ev.kind == "moves" for ev in (e1, e2)) > 1:
+            return None
+        return QA(f"which way does {_name(objs[e.obj])} move?", e.direction, "direction")
+    raise ValueError(f"unknown video question type {qt!r}")
+
+
+def clavi_pair(video: VideoScene, rng: np.random.Generator) -> tuple[QA, QA] | None:
+    """The CLAVI-style complement pair: (question + answer on the video, same question + answer on the
+    time-reversed video, where the two events come in swapped order). None when both events hit one object."""
+    qa = order_question(video, rng)
+    if qa is None:
+        return None
+    flipped = QA(qa.question, "no" if qa.answer == "yes" else "yes", "order")
+    return qa, flipped
+
+
+# ---- image–text matching negatives ---------------------------------------------------------------------
+def mismatched_caption(scene: Scene, rng: np.random.Generator) -> str:
+    """A hard negative: the scene's caption with one object's colour, shape or position changed."""
+    objs = [Obj(**vars(o)) for o in scene.objects]
+    t = int(rng.integers(len(objs)))
+    o = objs[t]
+    what = rng.choice(["color", "shape", "position"])
+    if what == "color":
+        o.color = str(rng.choice([c for c in COLORS if c != o.color]))
+    elif what == "shape":
+        o.shape = str(rng.choice([s for s in SHAPES if s != o.shape]))
+    else:
+        used = {tuple(p.cell) for p in objs}
+        free = [c for c in POSITIONS if c not in used]
+        o.cell = free[int(rng.integers(len(free)))]
+    template = int(rng.integers(len(world.TEMPLATES)))
+    return world.caption_for(objs, scene.background, template=template, rng=rng)
+
+
+def frame_indices(n_total: int, n: int) -> np.ndarray:
+    """The frames :func:`robustlab.models.tasks.sample_frames` picks: centres of ``n`` equal segments."""
+    return np.clip(np.floor((np.arange(n) + 0.5) * n_total / n).astype(int), 0, n_total - 1)
+
+
+def video_frames_at(video: VideoScene, idx, size: int = 64) -> np.ndarray:
+    """Frames ``idx`` of ``world.render_video(video, size)``, bit-identical, without rendering the others."""
+    rng = world._rng(video.seed, video.index, 98)
+    bg = world._background(video.background, size * 2, rng)
+    return np.stack([world.render_objects([o for o in world._state_at(video, int(t)) if o is not None],
+                                          video.background, size, rng, background=bg) for t in idx])
+
+
+__all__ = ["ANSWERS", "IMAGE_TYPES", "VIDEO_TYPES", "QA", "image_question", "video_question", "order_question",
+           "clavi_pair", "mismatched_caption", "describe", "frame_indices", "video_frames_at"]

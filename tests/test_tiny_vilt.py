@@ -1,0 +1,290 @@
+"""builtin:tiny-vilt: protocol, attention capture/replacement, inputs, checkpoint, and held-out quality."""
+import numpy as np
+import pytest
+import torch
+
+from robustlab.data import world
+from robustlab.models import ModelUnavailable, load_model
+from robustlab.models.attention import AttentionCapture, identity, only_layers, uniform
+from robustlab.models.tasks import Box, FusionModel, GroundingModel
+from robustlab.models.tiny_vilt import CHECKPOINT
+from robustlab.models.builtin import checkpoint_path
+
+pytestmark = pytest.mark.skipif(not checkpoint_path(CHECKPOINT).exists(),
+                                reason="assets/tiny-vilt.safetensors missing; run `robustlab train tiny-vilt`")
+
+# The full measurement (n = 1000 each, world seed 1000; benchmarks/results/tiny_vilt_quality.json):
+#   image VQA 0.556 (count 0.975, exist 0.592, position 0.470, colour 0.395, shape 0.369)
+#   video VQA 0.495 (chance level), grounding acc@0.5 0.780 (mean IoU 0.654),
+#   CLAVI accuracy 0.505 / pair consistency 0.015 (chance 0.5 / 0.25).
+# The issue's bars (image and video VQA >= 0.80, grounding >= 0.70, CLAVI above chance) are met for grounding
+# only. The floors below sit about three binomial standard errors (sd ~ 0.035 at n = 200) under the measured
+# figures, so they catch regressions; the unmet bars are strict xfails (an XPASS fails the run, so a retrained
+# model that meets them has to turn them into plain tests).
+IMAGE_VQA_FLOOR = 0.45
+COUNT_FLOOR = 0.85
+GROUNDING_MIN = 0.70  # the issue's bar (measured 0.780 at n = 1000)
+BAR_VQA = 0.80
+CLAVI_ACC_BAR, CLAVI_PAIR_BAR = 0.60, 0.30
+
+
+@pytest.fixture(scope="module")
+def model():
+    torch.set_num_threads(2)
+    return load_model("builtin:tiny-vilt", device="cpu")
+
+
+@pytest.fixture(scope="module")
+def scene():
+    sc = world.sample_scene(1000, 3)
+    return sc, world.render_scene(sc, 128)
+
+
+@pytest.fixture(scope="module")
+def video():
+    v = world.sample_video(1000, 1)
+    return v, world.render_video(v, 64)
+
+
+def test_registered_and_protocols(model):
+    from robustlab.models import list_models
+
+    row = next(r for r in list_models() if r["spec"] == "builtin:tiny-vilt")
+    assert row["task"] == "fusion" and row["available"]
+    assert isinstance(model, FusionModel) and isinstance(model, GroundingModel)
+    assert model.random_init is False
+    assert set(model.answers) >= {"yes", "no", "red", "circle", "top left", "left", "up", "1", "4"}
+    info = model.info()
+    assert info.extra["layers"] == model.n_layers and "quality" in info.extra and "train" in info.extra
+
+
+def test_missing_checkpoint_says_how_to_make_it(tmp_path):
+    with pytest.raises(ModelUnavailable, match="robustlab train tiny-vilt"):
+        load_model("builtin:tiny-vilt", checkpoint=tmp_path / "nope.safetensors")
+    bad = tmp_path / "bad.safetensors"
+    bad.write_bytes(b"not a safetensors file")
+    with pytest.raises(ModelUnavailable, match="robustlab train tiny-vilt"):
+        load_model("builtin:tiny-vilt", checkpoint=bad)
+
+
+def _check_capture(cap: AttentionCapture, model, n_text: int, n_visual: int, n_frames: int):
+    L, H, N, N2 = cap.attentions.shape
+    assert (L, H) == (model.n_layers, model.n_heads) and N == N2 == n_text + n_visual
+    assert cap.attentions.dtype == np.float32
+    np.testing.assert_allclose(cap.attentions.sum(-1), 1.0, atol=1e-5)  # every row a distribution
+    assert (cap.attentions >= 0).all()
+    lay = cap.layout
+    # text and visual partition the sequence: text first, then the visual tokens
+    assert np.array_equal(np.sort(np.concatenate([lay.text_idx, lay.visual_idx])), np.arange(N))
+    assert list(lay.text_idx) == list(range(n_text)) and len(lay.visual_idx) == n_visual
+    assert lay.special[0] == "[CLS]" and "[SEP]" in set(lay.special[:n_text])
+    assert lay.n_frames == n_frames and set(lay.frame[lay.visual_idx]) == set(range(n_frames))
+    assert (lay.frame[lay.text_idx] == -1).all()
+    g = lay.grid[0]
+    for f in range(n_frames):  # each frame: its full patch grid, row-major
+        idx = lay.indices("visual", frame=f)
+        assert [tuple(p) for p in lay.patch[idx]] == [(r, c) for r in range(g) for c in range(g)]
+    assert len(lay.tokens) == N and not lay.is_pad.any()
+
+
+def test_attention_capture_layout_image(model, scene):
+    _, img = scene
+    cap = model.forward_with_attention(img, "is there a red circle?")
+    n_text = len(model.tokenizer("is there a red circle?")["input_ids"])
+    _check_capture(cap, model, n_text, 64, 1)
+    assert cap.layout.grid == (8, 8) and not cap.replaced
+    assert cap.outputs["vqa_answer"] in model.answers and 0 <= cap.outputs["itm_score"] <= 1
+    assert len(cap.outputs["box"]) == 4
+    # the captured attention is what the model computes: same answer as vqa()
+    ans, scores = model.vqa(img, "is there a red circle?")
+    assert ans == cap.outputs["vqa_answer"] and abs(sum(scores.values()) - 1) < 1e-4
+
+
+def test_attention_capture_layout_video(model, video):
+    _, frames = video
+    q = "does the red circle move left?"
+    cap = model.forward_with_attention(frames, q)
+    n_text = len(model.tokenizer(q)["input_ids"])
+    _check_capture(cap, model, n_text, 8 * 16, 8)
+    assert cap.layout.grid == (4, 4)
+    assert cap.mass("text", "visual").shape == (model.n_layers, model.n_heads)
+
+
+def test_replacement_identity_keeps_uniform_changes(model, scene):
+    _, img = scene
+    q = "what colour is the star?"
+    base = model.forward_with_attention(img, q)
+    same = model.forward_with_attention(img, q, replace=identity)
+    np.testing.assert_allclose(same.outputs["vqa_logits"], base.outputs["vqa_logits"], atol=1e-5)
+    np.testing.assert_allclose(same.attentions, base.attentions, atol=1e-6)
+    assert same.replaced
+    uni = model.forward_with_attention(img, q, replace=uniform)
+    n = uni.n_tokens
+    np.testing.assert_allclose(uni.attentions, 1.0 / n, atol=1e-6)  # what was used is what is captured
+    assert np.abs(uni.outputs["vqa_logits"] - base.outputs["vqa_logits"]).max() > 1e-2
+    # only the last layer replaced: earlier layers' attention is untouched
+    last = model.forward_with_attention(img, q, replace=only_layers([model.n_layers - 1], uniform))
+    np.testing.assert_allclose(last.attentions[:-1], base.attentions[:-1], atol=1e-6)
+    with pytest.raises(ValueError, match="shape"):
+        model.forward_with_attention(img, q, replace=lambda i, p, lay: p[:, :1])
+
+
+def test_deterministic(model, scene, video):
+    _, img = scene
+    a = model.forward_with_attention(img, "where is the star?")
+    b = model.forward_with_attention(img, "where is the star?")
+    assert np.array_equal(a.attentions, b.attentions)
+    assert model.ground(img, "the star") == model.ground(img, "the star")
+    other = load_model("builtin:tiny-vilt", device="cpu")
+    assert other.vqa(video[1], "which way does the red circle move?") == \
+        model.vqa(video[1], "which way does the red circle move?")
+
+
+def test_ground_returns_box_in_input_pixels(model, scene):
+    sc, img = scene
+    ref = world.referring_expression(sc, 0, 128)
+    b = model.ground(img, ref["expression"])
+    assert isinstance(b, Box) and 0 <= b.x0 < b.x1 <= 128 and 0 <= b.y0 < b.y1 <= 128 and 0 < b.score <= 1
+    big = np.kron(img, np.ones((2, 2, 1), np.uint8))  # the same scene at 256 px: the box scales with it
+    b2 = model.ground(big, ref["expression"])
+    assert b2.iou([2 * v for v in b.as_tuple()]) > 0.8
+
+
+def test_bad_inputs_say_why(model, scene):
+    _, img = scene
+    for text in ("", "   "):
+        with pytest.raises(ValueError, match="empty"):
+            model.vqa(img, text)
+        with pytest.raises(ValueError, match="empty"):
+            model.ground(img, text)
+    with pytest.raises(ValueError, match="string"):
+        model.itm_score(img, None)
+    with pytest.raises(ValueError, match="channels"):
+        model.vqa(np.zeros((64, 64, 5), np.uint8), "how many objects are there?")
+    with pytest.raises(ValueError, match="shape"):
+        model.vqa(np.zeros(100, np.uint8), "how many objects are there?")
+    with pytest.raises(ValueError, match="numbers"):
+        model.vqa(np.array([["a"]]), "how many objects are there?")
+    with pytest.raises(ValueError, match="too small"):
+        model.vqa(np.zeros((4, 4, 3), np.uint8), "how many objects are there?")
+    with pytest.raises(ValueError, match="too large"):
+        model.vqa(np.zeros((9000, 8, 3), np.uint8), "how many objects are there?")
+    with pytest.raises(ValueError, match="no image"):
+        model.vqa(None, "how many objects are there?")
+    with pytest.raises(ValueError, match="single image"):
+        model.ground(np.stack([img, img]), "the star")
+    # converted, not refused (the project's input convention): grayscale, RGBA, float in [0, 1], PIL
+    from PIL import Image
+
+    gray = img.mean(-1).astype(np.uint8)
+    for x in (gray, np.dstack([img, np.full(img.shape[:2], 255, np.uint8)]), img / 255.0, Image.fromarray(img)):
+        ans, _ = model.vqa(x, "how many objects are there?")
+        assert ans in model.answers
+
+
+def test_eval_refuses_models_without_the_head():
+    from robustlab.evaluate_fusion import eval_clavi, eval_grounding, eval_vqa
+
+    class Retrieval:
+        model_id = "builtin:tiny-clip"
+
+    for fn, what in ((eval_vqa, "vqa"), (eval_grounding, "ground"), (eval_clavi, "vqa")):
+        with pytest.raises(ValueError, match=f"cannot do .*no {what}\\(\\) head"):
+            fn(Retrieval(), n=2)
+
+
+def test_cli_eval_says_why_for_a_retrieval_model(capsys):
+    from robustlab.cli import main
+
+    assert main(["eval", "grounding", "--model", "builtin:tiny-clip", "--n", "2", "--json"]) == 2
+    err = capsys.readouterr().err
+    assert "cannot do grounding" in err and "Traceback" not in err
+
+
+# ---- quality on small fresh held-out splits (the full n=1000 figures are in the benchmark) ---------------
+@pytest.fixture(scope="module")
+def vqa_result(model):
+    from robustlab.evaluate_fusion import eval_vqa
+
+    return eval_vqa(model, n=200, seed=2024)
+
+
+def test_quality_image_vqa_floor(vqa_result):
+    r = vqa_result
+    assert r["image_acc"] >= IMAGE_VQA_FLOOR, r
+    assert r["per_type"]["image/count"]["acc"] >= COUNT_FLOOR, r
+    assert all(k.startswith(("image/", "video/")) for k in r["per_type"])
+    assert sum(v["n"] for k, v in r["per_type"].items() if k.startswith("video/")) == 200
+
+
+@pytest.mark.xfail(strict=True, reason="issue bar not met: image VQA 0.556 and video VQA 0.495 at n=1000")
+def test_issue_bar_vqa(vqa_result):
+    assert vqa_result["image_acc"] >= BAR_VQA and vqa_result["video_acc"] >= BAR_VQA, vqa_result
+
+
+def test_quality_grounding(model):
+    from robustlab.evaluate_fusion import eval_grounding
+
+    r = eval_grounding(model, n=200, seed=2024)
+    assert r["acc@0.5"] >= GROUNDING_MIN, r
+    assert 0 < r["mean_iou"] <= 1
+
+
+@pytest.fixture(scope="module")
+def clavi_result(model):
+    from robustlab.evaluate_fusion import eval_clavi
+
+    return eval_clavi(model, n=150, seed=2024)
+
+
+def test_clavi_pairs_flip_and_are_reported(clavi_result):
+    from robustlab.evaluate_fusion import clavi_items
+
+    for i, v, q, q_rev in clavi_items(30, seed=2024):
+        assert q.question == q_rev.question and {q.answer, q_rev.answer} == {"yes", "no"}
+        assert v.events[0].obj != v.events[1].obj
+    r = clavi_result
+    assert r["n_pairs"] == 150 and r["chance_acc"] == 0.5 and r["chance_pair_consistency"] == 0.25
+    assert 0 <= r["pair_consistency"] <= min(r["acc_original"], r["acc_complement"])
+
+
+@pytest.mark.xfail(strict=True, reason="issue bar not met: CLAVI accuracy 0.505, pair consistency 0.015 at n=1000")
+def test_issue_bar_clavi_above_chance(clavi_result):
+    r = clavi_result
+    assert r["acc"] >= CLAVI_ACC_BAR and r["pair_consistency"] >= CLAVI_PAIR_BAR, r
+
+
+def test_perturbed_eval_records_what_was_perturbed(model):
+    from robustlab.evaluate_fusion import eval_grounding, eval_vqa
+
+    clean = eval_grounding(model, n=40, seed=7)
+    noisy = eval_grounding(model, n=40, seed=7, perturb="gaussian_noise", severity=5)
+    assert noisy["perturb"] == "gaussian_noise" and noisy["perturbed_parts"] == ["image"]
+    assert noisy["mean_iou"] != clean["mean_iou"]
+    r = eval_vqa(model, n=10, seed=7, perturb="gaussian_noise", severity=2, text_perturb="keyboard",
+                 text_severity=2)
+    assert r["perturbed_parts"] == ["image"] and r["text_perturb"] == "keyboard"
+    with pytest.raises(ValueError, match="unknown perturbation"):
+        eval_vqa(model, n=2, perturb="no_such_thing", severity=2)
+
+
+def test_training_is_reproducible_from_the_seed(tmp_path):
+    from safetensors.torch import load_file
+
+    from robustlab.train_vilt import train_tiny_vilt
+
+    torch.set_num_threads(1)
+    kw = dict(seed=3, n_train=32, epochs=1, stage1_epochs=1, stage2_epochs=1, eval_n=0, verbose=False)
+    a = train_tiny_vilt(out=tmp_path / "a.safetensors", **kw)
+    b = train_tiny_vilt(out=tmp_path / "b.safetensors", **kw)
+    torch.set_num_threads(2)
+    sa, sb = load_file(a["checkpoint"]), load_file(b["checkpoint"])
+    assert sa.keys() == sb.keys() and all(torch.equal(sa[k], sb[k]) for k in sa)
+    assert a["train"]["steps"] == 1 + 1 and a["train"]["n_train_videos"] == 16  # one image + one video batch
+    t, t2 = a["train"], a["train"]["stage2"]  # the three stages' recipes, nested
+    assert t["pooled_vqa"] and t["pixel_patches"] and t["seed"] == 5
+    assert t2["pixel_patches"] and not t2["pooled_vqa"] and t2["seed"] == 4
+    assert not t2["stage1"]["pixel_patches"] and t2["stage1"]["seed"] == 3
+    m = load_model("builtin:tiny-vilt", checkpoint=a["checkpoint"], device="cpu")
+    assert m.net.pixel_patches and m.net.pooled_vqa and m.model_id.endswith("a.safetensors")
+    assert m.vqa(np.zeros((64, 64, 3), np.uint8), "how many?")[0] in m.answers
