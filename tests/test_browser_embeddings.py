@@ -1,6 +1,6 @@
-"""End-to-end in a real headless Chromium: open the Embeddings page from the sidebar, switch to PCA, box-select
-points with a real mouse drag on the Plotly chart, add the selection's perturbed examples to the basket, and find
-them on the Export page.
+"""End-to-end in a real headless Chromium: open the Embeddings page from the sidebar, box-select points of the
+t-SNE map (the default projection) with a real mouse drag on the Plotly chart, add the selection's perturbed
+examples to the basket, and find them on the Export page.
 
 Debian's chromium driven by Playwright with executable_path (no browser download). Skips with a visible reason
 when Chromium or Playwright is missing, except in CI (CI=true), where that is a failure.
@@ -26,8 +26,8 @@ def test_box_select_and_add_to_basket(server, browser, tmp_path):
     settle(page)
     sidebar.get_by_role("link", name="Embeddings", exact=True).click()
     page.get_by_text("Embeddings — where perturbed inputs move").wait_for()
-    choose_radio(page, "PCA (instant)", scope=page.locator(".st-key-emb_method"))
-    page.get_by_text(re.compile(r"^800 points: 200 items · .* · PCA \(seed 0\)")).wait_for()
+    choose_radio(page, "t-SNE", scope=page.locator(".st-key-emb_method"))  # the default; the issue asks for t-SNE
+    page.get_by_text(re.compile(r"^800 points: 200 items · .* · t-SNE \(seed 0\)")).wait_for()
     page.get_by_text("No points selected.").wait_for()
     settle(page)
 
