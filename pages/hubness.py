@@ -16,6 +16,9 @@ from robustlab.retrieval import Condition
 st.header("Hubness — who attracts the queries, clean vs perturbed")
 st.caption("N_k (k-occurrence) of a gallery item: how many queries have it in their top k. A few items with a very "
            "large N_k (hubs) and many with N_k = 0 (anti-hubs) mean a skewed, hub-ridden embedding space.")
+GALLERY_KIND = st.radio("Gallery", ["images", "videos"], horizontal=True, key="hub_gallery_kind",
+                        help="videos: the built-in event-video gallery (text→video and video→text), the same "
+                             "gallery and video bench as the Retrieval page's videos")
 
 
 # ---- cached work (the underscored arguments are not hashed: the keys name the model, gallery and conditions) --
@@ -23,6 +26,12 @@ st.caption("N_k (k-occurrence) of a gallery item: how many queries have it in th
 def hubness_data(spec: str, device: str, gid: str, direction: str, icond: tuple, tcond: tuple, k: int,
                  _bench) -> views.HubnessView:
     return views.hubness_view(_bench, direction, Condition(*icond), Condition(*tcond), k=k)
+
+
+@st.cache_data(show_spinner=False, max_entries=12)
+def video_hubness_data(spec: str, device: str, gid: str, direction: str, vcond: tuple, tcond: tuple, k: int,
+                       _bench) -> views.HubnessView:
+    return views.video_hubness_view(_bench, direction, Condition(*vcond), Condition(*tcond), k=k)
 
 
 @st.cache_data(show_spinner=False, max_entries=12)
@@ -125,26 +134,11 @@ def main():
     what = "images" if direction == "t2i" else "captions"
     st.caption(f"{view.n_queries} queries × {view.n_targets} {what}, k = {k}; perturbed: {label}.")
 
-    # ---- k-occurrence and measures ---------------------------------------------------------------------
-    left, right = st.columns([3, 2])
-    with left:
-        st.plotly_chart(histogram({"clean": view.nk_clean, f"perturbed ({label})": view.nk_perturbed}, log_y,
-                                  f"k-occurrence of the gallery {what}"), key="hub_hist")
-    with right:
-        rows = views.compare_table(view.measures_clean, view.measures_perturbed)
-        rows += views.compare_table(view.recall_clean, view.recall_perturbed)
-        df = pd.DataFrame(rows)
-        st.dataframe(df, hide_index=True, width="stretch", key="hub_measures", height=35 * (len(df) + 1) + 3,
-                     column_config={c: st.column_config.NumberColumn(format="%.4f")
-                                    for c in ("clean", "perturbed", "change")})
-        st.caption("k_skewness: skewness of N_k (> 1: strong hubness); robinhood, gini, atkinson: inequality of "
-                   "N_k; hub/antihub occurrence: share of top-k slots taken by hubs / items that are never "
-                   "retrieved. R@K and ranks over the whole gallery.")
+    show_occurrence(view, what, log_y)
 
     # ---- top hubs --------------------------------------------------------------------------------------
     st.subheader("Top hubs")
-    clamp("hub_m", 1, min(30, view.n_targets))
-    m = int(st.slider("How many", 1, min(30, view.n_targets), min(10, view.n_targets), key="hub_m"))
+    m = hub_count(view)
     imgs_p = bench.images(icond)[0]
     caps_p = bench.texts(tcond)[0]
     tab_p, tab_c = st.tabs([f"perturbed ({label})", "clean"])
@@ -166,7 +160,38 @@ def main():
                         st.caption(cap)
                         st.text(caps_p[t] if which == "perturbed" else gallery.captions[item])
 
-    # ---- similarity heatmap ----------------------------------------------------------------------------
+    # ---- similarity heatmap and hubness reduction ------------------------------------------------------
+    show_heatmap(view, what)
+    show_reduction(view, (spec, device, gid, direction, ikey, tkey, k), log_y)
+
+
+def hub_count(view: views.HubnessView) -> int:
+    clamp("hub_m", 1, min(30, view.n_targets))
+    return int(st.slider("How many", 1, min(30, view.n_targets), min(10, view.n_targets), key="hub_m"))
+
+
+def show_occurrence(view: views.HubnessView, what: str, log_y: bool) -> None:
+    """k-occurrence histograms (clean vs perturbed) and the measures / R@K table."""
+    label = view.label
+    left, right = st.columns([3, 2])
+    with left:
+        st.plotly_chart(histogram({"clean": view.nk_clean, f"perturbed ({label})": view.nk_perturbed}, log_y,
+                                  f"k-occurrence of the gallery {what}"), key="hub_hist")
+    with right:
+        rows = views.compare_table(view.measures_clean, view.measures_perturbed)
+        rows += views.compare_table(view.recall_clean, view.recall_perturbed)
+        df = pd.DataFrame(rows)
+        st.dataframe(df, hide_index=True, width="stretch", key="hub_measures", height=35 * (len(df) + 1) + 3,
+                     column_config={c: st.column_config.NumberColumn(format="%.4f")
+                                    for c in ("clean", "perturbed", "change")})
+        st.caption("k_skewness: skewness of N_k (> 1: strong hubness); robinhood, gini, atkinson: inequality of "
+                   "N_k; hub/antihub occurrence: share of top-k slots taken by hubs / items that are never "
+                   "retrieved. R@K and ranks over the whole gallery.")
+
+
+def show_heatmap(view: views.HubnessView, what: str) -> None:
+    """Sampled queries × their ground-truth targets, clean and perturbed."""
+    label = view.label
     st.subheader("Similarity matrix")
     hm_c, rows_idx, cols_idx = views.heatmap(view, "clean")
     hm_p, _, _ = views.heatmap(view, "perturbed")
@@ -187,7 +212,10 @@ def main():
     fig.update_layout(height=420, margin=dict(t=40, b=20))
     st.plotly_chart(fig, key="hub_heatmap")
 
-    # ---- hubness reduction -----------------------------------------------------------------------------
+
+def show_reduction(view: views.HubnessView, cache_key: tuple, log_y: bool) -> None:
+    """``cache_key``: (spec, device, gallery id, direction, visual condition key, text condition key, k)."""
+    label = view.label
     st.subheader("Hubness reduction")
     try:
         methods = views.reduction_methods()
@@ -219,8 +247,7 @@ def main():
                                                        help=p.help))
     try:
         with st.spinner(f"Applying {method}…"):
-            red = reduction_data(spec, device, gid, direction, ikey, tkey, k, method, tuple(sorted(params.items())),
-                                 view)
+            red = reduction_data(*cache_key, method, tuple(sorted(params.items())), view)
     except (ValueError, TypeError) as e:
         st.warning(f"{method} cannot run with these parameters: {e}")
         return
@@ -241,4 +268,122 @@ def main():
                                   f"perturbed ({label})"), key="hub_red_hist_perturbed")
 
 
-main()
+# ---- videos: text→video and video→text over the built-in event-video gallery -------------------------------
+def video_main():
+    model = ui.current_model()
+    if model is None:
+        return
+    if st.session_state.get("dataset") == "upload":
+        st.info("Video galleries are built-in only for now (your uploads are images): showing the built-in "
+                f"event-video gallery ({ui.VIDEO_DEMO_N} videos).")
+    gallery = ui.get_builtin_video_gallery(ui.VIDEO_DEMO_N)
+    gid = f"videos-builtin-{ui.VIDEO_DEMO_N}"
+    spec, device = st.session_state.get("model_spec", ui.DEFAULT_MODEL), st.session_state.get("device", "auto")
+    try:
+        bench = ui.get_video_bench(spec, device, gid, gallery)
+    except ValueError as e:
+        st.warning(str(e))
+        return
+    n = len(gallery)
+    if n < 3:
+        st.warning("Hubness needs at least 3 gallery videos.")
+        return
+    if not getattr(model, "num_frames", None):
+        st.caption(f"{spec} has no temporal model: a video is the mean of its frame embeddings (every frame).")
+
+    # ---- controls ---------------------------------------------------------------------------------------
+    perts = ["(none)"] + [f"video:{s.name}" for s in list_perturbations(modality="video") if s.available] \
+        + [f"text:{s.name}" for s in list_perturbations(modality="text") if s.available]
+    c1, c2, c3, c4 = st.columns([2, 3, 2, 2])
+    with c1:
+        direction = st.radio("Direction", list(views.VIDEO_DIRECTIONS), key="hub_v_direction",
+                             format_func=views.VIDEO_DIRECTIONS.get,
+                             help="text→video: the captions query the videos (hubs are videos); video→text: the "
+                                  "videos query the captions (hubs are captions). Identical captions are all "
+                                  "ground truth.")
+        max_k = max(1, min(100, n - 1))
+        clamp("hub_k", 1, max_k)
+        k = int(st.number_input("k", 1, max_k, min(15, max_k), key="hub_k"))
+    with c2:
+        # a key of its own: the image page's "image:…" choice is not an option here
+        pert = st.selectbox("Perturbation", perts, key="hub_v_pert",
+                            index=perts.index("video:gaussian_noise") if "video:gaussian_noise" in perts else 0,
+                            format_func=lambda p: p if p == "(none)" else " · ".join(p.split(":", 1)))
+    with c3:
+        sev = st.slider("Severity", 0, 5, 3, key="hub_sev", disabled=pert == "(none)")
+    with c4:
+        seed = int(st.number_input("Seed", 0, 2**31 - 1, 0, key="hub_seed",
+                                   help="Gallery item i is perturbed with seed + i."))
+        log_y = st.checkbox("Log y axis", key="hub_log")
+    mod, name = pert.split(":", 1) if pert != "(none)" else ("video", None)
+    cond = Condition(name, sev, seed)
+    vcond, tcond = (cond, Condition()) if mod == "video" else (Condition(), cond)
+    vkey, tkey = (vcond.name, vcond.severity, vcond.seed), (tcond.name, tcond.severity, tcond.seed)
+
+    bar = st.progress(0.0, text="Perturbing and encoding the videos…")
+
+    def progress(done, total):
+        bar.progress(min(done / max(total, 1), 1.0), text=f"Perturbing and encoding the videos… {done}/{total}")
+
+    try:
+        # perturbing and encoding is memoised by the video bench (embeddings also on disk)
+        with st.spinner("Perturbing and encoding the videos…"):
+            bench.videos(Condition(), progress=progress)
+            bench.videos(vcond, progress=progress)
+        with st.spinner("Perturbing and encoding the captions…"):
+            bench.texts(Condition())
+            bench.texts(tcond)
+        with st.spinner("Computing k-occurrences…"):
+            view = video_hubness_data(spec, device, gid, direction, vkey, tkey, k, bench)
+    except (InputError, ValueError) as e:
+        bar.empty()
+        st.warning(str(e))
+        return
+    except Exception as e:  # noqa: BLE001 - a perturbation failing on this gallery must not take the page down
+        bar.empty()
+        st.error(f"{cond.label()} failed on this gallery ({type(e).__name__}: {e})")
+        return
+    bar.empty()
+    label = view.label
+    what = "videos" if direction == "t2v" else "captions"
+    st.caption(f"{view.n_queries} queries × {view.n_targets} {what}, k = {k}; perturbed: {label}. Ground truth: "
+               "every item with exactly the query's caption.")
+
+    show_occurrence(view, what, log_y)
+
+    # ---- top hubs --------------------------------------------------------------------------------------
+    st.subheader("Top hubs")
+    m = hub_count(view)
+    vids_p = bench.videos(vcond)[0]
+    caps_p = bench.texts(tcond)[0]
+    tab_p, tab_c = st.tabs([f"perturbed ({label})", "clean"])
+    for tab, which, nk, other in ((tab_p, "perturbed", view.nk_perturbed, view.nk_clean),
+                                  (tab_c, "clean", view.nk_clean, view.nk_perturbed)):
+        with tab, st.container(key=f"hub_top_{which}"):
+            hubs = views.top_hubs(nk, m)
+            cols = st.columns(min(5, len(hubs)))
+            for j, t in enumerate(hubs):
+                item = int(view.targets[t])
+                cap = (f"#{j + 1} · item {item} · N_k = {int(nk[t])} queries "
+                       f"({'clean' if which == 'perturbed' else 'perturbed'}: {int(other[t])})")
+                # the video shown is perturbed only when it is the perturbed hub (t2v) or the perturbed side
+                show_p = which == "perturbed" and direction == "t2v"
+                vc = vcond if show_p else Condition()
+                frames = vids_p[item] if show_p else gallery.videos[item]
+                with cols[j % len(cols)]:
+                    # alt names the slot: the same video can be in both tabs, and Streamlit needs distinct elements
+                    st.video(ui.video_mp4(gid, str(vc.key()), item, frames), format="video/mp4", loop=True,
+                             autoplay=True, muted=True, alt=f"{which} hub #{j + 1}: video {item}")
+                    st.caption(cap)
+                    if direction == "v2t":
+                        st.text(caps_p[t] if which == "perturbed" else gallery.captions[item])
+
+    # ---- similarity heatmap and hubness reduction ------------------------------------------------------
+    show_heatmap(view, what)
+    show_reduction(view, (spec, device, gid, direction, vkey, tkey, k), log_y)
+
+
+if GALLERY_KIND == "videos":
+    video_main()
+else:
+    main()

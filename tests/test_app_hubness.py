@@ -170,3 +170,61 @@ def test_small_uploaded_gallery():
     for counts in histogram(at).values():
         assert sum(counts.values()) == 12 and sum(b * c for b, c in counts.items()) == 11 * 12
     assert len(at.image) == 24
+
+
+# ---- video galleries ------------------------------------------------------------------------------------------
+NV = 200  # the built-in demo video gallery (ui.VIDEO_DEMO_N)
+
+
+def test_video_gallery_text_to_video():
+    at = open_page(hub_gallery_kind="videos")
+    assert not at.error and not at.warning
+    assert at.radio(key="hub_v_direction").value == "t2v"
+    assert at.selectbox(key="hub_v_pert").value == "video:gaussian_noise"
+    label = "gaussian_noise s3 (video)"
+    assert any(f"perturbed: {label}" in c.value for c in at.caption)
+
+    # every gallery video counted once, Σ N_k = k · |queries| (every caption queries the videos)
+    h = histogram(at, "videos")
+    assert set(h) == {"clean", f"perturbed ({label})"}
+    for counts in h.values():
+        assert sum(counts.values()) == NV and sum(b * c for b, c in counts.items()) == 15 * NV
+
+    m = measures(at)
+    assert list(m.columns) == ["clean", "perturbed", "change"]
+    for row in ("k_skewness", "robinhood", "gini", "R@1", "R@5", "MdR"):
+        assert row in m.index
+    assert m["clean"].notna().all() and m["perturbed"].notna().all()
+    assert m.loc["MdR", "perturbed"] > m.loc["MdR", "clean"]  # noise hurts text→video retrieval
+    assert np.allclose(m["change"], m["perturbed"] - m["clean"])
+
+    # top hubs are videos: 10 per tab (perturbed and clean)
+    assert len(at.get("video")) == 20
+    top_p = max(b for b, c in h[f"perturbed ({label})"].items() if c)
+    hub_caps = [c.value for c in at.caption if c.value.startswith("#")]
+    assert len(hub_caps) == 20 and hub_caps[0].startswith("#1 · item ") and f"N_k = {top_p} queries" in hub_caps[0]
+
+    # heatmap: 150 sampled queries × their own videos, clean and perturbed
+    hms = [t for t in chart(at, trace_type="heatmap")["data"] if t["type"] == "heatmap"]
+    assert len(hms) == 2 and _arr(hms[0]["z"]).shape == _arr(hms[1]["z"]).shape == (150, 150)
+
+
+def test_video_gallery_video_to_text_text_perturbation_and_reduction():
+    at = open_page(hub_gallery_kind="videos", hub_v_direction="v2t", hub_v_pert="text:keyboard", hub_k=5,
+                   hub_reduction="dsl")
+    assert not at.error and not at.warning
+    label = "keyboard s3 (text)"
+    h = histogram(at, "captions")
+    for counts in h.values():  # every caption counted once, each video queries 5 captions
+        assert sum(counts.values()) == NV and sum(b * c for b, c in counts.items()) == 5 * NV
+    m = measures(at)
+    assert m.loc["R@5", "perturbed"] < m.loc["R@5", "clean"]
+    assert len(at.text) >= 10  # caption hubs as text, next to their video
+    df = next(d.value for d in at.dataframe if "reduction" in d.value.columns)
+    assert len(df) == 4 and set(df["condition"]) == {"clean", f"perturbed ({label})"}
+    before = df[(df.condition == "clean") & (df.reduction == "before")].iloc[0]
+    assert before["R@1"] == pytest.approx(m.loc["R@1", "clean"], abs=1e-4)
+    assert df["R@1"].between(0, 1).all()
+    for which in ("clean", "perturbed"):
+        for cnt in histogram(at, which).values():
+            assert sum(cnt.values()) == NV and sum(b * c for b, c in cnt.items()) == 5 * NV

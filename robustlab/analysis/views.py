@@ -22,6 +22,7 @@ import numpy as np
 from robustlab.retrieval import Condition, RetrievalBench
 
 DIRECTIONS = {"t2i": "text→image", "i2t": "image→text"}
+VIDEO_DIRECTIONS = {"t2v": "text→video", "v2t": "video→text"}
 
 
 # ---- scores -------------------------------------------------------------------------------------------------
@@ -71,6 +72,9 @@ class HubnessView:
     measures_perturbed: dict
     recall_clean: dict
     recall_perturbed: dict
+    # every positive target per query when there can be several (video galleries: identical captions); R@K and
+    # ranks use these, ``gt`` (one positive per query) orders the heatmap. None: ``gt`` is the only positive.
+    positives: list | None = None
 
     @property
     def n_queries(self) -> int:
@@ -81,8 +85,8 @@ class HubnessView:
         return int(self.scores_clean.shape[1])
 
 
-def condition_label(image_cond: Condition, text_cond: Condition) -> str:
-    parts = [f"{c.label()} ({m})" for c, m in ((image_cond, "image"), (text_cond, "text")) if not c.clean]
+def condition_label(image_cond: Condition, text_cond: Condition, visual: str = "image") -> str:
+    parts = [f"{c.label()} ({m})" for c, m in ((image_cond, visual), (text_cond, "text")) if not c.clean]
     return " + ".join(parts) or "clean"
 
 
@@ -100,6 +104,41 @@ def hubness_view(bench: RetrievalBench, direction: str, image_cond: Condition, t
                        measures_clean=_floats(hubness.measures(n_k=nkc, k=k)),
                        measures_perturbed=_floats(hubness.measures(n_k=nkp, k=k)),
                        recall_clean=_recall(sc, gt), recall_perturbed=_recall(sp, gt))
+
+
+def video_score_matrix(bench, direction: str, video_cond: Condition, text_cond: Condition,
+                       progress=None) -> np.ndarray:
+    """Scores queries × targets of a :class:`robustlab.video_retrieval.VideoRetrievalBench`: ``"t2v"`` — every
+    gallery caption queries every video; ``"v2t"`` — every video queries every caption."""
+    if direction not in VIDEO_DIRECTIONS:
+        raise ValueError(f"direction must be one of {', '.join(VIDEO_DIRECTIONS)}, got {direction!r}")
+    _, _, ve = bench.videos(video_cond, progress=progress)
+    _, _, te = bench.texts(text_cond)
+    s = np.asarray(te, np.float32) @ np.asarray(ve, np.float32).T  # captions × videos
+    return s if direction == "t2v" else np.ascontiguousarray(s.T)
+
+
+def video_hubness_view(bench, direction: str, video_cond: Condition, text_cond: Condition, k: int = 15,
+                       progress=None) -> HubnessView:
+    """:func:`hubness_view` for a video gallery (``bench``: a VideoRetrievalBench). Caption i belongs to video i;
+    the positives of a query are every item with exactly its caption (``bench.groups``, the video bench's ground
+    truth), ``gt`` is the query's own item (the heatmap's diagonal)."""
+    from robustlab.analysis import hubness
+
+    sc = video_score_matrix(bench, direction, Condition(), Condition(), progress=progress)
+    sp = video_score_matrix(bench, direction, video_cond, text_cond, progress=progress)
+    k = _check_k(k, sc.shape[1])
+    n = len(bench.gallery)
+    positives = [list(g) for g in bench.groups]
+    nkc = np.asarray(hubness.k_occurrence(sc, k=k))
+    nkp = np.asarray(hubness.k_occurrence(sp, k=k))
+    return HubnessView(direction=direction, k=k, label=condition_label(video_cond, text_cond, "video"),
+                       targets=np.arange(n, dtype=np.int64), gt=np.arange(n, dtype=np.int64), scores_clean=sc,
+                       scores_perturbed=sp, nk_clean=nkc, nk_perturbed=nkp,
+                       measures_clean=_floats(hubness.measures(n_k=nkc, k=k)),
+                       measures_perturbed=_floats(hubness.measures(n_k=nkp, k=k)),
+                       recall_clean=_recall(sc, positives), recall_perturbed=_recall(sp, positives),
+                       positives=positives)
 
 
 def _floats(d: dict) -> dict:
@@ -172,7 +211,8 @@ def reduce_view(view: HubnessView, method: str, **params) -> ReductionView:
                                    ("perturbed", view.scores_perturbed, view.nk_perturbed, view.measures_perturbed,
                                     view.recall_perturbed)):
         r = np.asarray(reduction.reduce(s, method, **params), dtype=np.float32)
-        out.recall[cond] = {"before": rec, "after": _recall(r, view.gt)}
+        out.recall[cond] = {"before": rec,
+                            "after": _recall(r, view.gt if view.positives is None else view.positives)}
         nk_after = np.asarray(hubness.k_occurrence(r, k=view.k))
         out.nk[cond] = {"before": nk, "after": nk_after}
         out.measures[cond] = {"before": meas, "after": _floats(hubness.measures(n_k=nk_after, k=view.k))}
