@@ -53,6 +53,31 @@ def current_gallery() -> tuple[str, Gallery | None]:
     return (f"builtin-{DEMO_N}", get_builtin_gallery(DEMO_N))
 
 
+def current_bench(empty_hint: str):
+    """(spec, device, gallery id, gallery, bench) for the sidebar's model and dataset, or None after saying why
+    there is nothing to show (model unavailable, empty gallery, a bench that can't be built)."""
+    if current_model() is None:
+        return None
+    gid, gallery = current_gallery()
+    if gallery is None or len(gallery) == 0:
+        st.info(empty_hint)
+        return None
+    spec, device = st.session_state.get("model_spec", DEFAULT_MODEL), st.session_state.get("device", "auto")
+    try:
+        bench = get_bench(spec, device, gid, gallery)
+    except ValueError as e:
+        st.warning(str(e))
+        return None
+    return spec, device, gid, gallery, bench
+
+
+def clamp(key: str, lo: int, hi: int) -> None:
+    """Keep a widget's remembered value inside its current range (a smaller gallery lowers the maximum)."""
+    v = st.session_state.get(key)
+    if isinstance(v, (int, float)) and not lo <= v <= hi:
+        st.session_state[key] = type(v)(min(max(v, lo), hi))
+
+
 # ---- video galleries (Retrieval page, "Gallery: videos") -------------------------------------------------
 VIDEO_DEMO_N = 200
 

@@ -73,28 +73,15 @@ def _short(t: str, n: int = 80) -> str:
     return t if len(t) <= n else t[: n - 1] + "…"
 
 
-def clamp(key: str, lo: int, hi: int) -> None:
-    """Keep a widget's remembered value inside its current range (a smaller gallery lowers the maximum)."""
-    v = st.session_state.get(key)
-    if isinstance(v, (int, float)) and not lo <= v <= hi:
-        st.session_state[key] = type(v)(min(max(v, lo), hi))
+EMPTY_HINT = ("Your gallery is empty: upload images with captions on the Retrieval page, or pick the built-in demo "
+              "in the sidebar.")
 
 
 def main():
-    model = ui.current_model()
-    gid, gallery = ui.current_gallery()
-    if model is None:
+    got = ui.current_bench(EMPTY_HINT)
+    if got is None:
         return
-    if gallery is None or len(gallery) == 0:
-        st.info("Your gallery is empty: upload images with captions on the Retrieval page, or pick the built-in "
-                "demo in the sidebar.")
-        return
-    spec, device = st.session_state.get("model_spec", ui.DEFAULT_MODEL), st.session_state.get("device", "auto")
-    try:
-        bench = ui.get_bench(spec, device, gid, gallery)
-    except ValueError as e:
-        st.warning(str(e))
-        return
+    spec, device, gid, gallery, bench = got
     n_cap = len(bench.captioned)
     if n_cap < 2 or len(gallery) < 3:
         st.warning("The map needs at least 3 gallery images and 2 captions.")
@@ -108,7 +95,7 @@ def main():
         method = st.radio("Projection", ["tsne", "pca"], key="emb_method", horizontal=True,
                           format_func=lambda m: "t-SNE" if m == "tsne" else "PCA (instant)")
         hi = min(MAX_ITEMS, n_cap)
-        clamp("emb_items", min(2, hi), hi)
+        ui.clamp("emb_items", min(2, hi), hi)
         n_items = int(st.slider("Items (captioned gallery items, seeded subsample)", min(2, hi), hi, min(200, hi),
                                 key="emb_items", help="Each item gives an image and a caption point, clean and "
                                                       "perturbed."))
@@ -124,7 +111,7 @@ def main():
         tsev = st.slider("Text severity", 0, 5, 2, key="emb_txt_sev", disabled=tp == "(none)")
     with c3:
         color_by = st.radio("Colour by", ["condition", "modality", "k-occurrence"], key="emb_color", horizontal=True)
-        clamp("emb_k", 1, max(1, min(100, n_cap - 1)))
+        ui.clamp("emb_k", 1, max(1, min(100, n_cap - 1)))
         k = int(st.number_input("k (for k-occurrence)", 1, max(1, min(100, n_cap - 1)), min(15, max(1, n_cap - 1)),
                                 key="emb_k"))
         seed = int(st.number_input("Seed", 0, 2**31 - 1, 0, key="emb_seed",

@@ -53,28 +53,15 @@ def histogram(series: dict, log_y: bool, title: str) -> go.Figure:
     return fig
 
 
-def clamp(key: str, lo: int, hi: int) -> None:
-    """Keep a widget's remembered value inside its current range (a smaller gallery lowers the maximum)."""
-    v = st.session_state.get(key)
-    if isinstance(v, (int, float)) and not lo <= v <= hi:
-        st.session_state[key] = type(v)(min(max(v, lo), hi))
+EMPTY_HINT = ("Your gallery is empty: upload images with captions on the Retrieval page, or pick the built-in demo "
+              "in the sidebar.")
 
 
 def main():
-    model = ui.current_model()
-    gid, gallery = ui.current_gallery()
-    if model is None:
+    got = ui.current_bench(EMPTY_HINT)
+    if got is None:
         return
-    if gallery is None or len(gallery) == 0:
-        st.info("Your gallery is empty: upload images with captions on the Retrieval page, or pick the built-in "
-                "demo in the sidebar.")
-        return
-    spec, device = st.session_state.get("model_spec", ui.DEFAULT_MODEL), st.session_state.get("device", "auto")
-    try:
-        bench = ui.get_bench(spec, device, gid, gallery)
-    except ValueError as e:
-        st.warning(str(e))
-        return
+    spec, device, gid, gallery, bench = got
     n_targets = len(gallery)
     if n_targets < 3 or len(bench.captioned) < 2:
         st.warning("Hubness needs at least 3 gallery images and 2 captions.")
@@ -89,7 +76,7 @@ def main():
                              help="text→image: captions query the images (hubs are images); image→text: images "
                                   "query the captions (hubs are captions).")
         max_k = max(1, min(100, (n_targets if direction == "t2i" else len(bench.captioned)) - 1))
-        clamp("hub_k", 1, max_k)
+        ui.clamp("hub_k", 1, max_k)
         k = int(st.number_input("k", 1, max_k, min(15, max_k), key="hub_k"))
     with c2:
         pert = st.selectbox("Perturbation", perts, key="hub_pert",
@@ -166,7 +153,7 @@ def main():
 
 
 def hub_count(view: views.HubnessView) -> int:
-    clamp("hub_m", 1, min(30, view.n_targets))
+    ui.clamp("hub_m", 1, min(30, view.n_targets))
     return int(st.slider("How many", 1, min(30, view.n_targets), min(10, view.n_targets), key="hub_m"))
 
 
@@ -302,7 +289,7 @@ def video_main():
                                   "videos query the captions (hubs are captions). Identical captions are all "
                                   "ground truth.")
         max_k = max(1, min(100, n - 1))
-        clamp("hub_k", 1, max_k)
+        ui.clamp("hub_k", 1, max_k)
         k = int(st.number_input("k", 1, max_k, min(15, max_k), key="hub_k"))
     with c2:
         # a key of its own: the image page's "image:…" choice is not an option here
