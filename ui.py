@@ -78,6 +78,40 @@ def clamp(key: str, lo: int, hi: int) -> None:
         st.session_state[key] = type(v)(min(max(v, lo), hi))
 
 
+def encode_then(bench, visual_cond, text_cond, compute, *, compute_msg: str, failure: str, videos: bool = False):
+    """Encode the clean and perturbed gallery (memoised by the bench, embeddings on disk) with a progress bar, then
+    ``compute()``; returns its result, or None after a clear message (bad input: a warning; anything a
+    perturbation raises on this gallery: ``failure`` plus the error) so the page stays up."""
+    from robustlab.data.io import InputError
+    from robustlab.retrieval import Condition
+
+    what = "videos" if videos else "gallery"
+    bar = st.progress(0.0, text=f"Perturbing and encoding the {what}…")
+
+    def progress(done, total):
+        bar.progress(min(done / max(total, 1), 1.0), text=f"Encoding the {what}… {done}/{total}")
+
+    encode = bench.videos if videos else bench.images
+    try:
+        with st.spinner(f"Perturbing and encoding the {'videos' if videos else 'images'}…"):
+            encode(Condition(), progress=progress)
+            encode(visual_cond, progress=progress)
+        with st.spinner("Perturbing and encoding the captions…"):
+            bench.texts(Condition())
+            bench.texts(text_cond)
+        with st.spinner(compute_msg):
+            out = compute()
+    except (InputError, ValueError) as e:
+        st.warning(str(e))
+        return None
+    except Exception as e:  # noqa: BLE001 - a perturbation failing on this gallery must not take the page down
+        st.error(f"{failure} ({type(e).__name__}: {e})")
+        return None
+    finally:
+        bar.empty()
+    return out
+
+
 # ---- video galleries (Retrieval page, "Gallery: videos") -------------------------------------------------
 VIDEO_DEMO_N = 200
 

@@ -9,7 +9,6 @@ import streamlit as st
 import ui
 from robustlab.analysis import views
 from robustlab.basket import Basket
-from robustlab.data.io import InputError
 from robustlab.perturb import list_perturbations
 from robustlab.retrieval import Condition
 
@@ -119,30 +118,14 @@ def main():
     icond = Condition(None if ip == "(none)" else ip, isev, seed)
     tcond = Condition(None if tp == "(none)" else tp, tsev, seed)
 
-    bar = st.progress(0.0, text="Perturbing and encoding the gallery…")
-
-    def progress(done, total):
-        bar.progress(done / max(total, 1), text=f"Encoding the gallery… {done}/{total}")
-
-    try:
-        with st.spinner("Perturbing and encoding the images…"):
-            bench.images(Condition(), progress=progress)
-            bench.images(icond, progress=progress)
-        with st.spinner("Perturbing and encoding the captions…"):
-            bench.texts(Condition())
-            bench.texts(tcond)
-        with st.spinner("t-SNE…" if method == "tsne" else "PCA…"):
-            pts = projection(spec, device, gid, (icond.name, icond.severity, icond.seed),
-                             (tcond.name, tcond.severity, tcond.seed), n_items, method, perplexity, seed, k, bench)
-    except (InputError, ValueError) as e:
-        bar.empty()
-        st.warning(str(e))
+    pts = ui.encode_then(bench, icond, tcond,
+                         lambda: projection(spec, device, gid, (icond.name, icond.severity, icond.seed),
+                                            (tcond.name, tcond.severity, tcond.seed), n_items, method, perplexity,
+                                            seed, k, bench),
+                         compute_msg="t-SNE…" if method == "tsne" else "PCA…",
+                         failure="Perturbing or projecting the gallery failed")
+    if pts is None:
         return
-    except Exception as e:  # noqa: BLE001 - a perturbation failing on this gallery must not take the page down
-        bar.empty()
-        st.error(f"Perturbing or projecting the gallery failed ({type(e).__name__}: {e})")
-        return
-    bar.empty()
     st.caption(f"{len(pts)} points: {pts.n_items} items · image {icond.label()} · text {tcond.label()} · "
                f"{'t-SNE' if method == 'tsne' else 'PCA'} (seed {seed}). Filled: clean; open: perturbed; "
                "circles: images; diamonds: captions.")

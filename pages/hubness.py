@@ -9,7 +9,6 @@ import streamlit as st
 
 import ui
 from robustlab.analysis import views
-from robustlab.data.io import InputError
 from robustlab.perturb import list_perturbations
 from robustlab.retrieval import Condition
 
@@ -93,30 +92,11 @@ def main():
     icond, tcond = (cond, Condition()) if mod == "image" else (Condition(), cond)
     ikey, tkey = (icond.name, icond.severity, icond.seed), (tcond.name, tcond.severity, tcond.seed)
 
-    bar = st.progress(0.0, text="Perturbing and encoding the gallery…")
-
-    def progress(done, total):
-        bar.progress(done / max(total, 1), text=f"Encoding the gallery… {done}/{total}")
-
-    try:
-        # perturbing and encoding is memoised by the bench (and on disk); the cached step below is pure
-        with st.spinner("Perturbing and encoding the images…"):
-            bench.images(Condition(), progress=progress)
-            bench.images(icond, progress=progress)
-        with st.spinner("Perturbing and encoding the captions…"):
-            bench.texts(Condition())
-            bench.texts(tcond)
-        with st.spinner("Computing k-occurrences…"):
-            view = hubness_data(spec, device, gid, direction, ikey, tkey, k, bench)
-    except (InputError, ValueError) as e:
-        bar.empty()
-        st.warning(str(e))
+    view = ui.encode_then(bench, icond, tcond,
+                          lambda: hubness_data(spec, device, gid, direction, ikey, tkey, k, bench),
+                          compute_msg="Computing k-occurrences…", failure=f"{cond.label()} failed on this gallery")
+    if view is None:
         return
-    except Exception as e:  # noqa: BLE001 - a perturbation failing on this gallery must not take the page down
-        bar.empty()
-        st.error(f"{cond.label()} failed on this gallery ({type(e).__name__}: {e})")
-        return
-    bar.empty()
     label = view.label
     what = "images" if direction == "t2i" else "captions"
     st.caption(f"{view.n_queries} queries × {view.n_targets} {what}, k = {k}; perturbed: {label}.")
@@ -307,30 +287,12 @@ def video_main():
     vcond, tcond = (cond, Condition()) if mod == "video" else (Condition(), cond)
     vkey, tkey = (vcond.name, vcond.severity, vcond.seed), (tcond.name, tcond.severity, tcond.seed)
 
-    bar = st.progress(0.0, text="Perturbing and encoding the videos…")
-
-    def progress(done, total):
-        bar.progress(min(done / max(total, 1), 1.0), text=f"Perturbing and encoding the videos… {done}/{total}")
-
-    try:
-        # perturbing and encoding is memoised by the video bench (embeddings also on disk)
-        with st.spinner("Perturbing and encoding the videos…"):
-            bench.videos(Condition(), progress=progress)
-            bench.videos(vcond, progress=progress)
-        with st.spinner("Perturbing and encoding the captions…"):
-            bench.texts(Condition())
-            bench.texts(tcond)
-        with st.spinner("Computing k-occurrences…"):
-            view = video_hubness_data(spec, device, gid, direction, vkey, tkey, k, bench)
-    except (InputError, ValueError) as e:
-        bar.empty()
-        st.warning(str(e))
+    view = ui.encode_then(bench, vcond, tcond,
+                          lambda: video_hubness_data(spec, device, gid, direction, vkey, tkey, k, bench),
+                          compute_msg="Computing k-occurrences…", failure=f"{cond.label()} failed on this gallery",
+                          videos=True)
+    if view is None:
         return
-    except Exception as e:  # noqa: BLE001 - a perturbation failing on this gallery must not take the page down
-        bar.empty()
-        st.error(f"{cond.label()} failed on this gallery ({type(e).__name__}: {e})")
-        return
-    bar.empty()
     label = view.label
     what = "videos" if direction == "t2v" else "captions"
     st.caption(f"{view.n_queries} queries × {view.n_targets} {what}, k = {k}; perturbed: {label}. Ground truth: "
