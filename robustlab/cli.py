@@ -98,6 +98,10 @@ def cmd_train(args) -> int:
         kw["n_train"] = args.n_train
     if args.epochs is not None:
         kw["epochs"] = args.epochs
+    import inspect
+
+    if args.threads and "threads" in inspect.signature(fn).parameters:
+        kw["threads"] = args.threads
     res = fn(**kw)
     print(json.dumps(res, indent=2))
     return 0

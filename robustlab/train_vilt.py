@@ -1,33 +1,44 @@
 """Training recipe of ``builtin:tiny-vilt`` (``robustlab train tiny-vilt``), reproducible from ``--seed``.
 
-Two stages, single-threaded on CPU:
+One call, on CPU (``threads`` torch threads; ``robustlab train tiny-vilt --threads N``):
 
-1. World: ``n_train`` (10,000) scenes (world seed 21, 128 px) and ``n_train // 2`` event videos (world seed 22,
-   64 px, the 8 frames the model samples); held-out evaluation uses other seeds (1000 by default).
-2. Frozen visual features, computed once per stage: tiny-clip's trained CNN image tower (copied into tiny-vilt
-   and frozen) gives an 8×8 grid per image and a 4×4 grid per sampled video frame (stage-3 ⊕ stage-4
-   features, 384-d); stage 2 appends each token's raw 8×8×3 pixel patch (video frames at 32 px).
-3. Each epoch draws fresh texts for every scene / video from its structure (:mod:`robustlab.data.qa`):
+1. World: ``n_train`` (10,000) scenes (world seed 21, 128 px) and ``n_videos`` (6,000) event videos (world
+   seed 22, 64 px, the 8 frames the model samples). Half of the videos (chosen by the seed) are used
+   time-reversed — their frames in reverse order, their events swapped and inverted (``appears`` ↔
+   ``disappears``, ``left`` ↔ ``right``) — so that order is learned from the pixels, not from how the world
+   happens to start its videos. Held-out evaluation uses other seeds (1000 by default).
+2. Frozen visual features, computed once: tiny-clip's trained CNN image tower (copied into tiny-vilt and
+   frozen) gives an 8×8 grid per image and a 4×4 grid per sampled video frame (stage-3 ⊕ stage-4 features,
+   384-d), each token with its raw 8×8×3 pixel patch (as in ViLT's patch embedding; frames at 32 px); video
+   tokens also embed their difference from the previous sampled frame.
+3. Every epoch draws fresh texts for every scene / video from its structure (:mod:`robustlab.data.qa`):
    images — a VQA question, a referring expression with its box, or an ITM caption (half matched, half a hard
-   negative with one attribute changed or another scene's caption) in the proportions ``image_mix``
-   (stage 1: 45/40/15 %, stage 2: 55/30/15 %); videos — a VQA question (85 %; temporal question types weighted
-   up) or an ITM caption (15 %; negatives: the time-reversed caption or another video's caption).
-4. Losses: VQA cross-entropy over the fixed answer vocabulary; ITM binary cross-entropy; grounding:
+   negative with one attribute changed or another scene's caption) in the proportions :data:`IMAGE_MIX`;
+   videos — a VQA question (85 %; temporal question types weighted up) or an ITM caption (15 %; negatives: the
+   time-reversed caption or another video's caption).
+4. Stage 0 (``pretrain_steps``, 1,000 by default, about a minute): the visual-token embedding (a small MLP
+   over CNN features ⊕ pixel patch, the frame-difference map, positions) and the per-token attribute head
+   learn what each token shows, without text or attention — cheap, and it gives the fusion layers tokens
+   that already say colour, shape, size, place and change (:func:`pretrain_tokens`).
+5. Losses: VQA cross-entropy over the fixed answer vocabulary; ITM binary cross-entropy; grounding:
    cross-entropy over the 64 cells for the cell of the target's centre, plus L1 (×5) and GIoU (×2) on the
-   boxes decoded at that cell and its 8 neighbours. AdamW 1e-3, warm-up + cosine, batch 64, image and video
-   batches interleaved at random.
-5. Stage 1: 5 epochs with seed ``seed`` on CNN-feature tokens. Stage 2: 3 epochs with seed ``seed + 1`` from
-   stage 1's weights plus the zero-initialised pixel-patch embedding (ViLT's linear patch embedding): stage 1
-   left colour and motion questions near chance, and the raw patches give the fusion layers colour and
-   within-cell position directly.
+   boxes decoded at that cell and its 8 neighbours. Two auxiliary losses make the visual tokens say what they
+   show and the answer look where the question points (both from the world's structure, never from pixels):
+   a per-token attribute loss (colour, shape, size and layout cell of the object covering the token; for
+   video tokens colour, shape, "an object changes here since the previous sampled frame", the kind of change
+   and its direction), and a pooling loss that puts the VQA
+   head's attention pool on the tokens of the object the question names (for video questions: on the frames
+   where that object changes). AdamW 1e-3, warm-up + cosine, image and video batches interleaved
+   at random; batch 32, 5 epochs.
 6. The checkpoint keeps the fusion transformer, heads and the CNN copy (the MiniLM word-embedding table is
-   read from its package), with the config, the answer vocabulary, both stages' recipes and the held-out
-   figures (measured with :mod:`robustlab.evaluate_fusion` on ``eval_n`` fresh items) in its metadata.
+   read from its package), with the config, the answer vocabulary, the recipe and the held-out figures
+   (measured with :mod:`robustlab.evaluate_fusion` on ``eval_n`` fresh items) in its metadata.
 """
 from __future__ import annotations
 
 import math
 import time
+from dataclasses import replace as dc_replace
 from pathlib import Path
 
 import numpy as np
@@ -39,6 +50,12 @@ from robustlab.data import qa, world
 SCENE_SEED = 21
 VIDEO_SEED = 22
 VIDEO_QTYPE_P = {"order": 0.3, "event_order": 0.25, "event": 0.2, "first": 0.1, "direction": 0.15}
+IMAGE_MIX = (0.55, 0.30, 0.15)  # VQA, grounding, ITM
+COLOR_ID = {c: i + 1 for i, c in enumerate(world.COLORS)}   # 0 = no object
+SHAPE_ID = {s: i + 1 for i, s in enumerate(world.SHAPES)}
+SIZE_ID = {s: i + 1 for i, s in enumerate(world.SIZES)}
+POS_ID = {cell: i + 1 for i, cell in enumerate(sorted(world.POSITIONS))}  # 3×3 layout cell, 0 = no object
+AUX_W, POOL_W = 0.5, 0.5
 
 
 def _log(msg: str, verbose: bool) -> None:
@@ -46,19 +63,94 @@ def _log(msg: str, verbose: bool) -> None:
         print(f"[tiny-vilt {time.strftime('%H:%M:%S')}] {msg}", flush=True)
 
 
+# ---- per-token labels from the world's structure --------------------------------------------------------
+def image_token_labels(scene: world.Scene, grid: int = 8) -> np.ndarray:
+    """grid²×5 int: colour, shape, size ids of the object covering each token (0 = none), its index (-1) and
+    its layout cell (0 = none)."""
+    lab = np.zeros((grid * grid, 5), np.int64)
+    lab[:, 3] = -1
+    best = np.full(grid * grid, np.inf)
+    centres = (np.arange(grid) + 0.5) / grid
+    for k, o in enumerate(scene.objects):
+        half = world.SIZES[o.size] / 2
+        for r in range(grid):
+            for c in range(grid):
+                dx, dy = abs(centres[c] - o.cx), abs(centres[r] - o.cy)
+                inside = (dx <= half and dy <= half) or (int(o.cx * grid) == c and int(o.cy * grid) == r)
+                i = r * grid + c
+                if inside and dx + dy < best[i]:
+                    best[i] = dx + dy
+                    lab[i] = (COLOR_ID[o.color], SHAPE_ID[o.shape], SIZE_ID[o.size], k, POS_ID[tuple(o.cell)])
+    return lab
+
+
+def reversed_view(video: world.VideoScene) -> world.VideoScene:
+    """The structure of the time-reversed video (events swapped and inverted; captions swapped)."""
+    T = video.n_frames
+
+    def inv(e):
+        kind = {"appears": "disappears", "disappears": "appears"}.get(e.kind, e.kind)
+        d = world.OPPOSITE[e.direction] if e.kind == "moves" else e.direction
+        return world.Event(obj=e.obj, kind=kind, direction=d, start=T - 1 - e.end, end=T - 1 - e.start)
+
+    return dc_replace(video, events=[inv(e) for e in reversed(video.events)], caption=video.reversed_caption,
+                      reversed_caption=video.caption)
+
+
+KIND_ID = {"moves": 1, "appears": 2, "disappears": 3}
+DIR_ID = {d: i + 1 for i, d in enumerate(world.DIRECTIONS)}
+
+
+def video_token_labels(video: world.VideoScene, idx: np.ndarray, grid: int = 4) -> tuple[np.ndarray, np.ndarray]:
+    """For the frames ``idx`` (in the order the model sees them): (T·grid²)×6 int — colour, shape, change (0/1),
+    object index (-1), event kind, direction (0 = none) per token, read off consecutive sampled frames — and
+    an objects×(T·grid²) bool mask of each object's tokens in the frames where it changes (all its tokens
+    when it never changes)."""
+    T = len(idx)
+    states = [world._state_at(video, int(t)) for t in idx]
+    n_obj = len(video.objects)
+    lab = np.zeros((T * grid * grid, 6), np.int64)
+    lab[:, 3] = -1
+    where = np.zeros((n_obj, T * grid * grid), bool)
+    changing = np.zeros((n_obj, T * grid * grid), bool)
+
+    def cell(o):
+        return min(int(o.cy * grid), grid - 1) * grid + min(int(o.cx * grid), grid - 1)
+
+    for f in range(T):
+        for k, o in enumerate(states[f]):
+            prev = states[f - 1][k] if f > 0 else o
+            kind, d = 0, 0
+            if f > 0 and (o is None) != (prev is None):
+                kind = KIND_ID["appears" if o is not None else "disappears"]
+            elif f > 0 and o is not None and (abs(o.cx - prev.cx) > 1e-6 or abs(o.cy - prev.cy) > 1e-6):
+                dx, dy = o.cx - prev.cx, o.cy - prev.cy
+                kind = KIND_ID["moves"]
+                d = DIR_ID[("right" if dx > 0 else "left") if abs(dx) >= abs(dy) else ("down" if dy > 0 else "up")]
+            shown = o if o is not None else prev   # a disappearance is marked where the object was
+            if shown is None:
+                continue
+            i = f * grid * grid + cell(shown)
+            if o is not None:
+                lab[i, :2] = (COLOR_ID[o.color], SHAPE_ID[o.shape])
+                lab[i, 3] = k
+                where[k, i] = True
+            if kind:
+                lab[i, 2], lab[i, 4], lab[i, 5] = 1, kind, d
+                changing[k, i] = True
+    target = np.where(changing.any(1, keepdims=True), changing, where)
+    return lab, target
+
+
+# ---- features ----------------------------------------------------------------------------------------
 @torch.no_grad()
 def _cnn_features(net, frames: np.ndarray, video: bool, cfg: dict, batch: int = 256) -> torch.Tensor:
-    from robustlab.models.builtin import preprocess_64
-
-    out = []
-    for s in range(0, len(frames), batch):
-        px = preprocess_64(list(frames[s:s + batch]), int(cfg["image_size"]), cfg["mean"], cfg["std"])
-        out.append(net.visual_features(px, video).to(torch.float16))
-    return torch.cat(out)
+    return torch.cat([net.frames_to_features(frames[s:s + batch], video).to(torch.float16)
+                      for s in range(0, len(frames), batch)])
 
 
-def build_features(net, n_images: int, n_videos: int, verbose: bool = True):
-    """Scenes, videos and their frozen CNN token features (float16)."""
+def build_features(net, n_images: int, n_videos: int, rng: np.random.Generator, verbose: bool = True):
+    """Scenes and (possibly reversed) videos with their frozen token features (float16) and token labels."""
     cfg = net.cfg
     scenes = world.make_scenes(n_images, SCENE_SEED)
     feats = []
@@ -67,17 +159,31 @@ def build_features(net, n_images: int, n_videos: int, verbose: bool = True):
         feats.append(_cnn_features(net, imgs, False, cfg))
         _log(f"image features {min(s + 1024, n_images)}/{n_images}", verbose)
     img_feats = torch.cat(feats)
-    videos = [world.sample_video(VIDEO_SEED, i) for i in range(n_videos)]
+    img_labels = torch.from_numpy(np.stack([image_token_labels(s, int(cfg["image_grid"])) for s in scenes]))
     T = int(cfg["n_frames"])
-    feats = []
+    flips = rng.random(n_videos) < 0.5
+    videos, vid_labels, vid_targets, feats = [], [], [], []
     for s in range(0, n_videos, 256):
-        frames = np.concatenate([qa.video_frames_at(v, qa.frame_indices(v.n_frames, T), 64)
-                                 for v in videos[s:s + 256]])
-        f = _cnn_features(net, frames, True, cfg)
+        frames = []
+        for i in range(s, min(s + 256, n_videos)):
+            v = world.sample_video(VIDEO_SEED, i)
+            idx = qa.frame_indices(v.n_frames, T)
+            if flips[i]:  # the reversed video's sampled frames: original frames T-1-idx, latest first
+                asc = (v.n_frames - 1 - idx)[::-1].copy()
+                frames.append(qa.video_frames_at(v, asc, 64)[::-1])
+                idx = asc[::-1].copy()
+            else:
+                frames.append(qa.video_frames_at(v, idx, 64))
+            lab, tgt = video_token_labels(v, idx, int(cfg["frame_grid"]))
+            videos.append(reversed_view(v) if flips[i] else v)
+            vid_labels.append(lab)
+            vid_targets.append(tgt)
+        f = _cnn_features(net, np.concatenate(frames), True, cfg)
         feats.append(f.reshape(-1, T * f.shape[1], f.shape[2]))
         if (s // 256) % 8 == 0 or s + 256 >= n_videos:
             _log(f"video features {min(s + 256, n_videos)}/{n_videos}", verbose)
-    return scenes, img_feats, videos, torch.cat(feats)
+    return (scenes, img_feats, img_labels, videos, torch.cat(feats), torch.from_numpy(np.stack(vid_labels)),
+            vid_targets)
 
 
 def giou_loss(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
@@ -94,14 +200,13 @@ def giou_loss(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     return 1 - (iou - (hull - union) / hull)
 
 
-IMAGE_MIX = (0.45, 0.40, 0.15)  # VQA, grounding, ITM
-
-
-def _image_examples(scenes, idx, rng, mix=IMAGE_MIX):
-    """Texts and targets for one image batch: task 0 = VQA, 1 = grounding, 2 = ITM."""
+# ---- examples ---------------------------------------------------------------------------------------
+def _image_examples(scenes, labels, idx, rng, mix=IMAGE_MIX):
+    """Texts and targets for one image batch: task 0 = VQA, 1 = grounding, 2 = ITM; pool = token mask."""
     ans_id = {a: i for i, a in enumerate(qa.ANSWERS)}
     texts, task, ans, box, itm = [], [], [], [], []
-    for i in idx:
+    pool = torch.zeros(len(idx), labels.shape[1], dtype=torch.bool)
+    for j, i in enumerate(idx):
         s = scenes[i]
         r = rng.random()
         a, b, m = -100, [0.0] * 4, 0.0
@@ -109,6 +214,8 @@ def _image_examples(scenes, idx, rng, mix=IMAGE_MIX):
             q = qa.image_question(s, rng)
             texts.append(q.question)
             a, t = ans_id[q.answer], 0
+            if q.target >= 0:
+                pool[j] = labels[i, :, 3] == q.target
         elif r < mix[0] + mix[1]:
             k = int(rng.integers(len(s.objects)))
             ref = world.referring_expression(s, k, 128)
@@ -130,20 +237,23 @@ def _image_examples(scenes, idx, rng, mix=IMAGE_MIX):
         ans.append(a)
         box.append(b)
         itm.append(m)
-    return texts, torch.tensor(task), torch.tensor(ans), torch.tensor(box), torch.tensor(itm)
+    return texts, torch.tensor(task), torch.tensor(ans), torch.tensor(box), torch.tensor(itm), pool
 
 
-def _video_examples(videos, idx, rng):
+def _video_examples(videos, targets, idx, rng):
     ans_id = {a: i for i, a in enumerate(qa.ANSWERS)}
     types, p = list(VIDEO_QTYPE_P), np.array(list(VIDEO_QTYPE_P.values()))
     texts, task, ans, itm = [], [], [], []
-    for i in idx:
+    pool = torch.zeros(len(idx), targets[0].shape[1], dtype=torch.bool)
+    for j, i in enumerate(idx):
         v = videos[i]
         a, m = -100, 0.0
         if rng.random() < 0.85:
             q = qa.video_question(v, rng, str(rng.choice(types, p=p / p.sum())))
             texts.append(q.question)
             a, t = ans_id[q.answer], 0
+            if q.target >= 0:
+                pool[j] = torch.from_numpy(targets[i][q.target])
         else:
             t = 2
             u = rng.random()
@@ -159,10 +269,68 @@ def _video_examples(videos, idx, rng):
         task.append(t)
         ans.append(a)
         itm.append(m)
-    return texts, torch.tensor(task), torch.tensor(ans), None, torch.tensor(itm)
+    return texts, torch.tensor(task), torch.tensor(ans), None, torch.tensor(itm), pool
 
 
-def _loss(model, net, feats, texts, task, ans, box, itm, video: bool):
+def _group_slices() -> dict[str, slice]:
+    from robustlab.models.tiny_vilt import TOKEN_GROUPS
+
+    out, s = {}, 0
+    for name, n in TOKEN_GROUPS:
+        out[name] = slice(s, s + n)
+        s += n
+    return out
+
+
+def _aux_loss(tokens: torch.Tensor, tok_labels: torch.Tensor, video: bool) -> torch.Tensor:
+    """Per-token attribute cross-entropies (groups: colour 9 | shape 7 | size 3 | change 2 | cell 10 | kind 4 |
+    direction 5); colour's "none" class over every token, the others over the tokens they apply to."""
+    tk = tokens.reshape(-1, tokens.shape[-1])
+    lab = tok_labels.reshape(-1, tok_labels.shape[-1])
+    sl = _group_slices()
+    obj = lab[:, 3] >= 0 if not video else lab[:, 0] > 0   # tokens showing an object
+
+    def ce(group, target, rows=None):
+        x = tk[:, sl[group]]
+        if rows is not None:
+            if not rows.any():
+                return tk.sum() * 0
+            x, target = x[rows], target[rows]
+        return F.cross_entropy(x, target)
+
+    aux = ce("colour", lab[:, 0]) + ce("shape", lab[:, 1], obj)   # colour "none" = no object here
+    if video:
+        moving = lab[:, 2] > 0
+        return aux + ce("change", lab[:, 2]) + ce("kind", lab[:, 4], moving) + ce("direction", lab[:, 5], moving)
+    return aux + ce("size", lab[:, 2], obj) + ce("cell", lab[:, 4], obj)
+
+
+def pretrain_tokens(net, img_feats, img_labels, vid_feats, vid_labels, steps: int, rng: np.random.Generator,
+                    batch: int = 16, lr: float = 2e-3, verbose: bool = True) -> dict:
+    """Stage 0: the visual-token embedding (CNN-feature norm, token MLP, frame-difference map, positions) and
+    the attribute head learn what each token shows, without text or attention (cheap: no transformer), so
+    that the fusion layers start from tokens that already say colour, shape, size, place and change."""
+    mods = [net.vis_norm, net.token_head] + [getattr(net, k) for k in ("vis_mlp", "vis_proj", "patch_proj",
+                                                                          "diff_proj") if hasattr(net, k)]
+    params = [p for m in mods for p in m.parameters()] + [net.image_pos, net.frame_pos, net.frame_idx, net.type_emb]
+    opt = torch.optim.AdamW(params, lr=lr, weight_decay=0.0)
+    sums: dict[str, list[float]] = {"img": [], "vid": []}
+    for step in range(int(steps)):
+        video = step % 2 == 1
+        feats, labels = (vid_feats, vid_labels) if video else (img_feats, img_labels)
+        idx = rng.integers(0, len(feats), batch)
+        x = net.embed_visual(feats[idx].float(), video)
+        loss = _aux_loss(net.token_head(net.norm(x)), labels[idx], video)
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        opt.step()
+        sums["vid" if video else "img"].append(float(loss.detach()))
+    out = {k: round(float(np.mean(v[-50:])), 4) for k, v in sums.items() if v}
+    _log(f"token pretraining: {steps} steps, final aux losses {out}", verbose)
+    return out
+
+
+def _loss(model, net, feats, tok_labels, texts, task, ans, box, itm, pool, video: bool):
     from robustlab.models.tiny_vilt import cxcywh_to_xyxy, decode_boxes
 
     ids, mask = model.tokenize(texts)
@@ -173,6 +341,11 @@ def _loss(model, net, feats, texts, task, ans, box, itm, video: bool):
     q = task == 0
     if q.any():
         losses["vqa"] = F.cross_entropy(o["vqa"][q], ans[q])
+        has = pool.any(1) & q
+        if has.any():
+            lg = o["pool_logits"][has]
+            losses["pool"] = POOL_W * (torch.logsumexp(lg, -1)
+                                       - torch.logsumexp(lg.masked_fill(~pool[has], float("-inf")), -1)).mean()
     m = task == 2
     if m.any():
         losses["itm"] = F.binary_cross_entropy_with_logits(o["itm"][m], itm[m].float())
@@ -192,172 +365,128 @@ def _loss(model, net, feats, texts, task, ans, box, itm, video: bool):
         l1 = ((pred - t).abs().sum(-1) * w).sum() / w.sum()
         gi = (giou_loss(cxcywh_to_xyxy(pred), cxcywh_to_xyxy(t)) * w).sum() / w.sum()
         losses["box"] = 5 * l1 + 2 * gi
+    if "tokens" in o:
+        losses["aux"] = AUX_W * _aux_loss(o["tokens"], tok_labels, video)
     return losses
 
 
-STAGE2_MIX = (0.55, 0.30, 0.15)
-STAGE3_MIX = (0.60, 0.25, 0.15)
+def train_tiny_vilt(out: str | Path | None = None, seed: int = 0, n_train: int = 10000,
+                    n_videos: int | None = None, epochs: int = 5, eval_n: int = 1000, batch: int = 32,
+                    lr: float = 1e-3, threads: int | None = None, pretrain_steps: int = 1000, verbose: bool = True,
+                    clip_checkpoint: str | Path | None = None) -> dict:
+    """The whole recipe in one call; writes the checkpoint and returns what was measured (JSON-able).
 
-
-def train_tiny_vilt(out: str | Path | None = None, seed: int = 0, n_train: int = 10000, epochs: int = 2,
-                    eval_n: int = 1000, stage1_epochs: int = 5, stage2_epochs: int = 3,
-                    stage1: str | Path | None = None, stage2: str | Path | None = None,
-                    verbose: bool = True, clip_checkpoint: str | Path | None = None) -> dict:
-    """The full three-stage recipe; writes the checkpoint and returns what was measured (JSON-able).
-
-    Stage 1 (``stage1_epochs``, seed ``seed``): CNN-feature tokens only. Stage 2 (``stage2_epochs``, seed
-    ``seed + 1``): from stage 1's weights, adds the raw-pixel patch embedding (zero-initialised) and weights
-    image VQA up (:data:`STAGE2_MIX`). Stage 3 (``epochs``, seed ``seed + 2``): from stage 2's weights, adds the
-    pooled-visual VQA term (its scorer starts as the grounding scorer, its output layer at zero;
-    :data:`STAGE3_MIX`). ``stage1`` / ``stage2``: already trained checkpoints of those stages (same seed and
-    sizes) to start from; every stage is deterministic, so this only saves their time.
-    """
-    import tempfile
-
-    t0 = time.time()
-    out = Path(out) if out else None
-    common = dict(n_train=n_train, verbose=verbose, clip_checkpoint=clip_checkpoint)
-    with tempfile.TemporaryDirectory() as tmp:
-        if stage2 is None:
-            from robustlab.models.tiny_vilt import load_tiny_vilt
-
-            if stage1 is None:
-                stage1 = Path(tmp) / "stage1.safetensors"
-                train_stage(stage1, seed=seed, epochs=stage1_epochs, pixel_patches=False, **common)
-            stage2 = Path(tmp) / "stage2.safetensors"
-            train_stage(stage2, seed=seed + 1, epochs=stage2_epochs, init=stage1, image_mix=STAGE2_MIX,
-                        pixel_patches=True, extra={"stage1": load_tiny_vilt(Path(stage1))[1].get("train"),
-                                                   "recipe_seed": seed}, **common)
-        from robustlab.models.tiny_vilt import load_tiny_vilt
-
-        prev = load_tiny_vilt(Path(stage2))[1].get("train") or {}
-        r = train_stage(out, seed=seed + 2, epochs=epochs, eval_n=eval_n, init=stage2, image_mix=STAGE3_MIX,
-                        pixel_patches=True, pooled_vqa=True,
-                        extra={"stage2": prev, "recipe_seed": seed}, **common)
-    r["total_seconds"] = round(time.time() - t0, 1)
-    return r
-
-
-def train_stage(out: str | Path | None = None, seed: int = 0, n_train: int = 10000, epochs: int = 5,
-                eval_n: int = 0, batch: int = 64, lr: float = 1e-3, verbose: bool = True,
-                clip_checkpoint: str | Path | None = None, init: str | Path | None = None,
-                image_mix: tuple[float, float, float] = IMAGE_MIX, pixel_patches: bool = False,
-                pooled_vqa: bool = False, extra: dict | None = None) -> dict:
-    """One training stage; writes its checkpoint and returns what was measured (JSON-able).
-
-    ``init``: start from an existing tiny-vilt checkpoint's weights (parameters it lacks, e.g. the pixel-patch
-    embedding, keep their seeded initialisation) instead of the seeded random initialisation."""
+    ``n_videos`` defaults to 0.6 × ``n_train``; ``threads`` sets torch's CPU threads for the run (None: leave
+    them as they are). The same seed, sizes and thread count give a bit-identical checkpoint."""
     from robustlab.models.builtin import checkpoint_path, load_tiny_clip
     from robustlab.models.tiny_vilt import CHECKPOINT, TINY_VILT_CONFIG, TinyVilt, TinyViltNet, save_tiny_vilt
 
     t0 = time.time()
-    n_train = int(n_train)
-    n_videos = max(n_train // 2, 2)
-    if n_train < 2 or epochs < 1:
-        raise ValueError("n_train must be ≥ 2 and epochs ≥ 1")
-    out = Path(out) if out else checkpoint_path(CHECKPOINT)
-    torch.manual_seed(seed)
-    rng = np.random.default_rng(seed)
-    cfg = dict(TINY_VILT_CONFIG, answers=list(qa.ANSWERS))
-    if pixel_patches:
-        cfg["pixel_patches"] = True
-    if pooled_vqa:
-        cfg["pooled_vqa"] = True
-    net = TinyViltNet(cfg)
-    clip_net, clip_meta = load_tiny_clip(Path(clip_checkpoint) if clip_checkpoint else
-                                         checkpoint_path("tiny-clip.safetensors"))
-    net.cnn.load_state_dict(clip_net.image.features.state_dict())
-    if init:
-        from robustlab.models.tiny_vilt import load_tiny_vilt
+    prev_threads = torch.get_num_threads()
+    if threads:
+        torch.set_num_threads(int(threads))
+    try:
+        n_train = int(n_train)
+        n_videos = int(n_videos) if n_videos is not None else max(int(0.6 * n_train), 2)
+        if n_train < 2 or n_videos < 2 or epochs < 1:
+            raise ValueError("n_train and n_videos must be ≥ 2 and epochs ≥ 1")
+        out = Path(out) if out else checkpoint_path(CHECKPOINT)
+        torch.manual_seed(seed)
+        rng = np.random.default_rng(seed)
+        cfg = dict(TINY_VILT_CONFIG, answers=list(qa.ANSWERS))
+        net = TinyViltNet(cfg)
+        clip_net, clip_meta = load_tiny_clip(Path(clip_checkpoint) if clip_checkpoint else
+                                             checkpoint_path("tiny-clip.safetensors"))
+        net.cnn.load_state_dict(clip_net.image.features.state_dict())
+        for p in net.cnn.parameters():
+            p.requires_grad_(False)
+        net.eval()
+        model = TinyVilt(device="cpu", net=net)
+        scenes, img_feats, img_labels, videos, vid_feats, vid_labels, vid_targets = build_features(
+            net, n_train, n_videos, rng, verbose)
+        t_feat = time.time() - t0
+        _log(f"features ready in {t_feat:.0f}s: images {tuple(img_feats.shape)}, videos {tuple(vid_feats.shape)}",
+             verbose)
 
-        prev, _ = load_tiny_vilt(Path(init))
-        missing, unexpected = net.load_state_dict(prev.state_dict(), strict=False)
-        if unexpected or any(not k.startswith(("patch_proj.", "pool_score.", "vqa_pool.")) for k in missing):
-            raise ValueError(f"{init} does not fit this configuration (missing {missing}, unexpected {unexpected})")
-        if any(k.startswith("pool_score.") for k in missing):  # the pooling scorer starts as the grounding scorer
-            with torch.no_grad():
-                net.pool_score[0].load_state_dict(net.ground_head[0].state_dict())
-                net.pool_score[2].weight.copy_(net.ground_head[2].weight[:1])
-                net.pool_score[2].bias.copy_(net.ground_head[2].bias[:1])
-    for p in net.cnn.parameters():
-        p.requires_grad_(False)
-    net.eval()
-    model = TinyVilt(device="cpu", net=net)
-    scenes, img_feats, videos, vid_feats = build_features(net, n_train, n_videos, verbose)
-    t_feat = time.time() - t0
-    _log(f"features ready in {t_feat:.0f}s: images {tuple(img_feats.shape)}, videos {tuple(vid_feats.shape)}",
-         verbose)
+        net.train()
+        net.cnn.eval()
+        stage0 = pretrain_tokens(net, img_feats, img_labels, vid_feats, vid_labels, pretrain_steps, rng,
+                                 verbose=verbose) if pretrain_steps else {}
+        params = [p for n, p in net.named_parameters() if p.requires_grad]
+        decay = [p for p in params if p.ndim >= 2]
+        no_decay = [p for p in params if p.ndim < 2]
+        opt = torch.optim.AdamW([{"params": decay, "weight_decay": 0.01}, {"params": no_decay, "weight_decay": 0.0}],
+                                lr=lr, betas=(0.9, 0.98))
+        n_img_b = math.ceil(n_train / batch)
+        n_vid_b = math.ceil(n_videos / batch)
+        total = epochs * (n_img_b + n_vid_b)
+        warm = max(1, total // 30)
+        sched = torch.optim.lr_scheduler.LambdaLR(
+            opt, lambda s: min(1.0, (s + 1) / warm) * 0.5 * (1 + math.cos(math.pi * min(s / total, 1.0))))
+        step, history = 0, []
+        net.train()
+        net.cnn.eval()  # frozen (BatchNorm statistics too); features are cached anyway
+        for ep in range(epochs):
+            ip, vp = rng.permutation(n_train), rng.permutation(n_videos)
+            order = [(False, k) for k in range(n_img_b)] + [(True, k) for k in range(n_vid_b)]
+            order = [order[i] for i in rng.permutation(len(order))]
+            sums: dict[str, list[float]] = {}
+            for video, k in order:
+                if video:
+                    idx = vp[k * batch:(k + 1) * batch]
+                    ex = _video_examples(videos, vid_targets, idx, rng)
+                    feats, labels = vid_feats[idx], vid_labels[idx]
+                else:
+                    idx = ip[k * batch:(k + 1) * batch]
+                    ex = _image_examples(scenes, img_labels, idx, rng)
+                    feats, labels = img_feats[idx], img_labels[idx]
+                losses = _loss(model, net, feats, labels, *ex, video=video)
+                loss = sum(losses.values())
+                opt.zero_grad(set_to_none=True)
+                loss.backward()
+                torch.nn.utils.clip_grad_norm_(params, 1.0)
+                opt.step()
+                sched.step()
+                step += 1
+                for kk, v in losses.items():
+                    sums.setdefault(("vid_" if video else "img_") + kk, []).append(float(v.detach()))
+                if verbose and step % 100 == 0:
+                    _log(f"epoch {ep + 1}/{epochs} step {step}/{total} loss {float(loss.detach()):.3f} "
+                         f"({time.time() - t0:.0f}s)", verbose)
+            ep_loss = {kk: round(float(np.mean(v)), 4) for kk, v in sorted(sums.items())}
+            history.append(ep_loss)
+            _log(f"epoch {ep + 1} done ({time.time() - t0:.0f}s): {ep_loss}", verbose)
+        net.eval()
+        train_s = time.time() - t0
+        recipe = dict(seed=seed, n_train_images=n_train, n_train_videos=n_videos, reversed_videos=0.5,
+                      epochs=epochs, batch=batch, lr=lr, steps=step, token_pretrain_steps=int(pretrain_steps),
+                      token_pretrain_losses=stage0, image_mix=list(IMAGE_MIX),
+                      video_qtype_p=VIDEO_QTYPE_P, aux_weight=AUX_W, pool_weight=POOL_W,
+                      scene_seed=SCENE_SEED, video_seed=VIDEO_SEED, threads=torch.get_num_threads(),
+                      train_seconds=round(train_s, 1), feature_seconds=round(t_feat, 1), final_losses=history[-1],
+                      loss_history=history, cnn_from="tiny-clip.safetensors (frozen)",
+                      tiny_clip_train=clip_meta.get("train", {}).get("seed") if isinstance(clip_meta.get("train"),
+                                                                                              dict) else None)
+        save_tiny_vilt(net, out, {"train": recipe})
+        quality = {}
+        if eval_n and eval_n > 0:
+            from robustlab.evaluate_fusion import HELDOUT_SEED, eval_clavi, eval_grounding, eval_vqa
 
-    params = [p for n, p in net.named_parameters() if p.requires_grad]
-    decay = [p for p in params if p.ndim >= 2]
-    no_decay = [p for p in params if p.ndim < 2]
-    opt = torch.optim.AdamW([{"params": decay, "weight_decay": 0.01}, {"params": no_decay, "weight_decay": 0.0}],
-                            lr=lr, betas=(0.9, 0.98))
-    n_img_b = math.ceil(n_train / batch)
-    n_vid_b = math.ceil(n_videos / batch)
-    total = epochs * (n_img_b + n_vid_b)
-    warm = max(1, total // 30)
-    sched = torch.optim.lr_scheduler.LambdaLR(
-        opt, lambda s: min(1.0, (s + 1) / warm) * 0.5 * (1 + math.cos(math.pi * min(s / total, 1.0))))
-    step, history = 0, []
-    net.train()
-    net.cnn.eval()  # frozen (BatchNorm statistics too); features are cached anyway
-    for ep in range(epochs):
-        ip, vp = rng.permutation(n_train), rng.permutation(n_videos)
-        order = [(False, k) for k in range(n_img_b)] + [(True, k) for k in range(n_vid_b)]
-        order = [order[i] for i in rng.permutation(len(order))]
-        sums: dict[str, list[float]] = {}
-        for video, k in order:
-            if video:
-                idx = vp[k * batch:(k + 1) * batch]
-                ex = _video_examples(videos, idx, rng)
-                feats = vid_feats[idx]
-            else:
-                idx = ip[k * batch:(k + 1) * batch]
-                ex = _image_examples(scenes, idx, rng, image_mix)
-                feats = img_feats[idx]
-            losses = _loss(model, net, feats, *ex, video=video)
-            loss = sum(losses.values())
-            opt.zero_grad(set_to_none=True)
-            loss.backward()
-            torch.nn.utils.clip_grad_norm_(params, 1.0)
-            opt.step()
-            sched.step()
-            step += 1
-            for kk, v in losses.items():
-                sums.setdefault(("vid_" if video else "img_") + kk, []).append(float(v.detach()))
-            if verbose and step % 100 == 0:
-                _log(f"epoch {ep + 1}/{epochs} step {step}/{total} loss {float(loss):.3f} "
-                     f"({time.time() - t0:.0f}s)", verbose)
-        ep_loss = {kk: round(float(np.mean(v)), 4) for kk, v in sorted(sums.items())}
-        history.append(ep_loss)
-        _log(f"epoch {ep + 1} done ({time.time() - t0:.0f}s): {ep_loss}", verbose)
-    net.eval()
-    train_s = time.time() - t0
-    recipe = dict(seed=seed, n_train_images=n_train, n_train_videos=n_videos, epochs=epochs, batch=batch, lr=lr,
-                  steps=step, image_mix=list(image_mix), scene_seed=SCENE_SEED, video_seed=VIDEO_SEED,
-                  threads=torch.get_num_threads(),
-                  train_seconds=round(train_s, 1), feature_seconds=round(t_feat, 1), final_losses=history[-1],
-                  loss_history=history, init=Path(init).name if init else None, pixel_patches=pixel_patches,
-                  pooled_vqa=pooled_vqa,
-                  **(extra or {}), cnn_from="tiny-clip.safetensors (frozen)",
-                  tiny_clip_train=clip_meta.get("train", {}).get("seed") if isinstance(clip_meta.get("train"),
-                                                                                          dict) else None)
-    save_tiny_vilt(net, out, {"train": recipe})
-    quality = {}
-    if eval_n and eval_n > 0:
-        from robustlab.evaluate_fusion import HELDOUT_SEED, eval_clavi, eval_grounding, eval_vqa
-
-        model = TinyVilt(device="cpu", net=net, meta={"train": recipe})
-        quality = {"seed": HELDOUT_SEED, "n": int(eval_n),
-                   "vqa": eval_vqa(model, n=eval_n, seed=HELDOUT_SEED),
-                   "grounding": eval_grounding(model, n=eval_n, seed=HELDOUT_SEED),
-                   "clavi": eval_clavi(model, n=eval_n, seed=HELDOUT_SEED)}
-        save_tiny_vilt(net, out, {"train": recipe, "quality": quality})
-    size_mb = out.stat().st_size / 1e6
-    _log(f"wrote {out} ({size_mb:.1f} MB) in {time.time() - t0:.0f}s", verbose)
-    return {"checkpoint": str(out), "size_mb": round(size_mb, 2), "train": recipe, "quality": quality,
-            "total_seconds": round(time.time() - t0, 1)}
+            model = TinyVilt(device="cpu", net=net, meta={"train": recipe})
+            te = time.time()
+            quality = {"seed": HELDOUT_SEED, "n": int(eval_n),
+                       "vqa": eval_vqa(model, n=eval_n, seed=HELDOUT_SEED),
+                       "grounding": eval_grounding(model, n=eval_n, seed=HELDOUT_SEED),
+                       "clavi": eval_clavi(model, n=eval_n, seed=HELDOUT_SEED),
+                       "eval_seconds": round(time.time() - te, 1)}
+            save_tiny_vilt(net, out, {"train": recipe, "quality": quality})
+        size_mb = out.stat().st_size / 1e6
+        _log(f"wrote {out} ({size_mb:.1f} MB) in {time.time() - t0:.0f}s", verbose)
+        return {"checkpoint": str(out), "size_mb": round(size_mb, 2), "train": recipe, "quality": quality,
+                "total_seconds": round(time.time() - t0, 1)}
+    finally:
+        torch.set_num_threads(prev_threads)
 
 
-__all__ = ["train_tiny_vilt", "train_stage", "build_features", "giou_loss"]
+__all__ = ["train_tiny_vilt", "build_features", "giou_loss", "image_token_labels", "video_token_labels",
+           "reversed_view"]

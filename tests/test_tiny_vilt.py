@@ -14,16 +14,17 @@ pytestmark = pytest.mark.skipif(not checkpoint_path(CHECKPOINT).exists(),
                                 reason="assets/tiny-vilt.safetensors missing; run `robustlab train tiny-vilt`")
 
 # The full measurement (n = 1000 each, world seed 1000; benchmarks/results/tiny_vilt_quality.json):
-#   image VQA 0.556 (count 0.975, exist 0.592, position 0.470, colour 0.395, shape 0.369)
-#   video VQA 0.495 (chance level), grounding acc@0.5 0.780 (mean IoU 0.654),
-#   CLAVI accuracy 0.505 / pair consistency 0.015 (chance 0.5 / 0.25).
-# The issue's bars (image and video VQA >= 0.80, grounding >= 0.70, CLAVI above chance) are met for grounding
-# only. The floors below sit about three binomial standard errors (sd ~ 0.035 at n = 200) under the measured
-# figures, so they catch regressions; the unmet bars are strict xfails (an XPASS fails the run, so a retrained
-# model that meets them has to turn them into plain tests).
-IMAGE_VQA_FLOOR = 0.45
-COUNT_FLOOR = 0.85
-GROUNDING_MIN = 0.70  # the issue's bar (measured 0.780 at n = 1000)
+#   image VQA 0.873 (count 0.975, position 0.946, exist 0.893, colour 0.890, shape 0.689)
+#   video VQA 0.660 (direction 0.981, event 0.687, first 0.583, order 0.548, event_order 0.532),
+#   grounding acc@0.5 0.931 (mean IoU 0.756), CLAVI accuracy 0.508 / pair consistency 0.114 (chance 0.5 / 0.25).
+# The issue's bars: image VQA >= 0.80 and grounding >= 0.70 are met (plain tests below); video VQA >= 0.80 and
+# CLAVI above chance are not (strict xfails: an XPASS fails the run, so a retrained model that meets them has to
+# turn them into plain tests). The floors sit about three binomial standard errors (sd ~ 0.03 at n = 200) under
+# the measured figures, so they catch regressions.
+IMAGE_VQA_FLOOR = 0.80  # the issue's bar (measured 0.873 at n = 1000)
+COUNT_FLOOR = 0.90
+VIDEO_DIRECTION_FLOOR = 0.85
+GROUNDING_MIN = 0.70  # the issue's bar (measured 0.931 at n = 1000)
 BAR_VQA = 0.80
 CLAVI_ACC_BAR, CLAVI_PAIR_BAR = 0.60, 0.30
 
@@ -95,6 +96,8 @@ def test_attention_capture_layout_image(model, scene):
     assert cap.layout.grid == (8, 8) and not cap.replaced
     assert cap.outputs["vqa_answer"] in model.answers and 0 <= cap.outputs["itm_score"] <= 1
     assert len(cap.outputs["box"]) == 4
+    pw = cap.outputs["pool_weights"]  # where the answer looked: one weight per visual token
+    assert pw.shape == (64,) and abs(float(pw.sum()) - 1) < 1e-4 and (pw >= 0).all()
     # the captured attention is what the model computes: same answer as vqa()
     ans, scores = model.vqa(img, "is there a red circle?")
     assert ans == cap.outputs["vqa_answer"] and abs(sum(scores.values()) - 1) < 1e-4
@@ -209,17 +212,19 @@ def vqa_result(model):
     return eval_vqa(model, n=200, seed=2024)
 
 
-def test_quality_image_vqa_floor(vqa_result):
+def test_quality_image_vqa_meets_the_bar(vqa_result):
     r = vqa_result
     assert r["image_acc"] >= IMAGE_VQA_FLOOR, r
     assert r["per_type"]["image/count"]["acc"] >= COUNT_FLOOR, r
+    assert r["per_type"]["video/direction"]["acc"] >= VIDEO_DIRECTION_FLOOR, r
     assert all(k.startswith(("image/", "video/")) for k in r["per_type"])
     assert sum(v["n"] for k, v in r["per_type"].items() if k.startswith("video/")) == 200
 
 
-@pytest.mark.xfail(strict=True, reason="issue bar not met: image VQA 0.556 and video VQA 0.495 at n=1000")
-def test_issue_bar_vqa(vqa_result):
-    assert vqa_result["image_acc"] >= BAR_VQA and vqa_result["video_acc"] >= BAR_VQA, vqa_result
+@pytest.mark.xfail(strict=True, reason="issue bar not met: video VQA 0.660 at n=1000 (before/after questions at "
+                                       "chance)")
+def test_issue_bar_video_vqa(vqa_result):
+    assert vqa_result["video_acc"] >= BAR_VQA, vqa_result
 
 
 def test_quality_grounding(model):
@@ -248,7 +253,7 @@ def test_clavi_pairs_flip_and_are_reported(clavi_result):
     assert 0 <= r["pair_consistency"] <= min(r["acc_original"], r["acc_complement"])
 
 
-@pytest.mark.xfail(strict=True, reason="issue bar not met: CLAVI accuracy 0.505, pair consistency 0.015 at n=1000")
+@pytest.mark.xfail(strict=True, reason="issue bar not met: CLAVI accuracy 0.508, pair consistency 0.114 at n=1000")
 def test_issue_bar_clavi_above_chance(clavi_result):
     r = clavi_result
     assert r["acc"] >= CLAVI_ACC_BAR and r["pair_consistency"] >= CLAVI_PAIR_BAR, r
@@ -273,18 +278,17 @@ def test_training_is_reproducible_from_the_seed(tmp_path):
 
     from robustlab.train_vilt import train_tiny_vilt
 
-    torch.set_num_threads(1)
-    kw = dict(seed=3, n_train=32, epochs=1, stage1_epochs=1, stage2_epochs=1, eval_n=0, verbose=False)
+    kw = dict(seed=3, n_train=32, n_videos=16, epochs=1, eval_n=0, verbose=False, threads=1, pretrain_steps=4)
     a = train_tiny_vilt(out=tmp_path / "a.safetensors", **kw)
     b = train_tiny_vilt(out=tmp_path / "b.safetensors", **kw)
-    torch.set_num_threads(2)
+    assert torch.get_num_threads() == 2  # the recipe restores the caller's thread count
     sa, sb = load_file(a["checkpoint"]), load_file(b["checkpoint"])
     assert sa.keys() == sb.keys() and all(torch.equal(sa[k], sb[k]) for k in sa)
-    assert a["train"]["steps"] == 1 + 1 and a["train"]["n_train_videos"] == 16  # one image + one video batch
-    t, t2 = a["train"], a["train"]["stage2"]  # the three stages' recipes, nested
-    assert t["pooled_vqa"] and t["pixel_patches"] and t["seed"] == 5
-    assert t2["pixel_patches"] and not t2["pooled_vqa"] and t2["seed"] == 4
-    assert not t2["stage1"]["pixel_patches"] and t2["stage1"]["seed"] == 3
+    t = a["train"]
+    assert t["steps"] == 1 + 1 and t["n_train_videos"] == 16 and t["threads"] == 1  # one image + one video batch
+    assert t["seed"] == 3 and t["reversed_videos"] == 0.5
+    assert {"img_vqa", "img_aux", "vid_aux"} <= set(t["final_losses"]) or {"img_aux", "vid_aux"} <= set(
+        t["final_losses"])
     m = load_model("builtin:tiny-vilt", checkpoint=a["checkpoint"], device="cpu")
-    assert m.net.pixel_patches and m.net.pooled_vqa and m.model_id.endswith("a.safetensors")
+    assert m.net.pixel_patches and m.net.pooled_vqa and m.net.frame_diff and m.model_id.endswith("a.safetensors")
     assert m.vqa(np.zeros((64, 64, 3), np.uint8), "how many?")[0] in m.answers

@@ -46,6 +46,7 @@ class QA:
     question: str
     answer: str
     qtype: str
+    target: int = -1  # index of the object the question is about (-1: none / several); training supervision
 
     def to_dict(self) -> dict:
         return {"question": self.question, "answer": self.answer, "qtype": self.qtype}
@@ -93,8 +94,10 @@ def _image_q(objs: list[Obj], qt: str, rng: np.random.Generator) -> QA | None:
                                   "how many shapes are there?"])), COUNT_WORDS[len(objs) - 1], "count")
     if qt == "exist":
         present = {(o.color, o.shape) for o in objs}
+        tgt = -1
         if rng.random() < 0.5:
-            o = objs[int(rng.integers(len(objs)))]
+            tgt = int(rng.integers(len(objs)))
+            o = objs[tgt]
             c, s, ans = o.color, o.shape, "yes"
         else:
             o = objs[int(rng.integers(len(objs)))]
@@ -106,18 +109,18 @@ def _image_q(objs: list[Obj], qt: str, rng: np.random.Generator) -> QA | None:
                     break
             ans = "no"
         return QA(f"is there a {c} {s}?" if rng.random() < 0.7 else f"is there a {c} {s} in the image?", ans,
-                  "exist")
+                  "exist", tgt)
     t = int(rng.integers(len(objs)))
     if qt == "color":
         d = describe(objs, t, "color", rng)
         return None if d is None else QA(f"what colour is {d}?" if rng.random() < 0.7 else f"what color is {d}?",
-                                         objs[t].color, "color")
+                                         objs[t].color, "color", t)
     if qt == "shape":
         d = describe(objs, t, "shape", rng)
-        return None if d is None else QA(f"what shape is {d}?", objs[t].shape, "shape")
+        return None if d is None else QA(f"what shape is {d}?", objs[t].shape, "shape", t)
     if qt == "position":
         d = describe(objs, t, "position", rng)
-        return None if d is None else QA(f"where is {d}?", objs[t].position, "position")
+        return None if d is None else QA(f"where is {d}?", objs[t].position, "position", t)
     raise ValueError(f"unknown image question type {qt!r}")
 
 
@@ -152,7 +155,8 @@ def order_question(video: VideoScene, rng: np.random.Generator) -> QA | None:
     rel = "before" if rng.random() < 0.5 else "after"
     a_first = a is e1
     ans = "yes" if (a_first == (rel == "before")) else "no"
-    return QA(f"does {_name(video.objects[a.obj])} change {rel} {_name(video.objects[b.obj])}?", ans, "order")
+    return QA(f"does {_name(video.objects[a.obj])} change {rel} {_name(video.objects[b.obj])}?", ans, "order",
+              a.obj)
 
 
 def _video_q(video: VideoScene, qt: str, rng: np.random.Generator) -> QA | None:
@@ -164,12 +168,13 @@ def _video_q(video: VideoScene, qt: str, rng: np.random.Generator) -> QA | None:
         rel = "before" if rng.random() < 0.5 else "after"
         ans = "yes" if ((a is e1) == (rel == "before")) else "no"
         sb = "it" if a.obj == b.obj else _name(objs[b.obj])
-        return QA(f"does {_name(objs[a.obj])} {_verb(a)} {rel} {sb} {_verb(b, third=True)}?", ans, "event_order")
+        return QA(f"does {_name(objs[a.obj])} {_verb(a)} {rel} {sb} {_verb(b, third=True)}?", ans, "event_order",
+                  a.obj)
     if qt == "event":
         e = (e1, e2)[int(rng.integers(2))]
         o = objs[e.obj]
         if rng.random() < 0.5:
-            return QA(f"does {_name(o)} {_verb(e)}?", "yes", "event")
+            return QA(f"does {_name(o)} {_verb(e)}?", "yes", "event", e.obj)
         happened = {(ev.obj, ev.kind, ev.direction) for ev in video.events}
         for _ in range(50):
             r = rng.random()
@@ -181,13 +186,13 @@ def _video_q(video: VideoScene, qt: str, rng: np.random.Generator) -> QA | None:
             if (i, kind, d) not in happened:
                 break
         fake = world.Event(obj=i, kind=kind, direction=d)
-        return QA(f"does {_name(objs[i])} {_verb(fake)}?", "no", "event")
+        return QA(f"does {_name(objs[i])} {_verb(fake)}?", "no", "event", i)
     if qt == "first":
         if e1.obj == e2.obj:
             return None
         which = "first" if rng.random() < 0.5 else "last"
         e = e1 if which == "first" else e2
-        return QA(f"what colour is the object that changes {which}?", objs[e.obj].color, "first")
+        return QA(f"what colour is the object that changes {which}?", objs[e.obj].color, "first", e.obj)
     if qt == "direction":
         moves = [e for e in (e1, e2) if e.kind == "moves"]
         if not moves:
@@ -195,7 +200,7 @@ def _video_q(video: VideoScene, qt: str, rng: np.random.Generator) -> QA | None:
         e = moves[int(rng.integers(len(moves)))]
         if sum(ev.obj == e.obj and ev.kind == "moves" for ev in (e1, e2)) > 1:
             return None
-        return QA(f"which way does {_name(objs[e.obj])} move?", e.direction, "direction")
+        return QA(f"which way does {_name(objs[e.obj])} move?", e.direction, "direction", e.obj)
     raise ValueError(f"unknown video question type {qt!r}")
 
 
@@ -205,7 +210,7 @@ def clavi_pair(video: VideoScene, rng: np.random.Generator) -> tuple[QA, QA] | N
     qa = order_question(video, rng)
     if qa is None:
         return None
-    flipped = QA(qa.question, "no" if qa.answer == "yes" else "yes", "order")
+    flipped = QA(qa.question, "no" if qa.answer == "yes" else "yes", "order", qa.target)
     return qa, flipped
 
 

@@ -10,11 +10,17 @@ to each other everywhere (no separate towers after the embeddings):
     training, stored in this checkpoint) at 64 px. An image gives an 8×8 grid (stage-3 features concatenated
     with the upsampled stage-4 features, 64 tokens); a video gives 8 uniformly sampled frames
     (:func:`robustlab.models.tasks.sample_frames`) of a 4×4 grid each (128 tokens) with frame-index embeddings.
-    Each visual token also gets a linear embedding of its cell's raw pixels (an 8×8×3 patch; video frames at
-    32 px), ViLT's own patch embedding, added to the projected CNN features (``pixel_patches`` in the config).
-  * heads: image–text matching (ITM, from [CLS]), VQA over a fixed answer vocabulary (from [CLS]; the
-    vocabulary is in the checkpoint metadata), and referring-expression grounding from the visual tokens
-    (a per-cell "the target's centre is here" score plus a box regressed relative to that cell).
+    Each visual token also sees its cell's raw pixels (an 8×8×3 patch; video frames at 32 px), as in ViLT's
+    patch embedding; a small MLP (``token_mlp``) embeds [CNN features ⊕ pixel patch]. A video token also
+    embeds its difference from the same cell in the previous sampled frame (``frame_diff``).
+  * heads: image–text matching (ITM, from [CLS]); a per-visual-token attribute head (colour, shape, size,
+    layout cell; for video tokens "changes here", event kind and direction), trained from the world's
+    structure; VQA over a fixed answer vocabulary (in the checkpoint metadata) from [CLS] together with a
+    text-conditioned attention pool over the visual tokens (a learned per-token scorer on the fused states;
+    the pool reads the tokens' states, their attribute probabilities and their frame); and
+    referring-expression grounding from the visual tokens (a per-cell "the target's centre is here" score
+    plus a box regressed relative to that cell). ``pool_weights`` (where the answer looked) come with every
+    output.
 
 Attention capture and replacement follow :mod:`robustlab.models.attention`: ``forward_with_attention`` returns
 an :class:`~robustlab.models.attention.AttentionCapture` with every layer's post-softmax attention
@@ -60,14 +66,35 @@ TINY_VILT_CONFIG = dict(
     mean=0.5,
     std=0.25,
     answers=[],         # VQA answer vocabulary (filled from robustlab.data.qa.ANSWERS at training time)
-    pixel_patches=False,  # also embed raw pixel patches (ViLT-style linear patch embedding), added per token
-    pooled_vqa=False,     # VQA also reads an attention-pooled summary of the visual tokens (a learned scorer)
+    pixel_patches=True,   # also embed raw pixel patches (ViLT-style linear patch embedding), added per token
+    patch_size=8,         # ... of patch_size² pixels: an image's 8×8 grid at 64 px, a frame's 4×4 grid at 32 px
+    token_mlp=256,        # visual tokens: an MLP (hidden width) over [CNN features ⊕ pixel patch] (0: two linear maps)
+    pooled_vqa=True,      # VQA reads [CLS] and a text-conditioned attention-pooled summary of the visual tokens
+    frame_diff=True,      # video tokens also embed their change since the previous sampled frame
+    token_aux=True,       # a per-visual-token attribute head (colour / shape / size / cell / change / kind / direction)
 )
-PATCH_DIM = 8 * 8 * 3
+# the per-visual-token attribute head's groups (robustlab.train_vilt trains them from the world's structure)
+TOKEN_GROUPS = (("colour", 9), ("shape", 7), ("size", 3), ("change", 2), ("cell", 10), ("kind", 4),
+                ("direction", 5))
+TOKEN_AUX_CLASSES = sum(n for _, n in TOKEN_GROUPS)
 
 MAX_SIDE = 8192          # bigger images are refused (a clear message, not a memory blow-up)
 MAX_PIXELS = 40_000_000
 MAX_FRAMES = 10_000
+
+
+def _sincos_1d(n: int, d: int, scale: float = 0.5) -> torch.Tensor:
+    pos = torch.arange(n, dtype=torch.float32)[:, None]
+    freq = torch.exp(-math.log(10.0) * torch.arange(0, d, 2, dtype=torch.float32) / d)
+    out = torch.zeros(n, d)
+    out[:, 0::2], out[:, 1::2] = torch.sin(pos * freq * math.pi), torch.cos(pos * freq * math.pi)
+    return scale * out
+
+
+def _sincos_2d(g: int, d: int) -> torch.Tensor:
+    """g²×d: rows in the first half of the channels, columns in the second (row-major tokens)."""
+    r, c = _sincos_1d(g, d // 2), _sincos_1d(g, d // 2)
+    return torch.cat([r.repeat_interleave(g, 0), c.repeat(g, 1)], 1)
 
 
 # ---- the network ------------------------------------------------------------------------------------
@@ -109,7 +136,13 @@ class TinyViltNet(nn.Module):
         self.text_proj = nn.Linear(int(c["text_width"]), d)
         self.text_pos = nn.Parameter(torch.zeros(int(c["max_text"]), d))
         self.vis_norm = nn.LayerNorm(int(c["feat_dim"]))
-        self.vis_proj = nn.Linear(int(c["feat_dim"]), d)
+        self.token_mlp = int(c.get("token_mlp") or 0)
+        self.patch_dim = 3 * int(c.get("patch_size", 8)) ** 2 if c.get("pixel_patches") else 0
+        if self.token_mlp:
+            self.vis_mlp = nn.Sequential(nn.Linear(int(c["feat_dim"]) + self.patch_dim, self.token_mlp), nn.GELU(),
+                                         nn.Linear(self.token_mlp, d))
+        else:
+            self.vis_proj = nn.Linear(int(c["feat_dim"]), d)
         self.image_pos = nn.Parameter(torch.zeros(int(c["image_grid"]) ** 2, d))
         self.frame_pos = nn.Parameter(torch.zeros(int(c["frame_grid"]) ** 2, d))
         self.frame_idx = nn.Parameter(torch.zeros(int(c["n_frames"]), d))
@@ -119,24 +152,40 @@ class TinyViltNet(nn.Module):
         self.norm = nn.LayerNorm(d)
         n_ans = max(len(c.get("answers") or []), 1)
         self.itm_head = nn.Sequential(nn.Linear(d, d), nn.GELU(), nn.Linear(d, 1))
-        self.vqa_head = nn.Sequential(nn.Linear(d, 2 * d), nn.GELU(), nn.Linear(2 * d, n_ans))
         self.ground_head = nn.Sequential(nn.Linear(d, d), nn.GELU(), nn.Linear(d, 5))  # score, ox, oy, w, h
-        for p in (self.text_pos, self.image_pos, self.frame_pos, self.frame_idx, self.type_emb):
+        for p in (self.text_pos, self.type_emb):
             nn.init.normal_(p, std=0.02)
-        if self.pixel_patches:  # created last so that the other parameters' seeded init is unchanged
-            self.patch_proj = nn.Linear(PATCH_DIM, d)
-            nn.init.zeros_(self.patch_proj.weight)
-            nn.init.zeros_(self.patch_proj.bias)
+        with torch.no_grad():  # 2-D / 1-D sine-cosine starts, so that where a token is can be read from the start
+            self.image_pos.copy_(_sincos_2d(int(c["image_grid"]), d))
+            self.frame_pos.copy_(_sincos_2d(int(c["frame_grid"]), d))
+            self.frame_idx.copy_(_sincos_1d(int(c["n_frames"]), d))
+        if self.pixel_patches and not self.token_mlp:
+            self.patch_proj = nn.Linear(self.patch_dim, d)
         self.pooled_vqa = bool(c.get("pooled_vqa"))
-        if self.pooled_vqa:  # (also last, for the same reason) the answer logits get a pooled-visual term
+        if self.pooled_vqa:
+            # a per-visual-token "this is what the question is about" scorer; the answer reads [CLS] and the pool
             self.pool_score = nn.Sequential(nn.Linear(d, d), nn.GELU(), nn.Linear(d, 1))
-            self.vqa_pool = nn.Sequential(nn.Linear(d, 2 * d), nn.GELU(), nn.Linear(2 * d, n_ans))
-            nn.init.zeros_(self.vqa_pool[2].weight)
-            nn.init.zeros_(self.vqa_pool[2].bias)
+            extra = (TOKEN_AUX_CLASSES + int(c["n_frames"])) if c.get("token_aux") else 0
+            self.vqa_head = nn.Sequential(nn.Linear(2 * d + extra, 2 * d), nn.GELU(), nn.Linear(2 * d, n_ans))
+        else:
+            self.vqa_head = nn.Sequential(nn.Linear(d, 2 * d), nn.GELU(), nn.Linear(2 * d, n_ans))
+        self.frame_diff = bool(c.get("frame_diff"))
+        if self.frame_diff:
+            self.diff_proj = nn.Linear(int(c["feat_dim"]) + self.patch_dim, d)
+        self.token_aux = bool(c.get("token_aux"))
+        if self.token_aux:  # colour (8 + none), shape (6 + none), size (2 + none), change (no / yes), cell (9 + none),
+            # event kind (none / moves / appears / disappears), direction (none / left / right / up / down)
+            self.token_head = nn.Linear(d, TOKEN_AUX_CLASSES)
 
     # visual features ------------------------------------------------------------------------------
-    def visual_features(self, pixels: torch.Tensor, video: bool) -> torch.Tensor:
-        """N×3×64×64 -> N×tokens×feat_dim (8×8 grid for images, 4×4 for video frames; row-major)."""
+    def patch_source_size(self, video: bool) -> int:
+        """The side (px) the pixel patches are cut from: grid × patch_size (128 for images, 64 for frames)."""
+        return int(self.cfg["frame_grid" if video else "image_grid"]) * int(self.cfg.get("patch_size", 8))
+
+    def visual_features(self, pixels: torch.Tensor, video: bool,
+                        patch_pixels: Optional[torch.Tensor] = None) -> torch.Tensor:
+        """N×3×64×64 (and, for the patches, N×3×S×S at :meth:`patch_source_size`; resized from ``pixels`` when
+        not given) -> N×tokens×(feat_dim + patch_dim) (8×8 grid for images, 4×4 for video frames; row-major)."""
         f = self.cnn
         s3 = f[2](f[1](f[0](pixels)))          # N×128×8×8
         s4 = f[3](s3)                           # N×256×4×4
@@ -147,22 +196,44 @@ class TinyViltNet(nn.Module):
         x = torch.cat([s3, s4], 1).flatten(2).transpose(1, 2)  # N×g²×384
         if not self.pixel_patches:
             return x
-        # raw pixels of each token's cell as 8×8×3 patches (video frames at 32 px, so a 4×4 grid of 8×8 patches)
-        px = F.avg_pool2d(pixels, 2) if video else pixels
-        n, c, hh, ww = px.shape
-        g = hh // 8
-        patches = px.reshape(n, c, g, 8, g, 8).permute(0, 2, 4, 1, 3, 5).reshape(n, g * g, c * 64)
-        return torch.cat([x, patches], -1)      # N×g²×(384 + 192)
+        size = self.patch_source_size(video)
+        px = patch_pixels if patch_pixels is not None else pixels
+        if px.shape[-1] != size or px.shape[-2] != size:
+            px = F.interpolate(px, size=(size, size), mode="bilinear", align_corners=False)
+        n, c = px.shape[:2]
+        ps = int(self.cfg.get("patch_size", 8))
+        g = size // ps
+        patches = px.reshape(n, c, g, ps, g, ps).permute(0, 2, 4, 1, 3, 5).reshape(n, g * g, c * ps * ps)
+        return torch.cat([x, patches], -1)      # N×g²×(384 + patch_dim)
+
+    def frames_to_features(self, frames: Sequence[np.ndarray], video: bool) -> torch.Tensor:
+        """uint8 H×W×3 frames -> their token features (the CNN at image_size, patches at patch_source_size)."""
+        c = self.cfg
+        dev = next(self.parameters()).device
+        px = preprocess_64(list(frames), int(c["image_size"]), c["mean"], c["std"]).to(dev)
+        size = self.patch_source_size(video)
+        hi = None
+        if self.pixel_patches and size != int(c["image_size"]):
+            hi = preprocess_64(list(frames), size, c["mean"], c["std"]).to(dev)
+        return self.visual_features(px, video, hi)
 
     def embed_visual(self, feats: torch.Tensor, video: bool) -> torch.Tensor:
         """Image: B×64×F -> B×64×d; video: B×(T·16)×F (frame-major) -> B×(T·16)×d."""
         fd = int(self.cfg["feat_dim"])
-        x = self.vis_proj(self.vis_norm(feats[..., :fd]))
-        if self.pixel_patches:
-            x = x + self.patch_proj(feats[..., fd:])
+        cnn = self.vis_norm(feats[..., :fd])
+        if self.token_mlp:
+            x = self.vis_mlp(torch.cat([cnn, feats[..., fd:]], -1))
+        else:
+            x = self.vis_proj(cnn)
+            if self.pixel_patches:
+                x = x + self.patch_proj(feats[..., fd:])
         if video:
             g = self.frame_pos.shape[0]
             t = x.shape[1] // g
+            if self.frame_diff:  # what changed since the previous sampled frame (zero for the first frame)
+                z = torch.cat([cnn, feats[..., fd:]], -1).reshape(x.shape[0], t, g, -1)
+                diff = torch.cat([torch.zeros_like(z[:, :1]), z[:, 1:] - z[:, :-1]], 1).reshape(x.shape[0], t * g, -1)
+                x = x + self.diff_proj(diff)
             pos = (self.frame_pos[None, :, :] + self.frame_idx[:t, None, :]).reshape(t * g, -1)
             return x + pos + self.type_emb[2]
         return x + self.image_pos + self.type_emb[1]
@@ -180,17 +251,40 @@ class TinyViltNet(nn.Module):
             x = layer(x, key_pad, hook, i)
         return self.norm(x)
 
+    def token_summary(self, vis: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Per-visual-token attribute logits (B×V×classes) and the per-token summary the VQA pool reads: the
+        attribute probabilities (softmax per group) and a one-hot of the token's frame (zeros for an image)."""
+        logits = self.token_head(vis)
+        probs, s = [], 0
+        for _, n in TOKEN_GROUPS:
+            probs.append(torch.softmax(logits[..., s:s + n], -1))
+            s += n
+        B, V = vis.shape[:2]
+        T = int(self.cfg["n_frames"])
+        frame = torch.zeros(B, V, T, dtype=vis.dtype, device=vis.device)
+        if V != int(self.cfg["image_grid"]) ** 2:   # a video: frame-major tokens
+            g = V // T
+            frame[:, torch.arange(V, device=vis.device), torch.arange(V, device=vis.device) // g] = 1
+        return logits, torch.cat(probs + [frame], -1)
+
     def heads_out(self, h: torch.Tensor, n_text: int) -> dict[str, torch.Tensor]:
+        """Head outputs from the final states ``h`` (B×N×d; the first ``n_text`` are text)."""
         cls = h[:, 0]
         vis = h[:, n_text:]
-        g = self.ground_head(vis)
-        vqa = self.vqa_head(cls)
-        out = {"itm": self.itm_head(cls).squeeze(-1), "ground": g}
+        out = {"itm": self.itm_head(cls).squeeze(-1), "ground": self.ground_head(vis)}
+        summary = None
+        if self.token_aux:
+            out["tokens"], summary = self.token_summary(vis)
         if self.pooled_vqa:
-            w = torch.softmax(self.pool_score(vis).squeeze(-1), -1)          # B×V
-            vqa = vqa + self.vqa_pool((w.unsqueeze(-1) * vis).sum(1))
-            out["pool_weights"] = w
-        out["vqa"] = vqa
+            logits = self.pool_score(vis).squeeze(-1)                          # B×V
+            w = torch.softmax(logits, -1)
+            parts = [cls, (w.unsqueeze(-1) * vis).sum(1)]
+            if summary is not None:
+                parts.append((w.unsqueeze(-1) * summary).sum(1))
+            out["vqa"] = self.vqa_head(torch.cat(parts, -1))
+            out["pool_logits"], out["pool_weights"] = logits, w
+        else:
+            out["vqa"] = self.vqa_head(cls)
         return out
 
 
@@ -341,7 +435,7 @@ class TinyVilt:
             frames = [f for item in items for f in sample_frames(np.stack(item), self.n_frames)]
         else:
             frames = [item[0] for item in items]
-        feats = self.net.visual_features(self.pixels(frames), video)
+        feats = self.net.frames_to_features(frames, video)
         if video:
             feats = feats.reshape(len(items), -1, feats.shape[-1])
         return self.net.embed_visual(feats, video), video
@@ -462,6 +556,8 @@ class TinyVilt:
                    "vqa_logits": o["vqa"][0].float().cpu().numpy(),
                    "vqa_answer": self.answers[int(probs.argmax())] if self.answers else "",
                    "vqa_scores": {a: float(probs[k]) for k, a in enumerate(self.answers)}}
+        if "pool_weights" in o:  # where the VQA answer looked (one weight per visual token, layout order)
+            outputs["pool_weights"] = o["pool_weights"][0].float().cpu().numpy()
         if not video:
             grid = int(self.cfg["image_grid"])
             g = o["ground"][0].float()
@@ -508,4 +604,4 @@ def load_tiny_vilt(path: Path) -> tuple[TinyViltNet, dict]:
 
 
 __all__ = ["TinyVilt", "TinyViltNet", "TINY_VILT_CONFIG", "save_tiny_vilt", "load_tiny_vilt", "decode_boxes",
-           "cxcywh_to_xyxy", "check_text", "check_visual"]
+           "cxcywh_to_xyxy", "check_text", "check_visual", "TOKEN_GROUPS"]
