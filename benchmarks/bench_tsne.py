@@ -133,8 +133,8 @@ def main() -> int:
            "sklearn": f"sklearn.manifold.TSNE (scikit-learn {sklearn.__version__}, Barnes-Hut, angle 0.5, "
                       "max_iter=750, init pca, learning_rate auto)",
            "cpu": platform.processor() or platform.machine(), "cpus": os.cpu_count(),
-           "note": "shared 2-core machine (another 2-thread training job ran during the benchmark); runs interleaved, "
-                   "medians of --reps wall-clock seconds; load = 1-minute load average before/after each run",
+           "note": "runs interleaved, medians of --reps wall-clock seconds; load = 1-minute load average before/after "
+                   "each run (other jobs on the machine show there)",
            "reps": args.reps, "target_speedup": 3.0, "table": table, "runs": runs}
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     Path(args.out).write_text(json.dumps(res, indent=2))
