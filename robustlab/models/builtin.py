@@ -199,15 +199,22 @@ class TinyClip(EmbeddingModel):
         return i
 
 
-def save_tiny_clip(net: TinyClipNet, path: Path, meta: dict) -> None:
+def save_checkpoint(net, path: Path, meta: dict) -> None:
+    """A built-in model's weights as safetensors, with ``net.cfg`` and ``meta`` (JSON) in the metadata; written
+    to a temporary file first, so a crash never leaves a half-written checkpoint under ``path``."""
     from safetensors.torch import save_file
 
     state = {k: v.detach().cpu().contiguous() for k, v in net.state_dict().items()}
     md = {"config": json.dumps(net.cfg), **{k: json.dumps(v) for k, v in meta.items()}}
+    path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(".tmp")
     save_file(state, str(tmp), metadata=md)
     tmp.replace(path)
+
+
+def save_tiny_clip(net: TinyClipNet, path: Path, meta: dict) -> None:
+    save_checkpoint(net, path, meta)
 
 
 def load_tiny_clip(path: Path) -> tuple[TinyClipNet, dict]:

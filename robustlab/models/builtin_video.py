@@ -211,15 +211,9 @@ class TinyClipVideoSeqTransf(_TinyClipVideo):
 
 
 def save_tiny_clip_video(net: TinyClipVideoNet, path: Path, meta: dict) -> None:
-    from safetensors.torch import save_file
+    from robustlab.models.builtin import save_checkpoint
 
-    state = {k: v.detach().cpu().contiguous() for k, v in net.state_dict().items()}
-    md = {"config": json.dumps(net.cfg), **{k: json.dumps(v) for k, v in meta.items()}}
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".tmp")
-    save_file(state, str(tmp), metadata=md)
-    tmp.replace(path)
+    save_checkpoint(net, path, meta)
 
 
 def load_tiny_clip_video(path: Path) -> tuple[TinyClipVideoNet, dict]:
