@@ -56,6 +56,35 @@ EMPTY_HINT = ("Your gallery is empty: upload images with captions on the Retriev
               "in the sidebar.")
 
 
+def controls(visual: str, directions: dict, direction_key: str, direction_help: str, n_targets, pert_key: str):
+    """The shared control row: direction, k (at most the targets of the chosen direction - 1), a perturbation of
+    the ``visual`` modality or of the text, severity, seed, log axis. -> direction, k, the condition, the
+    visual and the text condition (one of them clean), log_y."""
+    perts = ["(none)"] + [f"{visual}:{s.name}" for s in list_perturbations(modality=visual) if s.available] \
+        + [f"text:{s.name}" for s in list_perturbations(modality="text") if s.available]
+    c1, c2, c3, c4 = st.columns([2, 3, 2, 2])
+    with c1:
+        direction = st.radio("Direction", list(directions), key=direction_key, format_func=directions.get,
+                             help=direction_help)
+        max_k = max(1, min(100, n_targets(direction) - 1))
+        ui.clamp("hub_k", 1, max_k)
+        k = int(st.number_input("k", 1, max_k, min(15, max_k), key="hub_k"))
+    with c2:
+        default = f"{visual}:gaussian_noise"
+        pert = st.selectbox("Perturbation", perts, key=pert_key, index=perts.index(default) if default in perts else 0,
+                            format_func=lambda p: p if p == "(none)" else " · ".join(p.split(":", 1)))
+    with c3:
+        sev = st.slider("Severity", 0, 5, 3, key="hub_sev", disabled=pert == "(none)")
+    with c4:
+        seed = int(st.number_input("Seed", 0, 2**31 - 1, 0, key="hub_seed",
+                                   help="Gallery item i is perturbed with seed + i."))
+        log_y = st.checkbox("Log y axis", key="hub_log")
+    mod, name = pert.split(":", 1) if pert != "(none)" else (visual, None)
+    cond = Condition(name, sev, seed)
+    vcond, tcond = (cond, Condition()) if mod == visual else (Condition(), cond)
+    return direction, k, cond, vcond, tcond, log_y
+
+
 def main():
     got = ui.current_bench(EMPTY_HINT)
     if got is None:
@@ -67,29 +96,10 @@ def main():
         return
 
     # ---- controls ---------------------------------------------------------------------------------------
-    perts = ["(none)"] + [f"image:{s.name}" for s in list_perturbations(modality="image") if s.available] \
-        + [f"text:{s.name}" for s in list_perturbations(modality="text") if s.available]
-    c1, c2, c3, c4 = st.columns([2, 3, 2, 2])
-    with c1:
-        direction = st.radio("Direction", list(views.DIRECTIONS), key="hub_direction", format_func=views.DIRECTIONS.get,
-                             help="text→image: captions query the images (hubs are images); image→text: images "
-                                  "query the captions (hubs are captions).")
-        max_k = max(1, min(100, (n_targets if direction == "t2i" else len(bench.captioned)) - 1))
-        ui.clamp("hub_k", 1, max_k)
-        k = int(st.number_input("k", 1, max_k, min(15, max_k), key="hub_k"))
-    with c2:
-        pert = st.selectbox("Perturbation", perts, key="hub_pert",
-                            index=perts.index("image:gaussian_noise") if "image:gaussian_noise" in perts else 0,
-                            format_func=lambda p: p if p == "(none)" else " · ".join(p.split(":", 1)))
-    with c3:
-        sev = st.slider("Severity", 0, 5, 3, key="hub_sev", disabled=pert == "(none)")
-    with c4:
-        seed = int(st.number_input("Seed", 0, 2**31 - 1, 0, key="hub_seed",
-                                   help="Gallery item i is perturbed with seed + i."))
-        log_y = st.checkbox("Log y axis", key="hub_log")
-    mod, name = pert.split(":", 1) if pert != "(none)" else ("image", None)
-    cond = Condition(name, sev, seed)
-    icond, tcond = (cond, Condition()) if mod == "image" else (Condition(), cond)
+    direction, k, cond, icond, tcond, log_y = controls(
+        "image", views.DIRECTIONS, "hub_direction",
+        "text→image: captions query the images (hubs are images); image→text: images query the captions (hubs are "
+        "captions).", lambda d: n_targets if d == "t2i" else len(bench.captioned), "hub_pert")
     ikey, tkey = (icond.name, icond.severity, icond.seed), (tcond.name, tcond.severity, tcond.seed)
 
     view = ui.encode_then(bench, icond, tcond,
@@ -259,32 +269,11 @@ def video_main():
         st.caption(f"{spec} has no temporal model: a video is the mean of its frame embeddings (every frame).")
 
     # ---- controls ---------------------------------------------------------------------------------------
-    perts = ["(none)"] + [f"video:{s.name}" for s in list_perturbations(modality="video") if s.available] \
-        + [f"text:{s.name}" for s in list_perturbations(modality="text") if s.available]
-    c1, c2, c3, c4 = st.columns([2, 3, 2, 2])
-    with c1:
-        direction = st.radio("Direction", list(views.VIDEO_DIRECTIONS), key="hub_v_direction",
-                             format_func=views.VIDEO_DIRECTIONS.get,
-                             help="text→video: the captions query the videos (hubs are videos); video→text: the "
-                                  "videos query the captions (hubs are captions). Identical captions are all "
-                                  "ground truth.")
-        max_k = max(1, min(100, n - 1))
-        ui.clamp("hub_k", 1, max_k)
-        k = int(st.number_input("k", 1, max_k, min(15, max_k), key="hub_k"))
-    with c2:
-        # a key of its own: the image page's "image:…" choice is not an option here
-        pert = st.selectbox("Perturbation", perts, key="hub_v_pert",
-                            index=perts.index("video:gaussian_noise") if "video:gaussian_noise" in perts else 0,
-                            format_func=lambda p: p if p == "(none)" else " · ".join(p.split(":", 1)))
-    with c3:
-        sev = st.slider("Severity", 0, 5, 3, key="hub_sev", disabled=pert == "(none)")
-    with c4:
-        seed = int(st.number_input("Seed", 0, 2**31 - 1, 0, key="hub_seed",
-                                   help="Gallery item i is perturbed with seed + i."))
-        log_y = st.checkbox("Log y axis", key="hub_log")
-    mod, name = pert.split(":", 1) if pert != "(none)" else ("video", None)
-    cond = Condition(name, sev, seed)
-    vcond, tcond = (cond, Condition()) if mod == "video" else (Condition(), cond)
+    # the perturbation has a key of its own: the image view's "image:…" choice is not an option here
+    direction, k, cond, vcond, tcond, log_y = controls(
+        "video", views.VIDEO_DIRECTIONS, "hub_v_direction",
+        "text→video: the captions query the videos (hubs are videos); video→text: the videos query the captions "
+        "(hubs are captions). Identical captions are all ground truth.", lambda d: n, "hub_v_pert")
     vkey, tkey = (vcond.name, vcond.severity, vcond.seed), (tcond.name, tcond.severity, tcond.seed)
 
     view = ui.encode_then(bench, vcond, tcond,
