@@ -45,3 +45,26 @@ def test_eval_errors_are_one_line(capsys):
 def test_console_script_is_installed():
     r = subprocess.run([sys.executable, "-m", "robustlab.cli", "models"], capture_output=True, text=True, timeout=120)
     assert r.returncode == 0 and "tiny-clip" in r.stdout
+
+
+def test_train_passes_threads_to_recipes_that_take_them(monkeypatch, capsys, tmp_path):
+    import robustlab.cli as cli
+
+    seen = {}
+
+    def recipe(out=None, seed=0, eval_n=0, threads=None):  # a stand-in recipe: records what the CLI passes
+        seen.update(out=out, seed=seed, eval_n=eval_n, threads=threads)
+        return {"ok": True}
+
+    def old_recipe(out=None, seed=0, eval_n=0):  # a recipe without a threads argument still runs
+        seen.update(old=True)
+        return {"ok": True}
+
+    monkeypatch.setattr(cli, "_resolve", lambda target: {"fake:new": recipe, "fake:old": old_recipe}[target])
+    monkeypatch.setitem(cli.TRAIN_RECIPES, "new-model", "fake:new")
+    monkeypatch.setitem(cli.TRAIN_RECIPES, "old-model", "fake:old")
+    out = str(tmp_path / "x.safetensors")
+    assert main(["train", "new-model", "--threads", "1", "--seed", "4", "--eval-n", "0", "--out", out]) == 0
+    assert seen == {"out": out, "seed": 4, "eval_n": 0, "threads": 1}
+    assert main(["train", "old-model", "--threads", "1", "--eval-n", "0"]) == 0 and seen["old"]
+    assert capsys.readouterr().out.count('"ok": true') == 2  # each run prints its recipe's result as JSON
