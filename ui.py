@@ -137,3 +137,26 @@ def video_mp4(gallery_id: str, condition_key: str, index: int, _frames) -> bytes
     from robustlab.video_retrieval import display_mp4
 
     return display_mp4(_frames)
+
+
+def current_video_bench():
+    """(spec, device, gallery id, gallery, bench) for the sidebar's model over the built-in event-video gallery,
+    or None after saying why not (model unavailable, a bench that can't be built). Says so when the sidebar's
+    dataset is an upload (uploads are images) and when the model has no temporal part."""
+    model = current_model()
+    if model is None:
+        return None
+    if st.session_state.get("dataset") == "upload":
+        st.info("Video galleries are built-in only for now (your uploads are images): showing the built-in "
+                f"event-video gallery ({VIDEO_DEMO_N} videos).")
+    gallery = get_builtin_video_gallery(VIDEO_DEMO_N)
+    gid = f"videos-builtin-{VIDEO_DEMO_N}"
+    spec, device = st.session_state.get("model_spec", DEFAULT_MODEL), st.session_state.get("device", "auto")
+    try:
+        bench = get_video_bench(spec, device, gid, gallery)
+    except ValueError as e:
+        st.warning(str(e))
+        return None
+    if not getattr(model, "num_frames", None):
+        st.caption(f"{spec} has no temporal model: a video is the mean of its frame embeddings (every frame).")
+    return spec, device, gid, gallery, bench

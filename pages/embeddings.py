@@ -1,5 +1,5 @@
-"""Embeddings: a 2-D map (t-SNE or PCA) of image and caption embeddings, clean and perturbed; select points to
-see them and add their perturbed versions to the export basket."""
+"""Embeddings: a 2-D map (t-SNE or PCA) of image or video and caption embeddings, clean and perturbed; select
+points to see them and add their perturbed versions to the export basket."""
 from __future__ import annotations
 
 import numpy as np
@@ -13,19 +13,24 @@ from robustlab.perturb import list_perturbations
 from robustlab.retrieval import Condition
 
 st.header("Embeddings — where perturbed inputs move")
-st.caption("Each dot is one image or caption embedding; a line joins a clean item to its perturbed version. "
-           "Drag a box (or pick the lasso in the chart's toolbar) to select points.")
+GALLERY_KIND = st.radio("Gallery", ["images", "videos"], horizontal=True, key="emb_gallery_kind",
+                        help="videos: the built-in event-video gallery (the same gallery and video bench as the "
+                             "Retrieval and Hubness pages' videos), with video perturbations")
+st.caption(f"Each dot is one {GALLERY_KIND[:-1]} or caption embedding; a line joins a clean item to its perturbed "
+           "version. Drag a box (or pick the lasso in the chart's toolbar) to select points.")
 
 MAX_ITEMS = 1000
 SYMBOLS = {("image", "clean"): "circle", ("image", "perturbed"): "circle-open",
+           ("video", "clean"): "square", ("video", "perturbed"): "square-open",
            ("text", "clean"): "diamond", ("text", "perturbed"): "diamond-open"}
-COLORS = {"clean": "#1f77b4", "perturbed": "#d62728", "image": "#2ca02c", "text": "#9467bd"}
+COLORS = {"clean": "#1f77b4", "perturbed": "#d62728", "image": "#2ca02c", "video": "#ff7f0e", "text": "#9467bd"}
 
 
 @st.cache_data(show_spinner=False, max_entries=12)
-def projection(spec: str, device: str, gid: str, icond: tuple, tcond: tuple, n_items: int, method: str,
+def projection(spec: str, device: str, gid: str, vcond: tuple, tcond: tuple, n_items: int, method: str,
                perplexity: float, seed: int, k: int, _bench) -> views.EmbeddingPoints:
-    return views.embedding_points(_bench, Condition(*icond), Condition(*tcond), n_items=n_items, method=method,
+    """The map (cached per model, gallery — image or video, the id says which — conditions and settings)."""
+    return views.embedding_points(_bench, Condition(*vcond), Condition(*tcond), n_items=n_items, method=method,
                                   perplexity=perplexity, seed=seed, k=k)
 
 
@@ -77,18 +82,23 @@ EMPTY_HINT = ("Your gallery is empty: upload images with captions on the Retriev
 
 
 def main():
-    got = ui.current_bench(EMPTY_HINT)
+    video = GALLERY_KIND == "videos"
+    got = ui.current_video_bench() if video else ui.current_bench(EMPTY_HINT)
     if got is None:
         return
     spec, device, gid, gallery, bench = got
-    n_cap = len(bench.captioned)
+    vis = views.visual_modality(bench)  # "image" | "video"
+    n_cap = len(views.caption_columns(bench))
     if n_cap < 2 or len(gallery) < 3:
-        st.warning("The map needs at least 3 gallery images and 2 captions.")
+        st.warning(f"The map needs at least 3 gallery {vis}s and 2 captions.")
         return
 
     # ---- controls ---------------------------------------------------------------------------------------
-    img_names = ["(none)"] + [s.name for s in list_perturbations(modality="image") if s.available]
+    # the visual perturbation has a key per gallery kind: an image perturbation is not a video option and back
+    vis_names = ["(none)"] + [s.name for s in list_perturbations(modality=vis) if s.available]
     txt_names = ["(none)"] + [s.name for s in list_perturbations(modality="text") if s.available]
+    pkey, skey = ("emb_vid_pert", "emb_vid_sev") if video else ("emb_img_pert", "emb_img_sev")
+    default_p = "motion_blur" if video else "gaussian_noise"
     c1, c2, c3 = st.columns(3)
     with c1:
         method = st.radio("Projection", ["tsne", "pca"], key="emb_method", horizontal=True,
@@ -96,15 +106,15 @@ def main():
         hi = min(MAX_ITEMS, n_cap)
         ui.clamp("emb_items", min(2, hi), hi)
         n_items = int(st.slider("Items (captioned gallery items, seeded subsample)", min(2, hi), hi, min(200, hi),
-                                key="emb_items", help="Each item gives an image and a caption point, clean and "
-                                                      "perturbed."))
+                                key="emb_items", help=f"Each item gives a{'' if video else 'n'} {vis} and a "
+                                                      "caption point, clean and perturbed."))
         perplexity = float(st.slider("Perplexity", 2, 100, 30, key="emb_perplexity", disabled=method != "tsne",
                                      help="Lowered automatically when there are few points (t-SNE needs more "
                                           "than 3 × perplexity)."))
     with c2:
-        ip = st.selectbox("Image perturbation", img_names, key="emb_img_pert",
-                          index=img_names.index("gaussian_noise") if "gaussian_noise" in img_names else 0)
-        isev = st.slider("Image severity", 0, 5, 3, key="emb_img_sev", disabled=ip == "(none)")
+        vp = st.selectbox(f"{vis.capitalize()} perturbation", vis_names, key=pkey,
+                          index=vis_names.index(default_p) if default_p in vis_names else 0)
+        vsev = st.slider(f"{vis.capitalize()} severity", 0, 5, 3, key=skey, disabled=vp == "(none)")
         tp = st.selectbox("Text perturbation", txt_names, key="emb_txt_pert",
                           index=txt_names.index("keyboard") if "keyboard" in txt_names else 0)
         tsev = st.slider("Text severity", 0, 5, 2, key="emb_txt_sev", disabled=tp == "(none)")
@@ -115,20 +125,20 @@ def main():
                                 key="emb_k"))
         seed = int(st.number_input("Seed", 0, 2**31 - 1, 0, key="emb_seed",
                                    help="Perturbation seed (item i gets seed + i), subsample and projection seed."))
-    icond = Condition(None if ip == "(none)" else ip, isev, seed)
+    vcond = Condition(None if vp == "(none)" else vp, vsev, seed)
     tcond = Condition(None if tp == "(none)" else tp, tsev, seed)
 
-    pts = ui.encode_then(bench, icond, tcond,
-                         lambda: projection(spec, device, gid, (icond.name, icond.severity, icond.seed),
+    pts = ui.encode_then(bench, vcond, tcond,
+                         lambda: projection(spec, device, gid, (vcond.name, vcond.severity, vcond.seed),
                                             (tcond.name, tcond.severity, tcond.seed), n_items, method, perplexity,
                                             seed, k, bench),
                          compute_msg="t-SNE…" if method == "tsne" else "PCA…",
-                         failure="Perturbing or projecting the gallery failed")
+                         failure="Perturbing or projecting the gallery failed", videos=video)
     if pts is None:
         return
-    st.caption(f"{len(pts)} points: {pts.n_items} items · image {icond.label()} · text {tcond.label()} · "
+    st.caption(f"{len(pts)} points: {pts.n_items} items · {vis} {vcond.label()} · text {tcond.label()} · "
                f"{'t-SNE' if method == 'tsne' else 'PCA'} (seed {seed}). Filled: clean; open: perturbed; "
-               "circles: images; diamonds: captions.")
+               f"{'squares: videos' if video else 'circles: images'}; diamonds: captions.")
 
     fig, trace_rows = scatter(pts, color_by)
     event = st.plotly_chart(fig, key="emb_chart", on_select="rerun", selection_mode=("box", "lasso"))
@@ -142,7 +152,7 @@ def main():
 
     # ---- the selection ---------------------------------------------------------------------------------
     items = views.selected_items(pts, rows)
-    examples = views.selection_examples(bench, pts, rows, icond, tcond, model_id=spec)
+    examples = views.selection_examples(bench, pts, rows, vcond, tcond, model_id=spec)
     st.subheader(f"Selected: {len(rows)} point(s), {len(items)} item(s)")
     b1, b2 = st.columns([1, 2])
     with b1:
@@ -161,9 +171,10 @@ def main():
     if not examples:
         st.caption("Nothing perturbed is selected (the selected modality is clean).")
 
-    imgs_p, caps_p = bench.images(icond)[0], bench.texts(tcond)[0]
-    col_of = {int(i): j for j, i in enumerate(bench.captioned)}
-    shown = items[:24]
+    vis_p = (bench.videos if video else bench.images)(vcond)[0]
+    caps_p = bench.texts(tcond)[0]
+    col_of = views.caption_columns(bench)
+    shown = items[:(12 if video else 24)]
     if len(items) > len(shown):
         st.caption(f"Showing the first {len(shown)} of {len(items)} selected items.")
     with st.container(key="emb_selection"):
@@ -175,7 +186,13 @@ def main():
                 if mod == "image":
                     a, b = st.columns(2)
                     a.image(gallery.images[item], caption="clean", width="stretch")
-                    b.image(imgs_p[item], caption=icond.label(), width="stretch")
+                    b.image(vis_p[item], caption=vcond.label(), width="stretch")
+                elif mod == "video":
+                    for cond, frames in ((Condition(), gallery.videos[item]), (vcond, vis_p[item])):
+                        st.caption(cond.label())
+                        # alt names the slot: Streamlit needs distinct elements for the clean and perturbed players
+                        st.video(ui.video_mp4(gid, str(cond.key()), item, frames), format="video/mp4", loop=True,
+                                 autoplay=True, muted=True, alt=f"{cond.label()}: video {item}")
                 else:
                     st.caption("clean")
                     st.text(gallery.captions[item] or "")

@@ -247,26 +247,14 @@ def show_reduction(view: views.HubnessView, cache_key: tuple, log_y: bool) -> No
 
 # ---- videos: text→video and video→text over the built-in event-video gallery -------------------------------
 def video_main():
-    model = ui.current_model()
-    if model is None:
+    got = ui.current_video_bench()
+    if got is None:
         return
-    if st.session_state.get("dataset") == "upload":
-        st.info("Video galleries are built-in only for now (your uploads are images): showing the built-in "
-                f"event-video gallery ({ui.VIDEO_DEMO_N} videos).")
-    gallery = ui.get_builtin_video_gallery(ui.VIDEO_DEMO_N)
-    gid = f"videos-builtin-{ui.VIDEO_DEMO_N}"
-    spec, device = st.session_state.get("model_spec", ui.DEFAULT_MODEL), st.session_state.get("device", "auto")
-    try:
-        bench = ui.get_video_bench(spec, device, gid, gallery)
-    except ValueError as e:
-        st.warning(str(e))
-        return
+    spec, device, gid, gallery, bench = got
     n = len(gallery)
     if n < 3:
         st.warning("Hubness needs at least 3 gallery videos.")
         return
-    if not getattr(model, "num_frames", None):
-        st.caption(f"{spec} has no temporal model: a video is the mean of its frame embeddings (every frame).")
 
     # ---- controls ---------------------------------------------------------------------------------------
     # the perturbation has a key of its own: the image view's "image:…" choice is not an option here

@@ -201,22 +201,10 @@ def main():
 
 # ---- videos: text→video and video→text over the built-in event-video gallery -------------------------------
 def video_main():
-    model = ui.current_model()
-    if model is None:
+    got = ui.current_video_bench()
+    if got is None:
         return
-    if st.session_state.get("dataset") == "upload":
-        st.info("Video galleries are built-in only for now (your uploads are images): showing the built-in "
-                f"event-video gallery ({ui.VIDEO_DEMO_N} videos).")
-    gallery = ui.get_builtin_video_gallery(ui.VIDEO_DEMO_N)
-    gid = f"videos-builtin-{ui.VIDEO_DEMO_N}"
-    spec = st.session_state.get("model_spec", ui.DEFAULT_MODEL)
-    try:
-        bench = ui.get_video_bench(spec, st.session_state.get("device", "auto"), gid, gallery)
-    except ValueError as e:
-        st.warning(str(e))
-        return
-    if not getattr(model, "num_frames", None):
-        st.caption(f"{spec} has no temporal model: a video is the mean of its frame embeddings (every frame).")
+    spec, _, gid, gallery, bench = got
 
     vid_specs = [s for s in list_perturbations(modality="video") if s.available]
     txt_specs = [s for s in list_perturbations(modality="text") if s.available]

@@ -189,3 +189,97 @@ def test_embedding_points_errors(bench):
         views.embedding_points(bench, Condition(), Condition(), n_items=4, method="umap")
     with pytest.raises(ValueError, match="at least one item"):
         views.embedding_points(bench, Condition(), Condition(), n_items=0, method="pca")
+
+
+# ---- video galleries ------------------------------------------------------------------------------------------
+SEQ = "builtin:tiny-clip-video-seqtransf"
+
+
+def test_video_gallery_map_selection_plays_and_adds_to_basket():
+    # 20 videos: rows 0-19 video clean, 20-39 text clean, 40-59 video perturbed, 60-79 text perturbed
+    sel = {"selection": {"points": [{"customdata": [0]}, {"customdata": [40]}, {"customdata": [65]}],
+                         "point_indices": [0], "box": [], "lasso": []}}
+    at = open_page(emb_gallery_kind="videos", model_choice=SEQ, emb_items=20, emb_chart=sel)
+    assert not at.error and not at.warning
+    assert at.selectbox(key="emb_vid_pert").value == "motion_blur"
+    assert any(c.value.startswith("80 points: 20 items · video motion_blur s3 · text keyboard s2 · PCA")
+               for c in at.caption)
+    fig = figure(at)
+    groups = {t["name"]: t for t in markers(fig)}
+    assert set(groups) == {"video · clean", "video · perturbed", "text · clean", "text · perturbed"}
+    assert {t["marker"]["symbol"] for t in groups.values()} >= {"square", "square-open"}
+    rows = np.concatenate([_arr(t["customdata"]).ravel() for t in groups.values()])
+    assert sorted(rows.tolist()) == list(range(80))
+    (lines,) = [t for t in fig["data"] if t.get("mode") == "lines"]
+    assert len(lines["x"]) == 3 * 40  # one segment per item and perturbed modality
+    # the selection: item 0's video (clean and perturbed players) and item 5's caption
+    assert any(s.value == "Selected: 3 point(s), 2 item(s)" for s in at.subheader)
+    assert len(at.get("video")) == 2 and not at.image
+    at.button(key="emb_add").click().run()
+    assert not at.exception
+    basket = at.session_state["basket"]
+    assert [e.kind for e in basket] == ["video", "text"]
+    v = basket[0]
+    assert v.record["name"] == "motion_blur" and v.record["severity"] == 3 and v.fps == 8.0
+    shown = [c.value for c in at.caption if c.value.endswith(" · video")]  # "item N · video" over the players
+    assert shown == [f"item {v.source['index']} · video"]  # rows are a seeded subsample of the 200 videos
+    assert v.source["collection"] == "video" and v.output.shape == v.clean.shape
+    assert basket[1].record["name"] == "keyboard" and basket[1].source["field"] == "caption"
+
+
+def test_video_gallery_keeps_its_own_perturbation_choice():
+    # an image perturbation remembered on the image map is not offered for videos, and back
+    at = open_page(emb_gallery_kind="videos", model_choice=SEQ, emb_items=10, emb_vid_pert="jumble",
+                   emb_img_pert="(none)", emb_txt_pert="(none)")
+    assert any(c.value.startswith("30 points: 10 items · video jumble s3 · text clean") for c in at.caption)
+    at.radio(key="emb_gallery_kind").set_value("images").run()
+    assert not at.exception
+    assert any(c.value.startswith("20 points: 10 items · image clean · text clean") for c in at.caption)
+
+
+@pytest.fixture(scope="module")
+def video_bench(tmp_path_factory):
+    from robustlab.models import load_model
+    from robustlab.video_retrieval import VideoRetrievalBench, builtin_video_gallery
+
+    g = builtin_video_gallery(12, cache_dir=tmp_path_factory.mktemp("videos"))
+    return VideoRetrievalBench(load_model("builtin:tiny-clip-video-meanp", device="cpu"), g)
+
+
+def test_video_embedding_points_and_examples_regenerate_exactly(video_bench, tmp_path):
+    from robustlab.export import build_zip, regenerate_export
+    from robustlab.perturb import regenerate
+
+    vc, tc = Condition("gaussian_noise", 2, 3), Condition("char_swap", 3, 3)
+    pts = views.embedding_points(video_bench, vc, tc, n_items=8, method="pca", k=3)
+    assert len(pts) == 32 and len(pts.pairs) == 16 and set(pts.modality) == {"video", "text"}
+    for a, b in pts.pairs:
+        assert pts.item[a] == pts.item[b] and pts.modality[a] == pts.modality[b]
+        assert (pts.condition[a], pts.condition[b]) == ("clean", "perturbed")
+    # N_k is over the whole 12-video gallery (12 caption queries, k = 3): the sampled 8 hold at most Σ = 36
+    full = views.embedding_points(video_bench, vc, tc, n_items=12, method="pca", k=3)
+    for m in ("video", "text"):
+        for c in ("clean", "perturbed"):
+            sel = (full.modality == m) & (full.condition == c)
+            assert int(full.k_occurrence[sel].sum()) == 3 * 12
+    vrows = [r for r in range(len(pts)) if pts.modality[r] == "video"][:2]
+    trows = [r for r in range(len(pts)) if pts.modality[r] == "text" and pts.condition[r] == "perturbed"][:1]
+    exs = views.selection_examples(video_bench, pts, vrows + trows, vc, tc, model_id="builtin:tiny-clip-video-meanp")
+    assert [e.kind for e in exs] == ["video", "video", "text"]
+    for e in exs:
+        i = e.source["index"]
+        assert e.record["seed"] == 3 + i  # gallery item i is perturbed with seed + i
+        out = regenerate(e.record, e.clean)
+        out = getattr(out, "output", out)
+        if e.kind == "video":
+            assert np.array_equal(out, e.output) and np.array_equal(e.clean, video_bench.gallery.videos[i])
+            assert e.fps == 8.0 and e.source["collection"] == "video" and e.source["size"] == 64
+        else:
+            assert out == e.output and e.clean == video_bench.gallery.captions[i]
+    b = Basket()
+    assert sum(b.add(e) for e in exs) == 3
+    z = tmp_path / "videos.zip"
+    z.write_bytes(build_zip(b))
+    res = regenerate_export(z)
+    assert len(res) == 3 and all(r.ok for r in res)
+    assert views.selection_examples(video_bench, pts, vrows, Condition(), tc) == []

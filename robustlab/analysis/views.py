@@ -11,7 +11,8 @@ image queries every caption (hubs are captions). A perturbation applies to one m
     >>> view = hubness_view(bench, "t2i", Condition("gaussian_noise", 3), Condition(), k=15)
     >>> view.nk_clean, view.nk_perturbed, view.measures_perturbed["k_skewness"]
     >>> pts = embedding_points(bench, Condition("gaussian_noise", 3), Condition(), n_items=200, method="pca")
-    >>> examples = selection_examples(bench, pts, rows=[0, 5, 7], image_cond=..., text_cond=...)
+    >>> examples = selection_examples(bench, pts, rows=[0, 5, 7], visual_cond=..., text_cond=...)
+    >>> vpts = embedding_points(video_bench, Condition("motion_blur", 3), Condition(), n_items=100)  # videos
 """
 from __future__ import annotations
 
@@ -222,16 +223,16 @@ def reduce_view(view: HubnessView, method: str, **params) -> ReductionView:
 # ---- embeddings ---------------------------------------------------------------------------------------------
 @dataclass
 class EmbeddingPoints:
-    """2-D positions of image and text embeddings, clean and perturbed; row r is one point. Rows come in blocks
-    of ``n_items`` (the same items in the same order): images clean, captions clean, then images perturbed and
-    captions perturbed when that modality is perturbed."""
+    """2-D positions of visual (image or video) and text embeddings, clean and perturbed; row r is one point.
+    Rows come in blocks of ``n_items`` (the same items in the same order): visual clean, captions clean, then
+    visual perturbed and captions perturbed when that modality is perturbed."""
 
     xy: np.ndarray  # (n, 2)
     item: np.ndarray  # gallery item of each point
-    modality: np.ndarray  # "image" | "text"
+    modality: np.ndarray  # "image" | "video" | "text"
     condition: np.ndarray  # "clean" | "perturbed"
     k_occurrence: np.ndarray  # N_k of the point as a retrieval target in its own condition
-    text: list[str]  # the caption (text points) or the image's caption (image points), for hovers
+    text: list[str]  # the caption (text points) or the item's caption (visual points), for hovers
     pairs: list[tuple[int, int]]  # (clean row, perturbed row) of the same item and modality
     method: str
     k: int
@@ -241,9 +242,26 @@ class EmbeddingPoints:
         return len(self.item)
 
 
-def sample_items(bench: RetrievalBench, n_items: int, seed: int = 0) -> np.ndarray:
+def is_video_bench(bench) -> bool:
+    """A :class:`robustlab.video_retrieval.VideoRetrievalBench` (videos, every item captioned) rather than a
+    :class:`RetrievalBench` (images, some captioned)."""
+    return hasattr(bench, "videos")
+
+
+def visual_modality(bench) -> str:
+    return "video" if is_video_bench(bench) else "image"
+
+
+def caption_columns(bench) -> dict[int, int]:
+    """Gallery item -> its caption's index in ``bench.texts(...)`` (video galleries: every item, in order)."""
+    if is_video_bench(bench):
+        return {i: i for i in range(len(bench.gallery))}
+    return {int(i): j for j, i in enumerate(bench.captioned)}
+
+
+def sample_items(bench, n_items: int, seed: int = 0) -> np.ndarray:
     """Up to ``n_items`` captioned gallery items (a seeded subsample when there are more), sorted."""
-    cap = np.asarray(bench.captioned, dtype=np.int64)
+    cap = np.asarray(sorted(caption_columns(bench)), dtype=np.int64)
     n = int(n_items)
     if n < 1:
         raise ValueError(f"choose at least one item, got {n}")
@@ -252,31 +270,44 @@ def sample_items(bench: RetrievalBench, n_items: int, seed: int = 0) -> np.ndarr
     return np.sort(np.random.default_rng(seed).choice(cap, size=n, replace=False))
 
 
-def embedding_points(bench: RetrievalBench, image_cond: Condition, text_cond: Condition, n_items: int = 200,
+def _visual_side(bench, cond: Condition, progress=None):
+    """(visual embeddings of every gallery item, N_k-ready scores caption→visual, visual→caption)."""
+    if is_video_bench(bench):
+        emb = bench.videos(cond, progress=progress)[2]
+        return emb, (lambda tc: video_score_matrix(bench, "t2v", cond, tc, progress=progress),
+                     lambda tc: video_score_matrix(bench, "v2t", cond, tc, progress=progress))
+    emb = bench.images(cond, progress=progress)[2]
+    return emb, (lambda tc: score_matrix(bench, "t2i", cond, tc, progress=progress)[0],
+                 lambda tc: score_matrix(bench, "i2t", cond, tc, progress=progress)[0])
+
+
+def embedding_points(bench, visual_cond: Condition, text_cond: Condition, n_items: int = 200,
                      method: str = "tsne", perplexity: float = 30.0, seed: int = 0, k: int = 15,
                      progress=None) -> EmbeddingPoints:
-    """Project the image and text embeddings of up to ``n_items`` captioned items (clean, and perturbed for the
-    perturbed modality) to 2-D with t-SNE or PCA. k-occurrence is computed on the whole gallery: images as
-    text→image targets, captions as image→text targets, each under its own condition."""
+    """Project the visual and text embeddings of up to ``n_items`` captioned items (clean, and perturbed for the
+    perturbed modality) to 2-D with t-SNE or PCA. ``bench``: a :class:`RetrievalBench` (images) or a
+    ``VideoRetrievalBench`` (videos; ``visual_cond`` is then a video perturbation). k-occurrence is computed on
+    the whole gallery: images/videos as text→visual targets, captions as visual→text targets, each under its own
+    condition."""
     from robustlab.analysis import embedding, hubness
 
+    vis = visual_modality(bench)
     items = sample_items(bench, n_items, seed)
-    col = {int(i): j for j, i in enumerate(bench.captioned)}
+    col = caption_columns(bench)
     tj = np.asarray([col[int(i)] for i in items], dtype=np.int64)
     groups = []  # (modality, condition, embeddings of the items, N_k of the items)
-    conds = {"clean": (Condition(), Condition()), "perturbed": (image_cond, text_cond)}
-    for cname, (ic, tc) in conds.items():
-        if cname == "perturbed" and ic.clean and tc.clean:
+    conds = {"clean": (Condition(), Condition()), "perturbed": (visual_cond, text_cond)}
+    for cname, (vc, tc) in conds.items():
+        if cname == "perturbed" and vc.clean and tc.clean:
             continue
-        st2i, _, _ = score_matrix(bench, "t2i", ic, tc, progress=progress)
-        si2t, _, _ = score_matrix(bench, "i2t", ic, tc, progress=progress)
-        kk_i, kk_t = min(int(k), st2i.shape[1] - 1), min(int(k), si2t.shape[1] - 1)
-        nk_img = np.asarray(hubness.k_occurrence(st2i, k=max(kk_i, 1)))
-        nk_txt = np.asarray(hubness.k_occurrence(si2t, k=max(kk_t, 1)))
-        if cname == "clean" or not ic.clean:
-            groups.append(("image", cname, bench.images(ic)[2][items], nk_img[items]))
+        vemb, (t2v, v2t) = _visual_side(bench, vc, progress)
+        st2v, sv2t = t2v(tc), v2t(tc)
+        nk_vis = np.asarray(hubness.k_occurrence(st2v, k=max(min(int(k), st2v.shape[1] - 1), 1)))
+        nk_txt = np.asarray(hubness.k_occurrence(sv2t, k=max(min(int(k), sv2t.shape[1] - 1), 1)))
+        if cname == "clean" or not vc.clean:
+            groups.append((vis, cname, np.asarray(vemb)[items], nk_vis[items]))
         if cname == "clean" or not tc.clean:
-            groups.append(("text", cname, bench.texts(tc)[2][tj], nk_txt[tj]))
+            groups.append(("text", cname, np.asarray(bench.texts(tc)[2])[tj], nk_txt[tj]))
     X = np.concatenate([np.asarray(g[2], np.float32) for g in groups])
     n = len(X)
     if method == "tsne":
@@ -301,7 +332,7 @@ def embedding_points(bench: RetrievalBench, image_cond: Condition, text_cond: Co
             text += [caps[i] or "" for i in items]
     base = {(g[0], g[1]): b * len(items) for b, g in enumerate(groups)}
     pairs = []
-    for m in ("image", "text"):
+    for m in (vis, "text"):
         if (m, "perturbed") in base:
             c0, p0 = base[(m, "clean")], base[(m, "perturbed")]
             pairs += [(c0 + r, p0 + r) for r in range(len(items))]
@@ -359,12 +390,16 @@ def selected_items(points: EmbeddingPoints, rows) -> list[tuple[int, str]]:
 
 
 def gallery_source(gallery, i: int, field: str | None = None) -> dict:
-    """Where gallery item ``i`` came from, for a basket example (built-in world item or uploaded image)."""
+    """Where gallery item ``i`` came from, for a basket example (built-in world image or video, or an upload)."""
     from robustlab.basket import builtin_source
 
     meta = gallery.meta[i] if i < len(gallery.meta) else {}
     extra = {"field": field} if field else {}
     if gallery.source == "builtin":
+        if hasattr(gallery, "videos"):  # the built-in event videos: robustlab.data.world.sample_video(seed, index)
+            size = int(np.asarray(gallery.videos[i]).shape[1]) if field is None else None
+            return builtin_source("video", meta.get("seed", 0), meta.get("index", i), gallery.names[i], **extra,
+                                  **({"size": size} if size else {}))
         return builtin_source("gallery", meta.get("seed", 0), i, gallery.names[i], **extra)
     src = {"type": "upload", "name": gallery.names[i], "gallery_index": int(i), **extra}
     if meta.get("hash"):
@@ -372,21 +407,28 @@ def gallery_source(gallery, i: int, field: str | None = None) -> dict:
     return src
 
 
-def selection_examples(bench: RetrievalBench, points: EmbeddingPoints, rows, image_cond: Condition,
-                       text_cond: Condition, model_id: str = "") -> list:
+VIDEO_FPS = 8.0  # the built-in event videos' frame rate (as the Perturb page and the dashboard play them)
+
+
+def selection_examples(bench, points: EmbeddingPoints, rows, visual_cond: Condition, text_cond: Condition,
+                       model_id: str = "") -> list:
     """Basket examples (``robustlab.basket.Example``) for the perturbed versions of the selected items: one per
-    (item, modality) whose modality is perturbed, with its perturbation record. Clean-only selections give []."""
+    (item, modality) whose modality is perturbed, with its perturbation record. Clean-only selections give [].
+    ``bench`` is an image :class:`RetrievalBench` or a ``VideoRetrievalBench``."""
     from robustlab.basket import make_example
 
     g = bench.gallery
-    col = {int(i): j for j, i in enumerate(bench.captioned)}
+    col = caption_columns(bench)
+    video = is_video_bench(bench)
     out = []
     for item, mod in selected_items(points, rows):
-        if mod == "image" and not image_cond.clean:
-            imgs, recs, emb = bench.images(image_cond)
-            clean_emb = bench.images(Condition())[2]
-            ex = make_example("image", g.images[item], (imgs[item], recs[item]), gallery_source(g, item),
-                              label=g.names[item],
+        if mod in ("image", "video") and not visual_cond.clean:
+            side = bench.videos if video else bench.images
+            vis, recs, emb = side(visual_cond)
+            clean_emb = side(Condition())[2]
+            clean = g.videos[item] if video else g.images[item]
+            ex = make_example(mod, clean, (vis[item], recs[item]), gallery_source(g, item), label=g.names[item],
+                              fps=VIDEO_FPS if video else None,
                               model=_model_info(model_id, clean_emb[item], emb[item]))
         elif mod == "text" and not text_cond.clean and item in col:
             j = col[item]
