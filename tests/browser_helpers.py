@@ -35,3 +35,20 @@ def choose_radio(page, option_text: str, scope=None, attempts: int = 5):
         if selected.count() > 0:
             return
     raise AssertionError(f"radio option {option_text!r} could not be selected")
+
+
+# true once every <video> (at least 2, re-rendered when ``srcs`` is the old sources joined by "|") plays
+VIDEOS_READY = """(srcs) => {
+    const vids = [...document.querySelectorAll('video')];
+    if (vids.length < 2) return false;
+    if (srcs && vids.map(v => v.currentSrc || v.src).join('|') === srcs) return false;   // not re-rendered yet
+    for (const v of vids) { v.muted = true; if (v.paused && v.readyState >= 1) v.play().catch(() => {}); }
+    return vids.every(v => !v.error && v.readyState >= 2 && v.duration > 0 && v.currentTime > 0);
+}"""
+
+
+def videos_state(page) -> list[dict]:
+    """Every <video> on the page: source, ready state, duration, position, error code, size."""
+    return page.evaluate("""() => [...document.querySelectorAll('video')].map(v => ({
+        src: v.currentSrc || v.src, readyState: v.readyState, duration: v.duration, currentTime: v.currentTime,
+        error: v.error ? v.error.code : null, width: v.videoWidth, height: v.videoHeight}))""")

@@ -1,6 +1,7 @@
 """End-to-end in a real headless Chromium: open the Embeddings page from the sidebar, box-select points of the
 t-SNE map (the default projection) with a real mouse drag on the Plotly chart, add the selection's perturbed
-examples to the basket, and find them on the Export page.
+examples to the basket, and find them on the Export page; then the same on the video gallery's map, where the
+selected videos must play.
 
 Debian's chromium driven by Playwright with executable_path (no browser download). Skips with a visible reason
 when Chromium or Playwright is missing, except in CI (CI=true), where that is a failure.
@@ -12,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from browser_helpers import choose_radio, settle
+from browser_helpers import VIDEOS_READY, choose_radio, settle, videos_state
 
 pytestmark = pytest.mark.browser
 
@@ -31,19 +32,9 @@ def test_box_select_and_add_to_basket(server, browser, tmp_path):
     page.get_by_text("No points selected.").wait_for()
     settle(page)
 
-    # a plain drag on the plot area box-selects (the figure's dragmode is "select")
-    chart = page.locator('[data-testid="stPlotlyChart"]').first
-    chart.scroll_into_view_if_needed()
-    area = chart.locator(".nsewdrag").first
-    area.wait_for()
-    box = area.bounding_box()
-    x0, y0 = box["x"] + 0.3 * box["width"], box["y"] + 0.3 * box["height"]  # the middle of the map: some points,
-    x1, y1 = box["x"] + 0.6 * box["width"], box["y"] + 0.6 * box["height"]  # not all (the export stays small)
-    page.mouse.move(x0, y0)
-    page.mouse.down()
-    page.mouse.move((x0 + x1) / 2, (y0 + y1) / 2, steps=8)
-    page.mouse.move(x1, y1, steps=8)
-    page.mouse.up()
+    # a plain drag on the plot area box-selects (the figure's dragmode is "select"); the middle of the map: some
+    # points, not all (the export stays small)
+    _drag(page, 0.3, 0.3, 0.6, 0.6)
 
     add = page.get_by_role("button", name=re.compile(r"Add [1-9]\d* to basket"))
     add.wait_for()
@@ -72,3 +63,57 @@ def test_box_select_and_add_to_basket(server, browser, tmp_path):
         Path(keep).mkdir(parents=True, exist_ok=True)
         for f in ("embeddings_selected.png", "embeddings_added.png"):
             shutil.copy(tmp_path / f, Path(keep) / f)
+
+
+def _drag(page, fx0: float, fy0: float, fx1: float, fy1: float):
+    """A real mouse drag over the chart's plot area, between fractions of its width and height."""
+    chart = page.locator('[data-testid="stPlotlyChart"]').first
+    chart.scroll_into_view_if_needed()
+    area = chart.locator(".nsewdrag").first
+    area.wait_for()
+    box = area.bounding_box()
+    x0, y0 = box["x"] + fx0 * box["width"], box["y"] + fy0 * box["height"]
+    x1, y1 = box["x"] + fx1 * box["width"], box["y"] + fy1 * box["height"]
+    page.mouse.move(x0, y0)
+    page.mouse.down()
+    page.mouse.move((x0 + x1) / 2, (y0 + y1) / 2, steps=8)
+    page.mouse.move(x1, y1, steps=8)
+    page.mouse.up()
+
+
+def test_video_map_select_play_and_add_to_basket(server, browser, tmp_path):
+    page = browser.new_page(viewport={"width": 1400, "height": 2400})
+    page.set_default_timeout(300_000)
+    page.goto(server)
+    sidebar = page.locator('[data-testid="stSidebar"]')
+    sidebar.get_by_text("Model", exact=True).wait_for()
+    settle(page)
+    sidebar.get_by_role("link", name="Embeddings", exact=True).click()
+    page.get_by_text("Embeddings — where perturbed inputs move").wait_for()
+    choose_radio(page, "videos", scope=page.locator(".st-key-emb_gallery_kind"))
+    choose_radio(page, "PCA (instant)", scope=page.locator(".st-key-emb_method"))
+    page.get_by_text(re.compile(r"^800 points: 200 items · video motion_blur s3 · text keyboard s2 · PCA")).wait_for()
+    settle(page)
+
+    _drag(page, 0.01, 0.01, 0.99, 0.99)  # the whole plot area: clean and perturbed videos and captions
+    add = page.get_by_role("button", name=re.compile(r"Add [1-9]\d* to basket"))
+    add.wait_for()
+    n = int(re.search(r"Add (\d+) to basket", add.inner_text()).group(1))
+    points, items = map(int, re.findall(r"\d+", page.get_by_text(
+        re.compile(r"^Selected: \d+ point\(s\), \d+ item\(s\)$")).inner_text()))
+    assert 0 < n <= items <= points <= 800
+    # the selected videos (the first 12 items shown) play: a clean and a perturbed player per video item
+    page.wait_for_function(VIDEOS_READY, arg=None, timeout=120_000)
+    vids = videos_state(page)
+    assert len(vids) >= 2 and len(vids) % 2 == 0
+    assert all(v["error"] is None and v["duration"] > 0 and v["width"] > 0 for v in vids)
+    page.screenshot(path=str(tmp_path / "embeddings_videos.png"), full_page=True)
+    settle(page)
+    add.click()
+    page.get_by_text(re.compile(rf"^Added {n} example\(s\) to the basket \(0 already there\); the basket holds "
+                                rf"{n}\.$")).wait_for()
+    page.get_by_role("link", name=re.compile(rf"Export the basket \({n}\)")).wait_for()
+    keep = os.environ.get("ROBUSTLAB_SCREENSHOTS")
+    if keep:
+        Path(keep).mkdir(parents=True, exist_ok=True)
+        shutil.copy(tmp_path / "embeddings_videos.png", Path(keep) / "embeddings_videos.png")

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from browser_helpers import choose_radio, settle
+from browser_helpers import VIDEOS_READY, choose_radio, settle, videos_state
 
 pytestmark = pytest.mark.browser
 
@@ -27,21 +27,6 @@ def _video_perturbations() -> tuple[str, str]:
     codec = [s.name for s in native if re.search(r"codec|mpeg|h264|h\.264", s.name, re.I)]
     assert temporal and codec, "the registry has no temporal or codec video perturbation"
     return temporal[0], codec[0]
-
-
-VIDEOS_READY = """(srcs) => {
-    const vids = [...document.querySelectorAll('video')];
-    if (vids.length < 2) return false;
-    if (srcs && vids.map(v => v.currentSrc || v.src).join('|') === srcs) return false;   // not re-rendered yet
-    for (const v of vids) { v.muted = true; if (v.paused && v.readyState >= 1) v.play().catch(() => {}); }
-    return vids.every(v => !v.error && v.readyState >= 2 && v.duration > 0 && v.currentTime > 0);
-}"""
-
-
-def _videos(page) -> list[dict]:
-    return page.evaluate("""() => [...document.querySelectorAll('video')].map(v => ({
-        src: v.currentSrc || v.src, readyState: v.readyState, duration: v.duration, currentTime: v.currentTime,
-        error: v.error ? v.error.code : null, width: v.videoWidth, height: v.videoHeight}))""")
 
 
 def _pick(page, kind: str, name: str, group: str):
@@ -89,13 +74,13 @@ def test_video_perturb_play_basket_export(server, browser, tmp_path):
     shown = []
     for i, name in enumerate((temporal, codec), start=1):
         spec = get_perturbation(name)
-        before = "|".join(v["src"] for v in _videos(page))
+        before = "|".join(v["src"] for v in videos_state(page))
         _pick(page, "video", name, f"{spec.modality} · {spec.category}")
         try:  # first wait for the new perturbation's videos to replace the previous ones...
             page.wait_for_function(VIDEOS_READY, arg=before or None, timeout=60_000)
         except PlaywrightTimeout:  # ...but a re-used media URL never changes: then they must simply play
             page.wait_for_function(VIDEOS_READY, arg=None)
-        vids = _videos(page)
+        vids = videos_state(page)
         assert len(vids) == 2 and all(v["readyState"] >= 2 and v["duration"] > 0 and v["error"] is None
                                       for v in vids), vids
         assert vids[0]["width"] == 64 and vids[1]["width"] > 0
