@@ -56,6 +56,7 @@ SHAPE_ID = {s: i + 1 for i, s in enumerate(world.SHAPES)}
 SIZE_ID = {s: i + 1 for i, s in enumerate(world.SIZES)}
 POS_ID = {cell: i + 1 for i, cell in enumerate(sorted(world.POSITIONS))}  # 3×3 layout cell, 0 = no object
 AUX_W, POOL_W = 0.5, 0.5
+PAIRED_RELATIONS = True  # video questions with before/after or first/last come with their relation-flipped partner
 
 
 def _log(msg: str, verbose: bool) -> None:
@@ -240,36 +241,43 @@ def _image_examples(scenes, labels, idx, rng, mix=IMAGE_MIX):
     return texts, torch.tensor(task), torch.tensor(ans), torch.tensor(box), torch.tensor(itm), pool
 
 
-def _video_examples(videos, targets, idx, rng):
+def _video_examples(videos, targets, idx, rng, pairs: bool = PAIRED_RELATIONS):
+    """One example per video of ``idx`` (a question, or a caption for ITM); with ``pairs``, a question with a
+    temporal relation word also brings its counterfactual partner (``qa.relation_flip``: same video, the word
+    swapped, the answer that makes true), so the answer must read the word. Returns (texts, task, answers, None,
+    ITM labels, pool targets, video index of each example)."""
     ans_id = {a: i for i, a in enumerate(qa.ANSWERS)}
     types, p = list(VIDEO_QTYPE_P), np.array(list(VIDEO_QTYPE_P.values()))
-    texts, task, ans, itm = [], [], [], []
-    pool = torch.zeros(len(idx), targets[0].shape[1], dtype=torch.bool)
-    for j, i in enumerate(idx):
-        v = videos[i]
-        a, m = -100, 0.0
-        if rng.random() < 0.85:
-            q = qa.video_question(v, rng, str(rng.choice(types, p=p / p.sum())))
-            texts.append(q.question)
-            a, t = ans_id[q.answer], 0
-            if q.target >= 0:
-                pool[j] = torch.from_numpy(targets[i][q.target])
-        else:
-            t = 2
-            u = rng.random()
-            if u < 0.5:
-                texts.append(v.caption)
-                m = 1.0
-            elif u < 0.8:
-                texts.append(v.reversed_caption)
-            else:
-                other = videos[int(rng.integers(len(videos)))]
-                texts.append(other.caption)
-                m = 1.0 if other.caption == v.caption else 0.0
+    texts, task, ans, itm, pools, rows = [], [], [], [], [], []
+    n_tok = targets[0].shape[1]
+
+    def add(i, text, t, a, m, target=-1):
+        texts.append(text)
         task.append(t)
         ans.append(a)
         itm.append(m)
-    return texts, torch.tensor(task), torch.tensor(ans), None, torch.tensor(itm), pool
+        pools.append(torch.from_numpy(targets[i][target]) if target >= 0 else torch.zeros(n_tok, dtype=torch.bool))
+        rows.append(int(i))
+
+    for i in idx:
+        v = videos[i]
+        if rng.random() < 0.85:
+            q = qa.video_question(v, rng, str(rng.choice(types, p=p / p.sum())))
+            add(i, q.question, 0, ans_id[q.answer], 0.0, q.target)
+            partner = qa.relation_flip(v, q) if pairs else None
+            if partner is not None:
+                add(i, partner.question, 0, ans_id[partner.answer], 0.0, partner.target)
+            continue
+        u = rng.random()  # ITM: the caption, the time-reversed caption (hard negative) or another video's
+        if u < 0.5:
+            add(i, v.caption, 2, -100, 1.0)
+        elif u < 0.8:
+            add(i, v.reversed_caption, 2, -100, 0.0)
+        else:
+            other = videos[int(rng.integers(len(videos)))]
+            add(i, other.caption, 2, -100, 1.0 if other.caption == v.caption else 0.0)
+    return (texts, torch.tensor(task), torch.tensor(ans), None, torch.tensor(itm), torch.stack(pools),
+            np.asarray(rows, dtype=np.int64))
 
 
 def _group_slices() -> dict[str, slice]:
@@ -335,8 +343,9 @@ def _loss(model, net, feats, tok_labels, texts, task, ans, box, itm, pool, video
 
     ids, mask = model.tokenize(texts)
     vis = net.embed_visual(feats.float(), video)
-    h = net(model.text_embed(ids), mask, vis)
-    o = net.heads_out(h, ids.shape[1])
+    te = model.text_embed(ids)
+    h = net(te, mask, vis)
+    o = net.heads_out(h, ids.shape[1], te, mask)
     losses = {}
     q = task == 0
     if q.any():
@@ -434,8 +443,8 @@ def train_tiny_vilt(out: str | Path | None = None, seed: int = 0, n_train: int =
             for video, k in order:
                 if video:
                     idx = vp[k * batch:(k + 1) * batch]
-                    ex = _video_examples(videos, vid_targets, idx, rng)
-                    feats, labels = vid_feats[idx], vid_labels[idx]
+                    *ex, rows = _video_examples(videos, vid_targets, idx, rng)
+                    feats, labels = vid_feats[rows], vid_labels[rows]
                 else:
                     idx = ip[k * batch:(k + 1) * batch]
                     ex = _image_examples(scenes, img_labels, idx, rng)

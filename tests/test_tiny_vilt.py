@@ -292,3 +292,33 @@ def test_training_is_reproducible_from_the_seed(tmp_path):
     m = load_model("builtin:tiny-vilt", checkpoint=a["checkpoint"], device="cpu")
     assert m.net.pixel_patches and m.net.pooled_vqa and m.net.frame_diff and m.model_id.endswith("a.safetensors")
     assert m.vqa(np.zeros((64, 64, 3), np.uint8), "how many?")[0] in m.answers
+
+
+def test_question_pools_read_only_real_words_and_old_configs_load_without_them(tmp_path):
+    from robustlab.models.tiny_vilt import TINY_VILT_CONFIG, TinyViltNet, load_tiny_vilt, save_tiny_vilt
+
+    torch.manual_seed(0)
+    cfg = dict(TINY_VILT_CONFIG, answers=["yes", "no"], question_pool=2)
+    net = TinyViltNet(cfg).eval()
+    te = torch.randn(3, 7, 128)
+    mask = torch.ones(3, 7, dtype=torch.bool)
+    mask[1, 4:] = False  # a shorter question: padding
+    h = torch.randn(3, 7 + 64, 128)
+    with pytest.raises(ValueError, match="text_emb and text_mask"):
+        net.heads_out(h, 7)
+    out = net.heads_out(h, 7, te, mask)
+    qw = out["question_weights"]  # B × words × pools
+    assert qw.shape == (3, 7, 2) and out["vqa"].shape == (3, 2)
+    torch.testing.assert_close(qw.sum(1), torch.ones(3, 2))
+    assert float(qw[1, 4:].abs().sum()) == 0.0  # padding is never read
+    # the VQA answer changes with a word of the question when nothing else does
+    te2 = te.clone()
+    te2[0, 2] += 1.0
+    assert not torch.allclose(net.heads_out(h, 7, te2, mask)["vqa"][0], out["vqa"][0])
+    # a checkpoint whose config predates the option loads with it off
+    old = dict(TINY_VILT_CONFIG, answers=["yes", "no"])
+    old.pop("question_pool")
+    path = tmp_path / "old.safetensors"
+    save_tiny_vilt(TinyViltNet(old), path, {})
+    net2, _ = load_tiny_vilt(path)
+    assert net2.question_pool == 0 and "question_weights" not in net2.heads_out(h, 7, te, mask)

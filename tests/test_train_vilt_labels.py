@@ -86,3 +86,58 @@ def test_questions_name_their_target_object():
         q = qa.video_question(v, rng, "first")
         if q.qtype == "first":
             assert v.objects[q.target].color == q.answer
+
+
+def test_relation_flip_swaps_the_word_and_the_truth():
+    rng = np.random.default_rng(1)
+    seen = set()
+    for i in range(60):
+        v = world.sample_video(4, i)
+        e1, e2 = v.events
+        for qt in ("order", "event_order", "first", "event", "direction"):
+            q = qa.video_question(v, rng, qt)
+            f = qa.relation_flip(v, q)
+            if q.qtype in ("event", "direction"):
+                assert f is None  # no relation word to swap
+                continue
+            seen.add(q.qtype)
+            a, b = q.question.split(" "), f.question.split(" ")
+            diff = [(x, y) for x, y in zip(a, b) if x != y]
+            assert len(a) == len(b) and len(diff) == 1  # the two differ in the relation word only
+            assert diff[0] in (("before", "after"), ("after", "before"), ("first?", "last?"), ("last?", "first?"))
+            if q.qtype == "first":  # the other event's object answers, and is the new target
+                assert {q.target, f.target} == {e1.obj, e2.obj} and f.answer == v.objects[f.target].color
+            else:
+                assert {q.answer, f.answer} == {"yes", "no"} and f.target == q.target
+            back = qa.relation_flip(v, f)
+            assert (back.question, back.answer, back.target) == (q.question, q.answer, q.target)
+    assert seen == {"order", "event_order", "first"}
+
+
+def test_video_examples_bring_their_counterfactual_partners():
+    from robustlab.train_vilt import _video_examples
+
+    videos = [world.sample_video(6, i) for i in range(40)]
+    targets = [np.zeros((3, 128), bool) for _ in videos]
+    for v, t in zip(videos, targets):
+        for k in range(len(v.objects)):
+            t[k, k] = True  # object k's pool target: token k (enough to check which target each example gets)
+    idx = np.arange(40)
+    texts, task, ans, _, itm, pool, rows = _video_examples(videos, targets, idx, np.random.default_rng(0))
+    assert len(texts) == len(task) == len(ans) == len(itm) == len(pool) == len(rows) > 40
+    assert sorted(set(rows.tolist())) == list(range(40))  # every video once, partners on the same video
+    inv = {a: i for i, a in enumerate(qa.ANSWERS)}
+    pairs = [(j, j + 1) for j in range(len(rows) - 1) if rows[j] == rows[j + 1]]
+    assert pairs
+    for j, k in pairs:
+        assert task[j] == task[k] == 0
+        diff = [(x, y) for x, y in zip(texts[j].split(" "), texts[k].split(" ")) if x != y]
+        assert len(diff) == 1 and diff[0][0].strip("?") in ("before", "after", "first", "last")
+        if diff[0][0] in ("before", "after"):  # yes/no questions: the partner's answer is the other one
+            assert {int(ans[j]), int(ans[k])} == {inv["yes"], inv["no"]}
+        else:  # which changes first/last: a colour each, pooled on the object that answers
+            assert {qa.ANSWERS[int(ans[j])], qa.ANSWERS[int(ans[k])]} <= set(world.COLORS)
+            assert pool[j].any() and pool[k].any()
+    assert ((task == 2) == (ans == -100)).all()  # ITM examples carry no answer
+    _, task1, *_rest, rows1 = _video_examples(videos, targets, idx, np.random.default_rng(0), pairs=False)
+    assert len(rows1) == 40 and (rows1 == idx).all()

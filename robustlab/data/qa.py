@@ -238,6 +238,27 @@ def frame_indices(n_total: int, n: int) -> np.ndarray:
     return np.clip(np.floor((np.arange(n) + 0.5) * n_total / n).astype(int), 0, n_total - 1)
 
 
+_RELATION_FLIP = {"before": "after", "after": "before", "first": "last", "last": "first"}
+
+
+def relation_flip(video: VideoScene, q: QA) -> QA | None:
+    """The same question about the same video with its temporal relation word swapped (before ↔ after,
+    first ↔ last) and the answer that makes true: yes ↔ no for order questions; for "which changes first/last",
+    the other event's object (its colour is the answer, it is the new target). None for questions without a
+    relation word. A counterfactual partner: the two differ only in the relation word."""
+    words = q.question[:-1].split(" ")
+    at = [i for i, w in enumerate(words) if w in _RELATION_FLIP]
+    if q.qtype not in ("order", "event_order", "first") or len(at) != 1:
+        return None
+    words[at[0]] = _RELATION_FLIP[words[at[0]]]
+    text = " ".join(words) + q.question[-1]
+    if q.qtype == "first":
+        e1, e2 = video.events
+        e = e1 if words[at[0]] == "first" else e2
+        return QA(text, video.objects[e.obj].color, "first", e.obj)
+    return QA(text, "no" if q.answer == "yes" else "yes", q.qtype, q.target)
+
+
 def video_frames_at(video: VideoScene, idx, size: int = 64) -> np.ndarray:
     """Frames ``idx`` of ``world.render_video(video, size)``, bit-identical, without rendering the others."""
     rng = world._rng(video.seed, video.index, 98)
@@ -247,4 +268,4 @@ def video_frames_at(video: VideoScene, idx, size: int = 64) -> np.ndarray:
 
 
 __all__ = ["ANSWERS", "IMAGE_TYPES", "VIDEO_TYPES", "QA", "image_question", "video_question", "order_question",
-           "clavi_pair", "mismatched_caption", "describe", "frame_indices", "video_frames_at"]
+           "clavi_pair", "relation_flip", "mismatched_caption", "describe", "frame_indices", "video_frames_at"]

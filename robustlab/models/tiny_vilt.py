@@ -72,7 +72,11 @@ TINY_VILT_CONFIG = dict(
     pooled_vqa=True,      # VQA reads [CLS] and a text-conditioned attention-pooled summary of the visual tokens
     frame_diff=True,      # video tokens also embed their change since the previous sampled frame
     token_aux=True,       # a per-visual-token attribute head (colour / shape / size / cell / change / kind / direction)
+    question_pool=2,      # VQA also reads the question's own words: this many learned attention pools over the
+                          # input word embeddings (0: off), so relation words ("before", "last") reach the answer
 )
+# options added after checkpoints were first shipped, as they are for a checkpoint whose config lacks them
+ADDED_OPTIONS_OFF = dict(question_pool=0)
 # the per-visual-token attribute head's groups (robustlab.train_vilt trains them from the world's structure)
 TOKEN_GROUPS = (("colour", 9), ("shape", 7), ("size", 3), ("change", 2), ("cell", 10), ("kind", 4),
                 ("direction", 5))
@@ -166,6 +170,10 @@ class TinyViltNet(nn.Module):
             # a per-visual-token "this is what the question is about" scorer; the answer reads [CLS] and the pool
             self.pool_score = nn.Sequential(nn.Linear(d, d), nn.GELU(), nn.Linear(d, 1))
             extra = (TOKEN_AUX_CLASSES + int(c["n_frames"])) if c.get("token_aux") else 0
+            self.question_pool = int(c.get("question_pool") or 0)
+            if self.question_pool:  # per-word scores, one column per pool, over the (unfused) input text
+                self.q_score = nn.Linear(d, self.question_pool)
+                extra += self.question_pool * d
             self.vqa_head = nn.Sequential(nn.Linear(2 * d + extra, 2 * d), nn.GELU(), nn.Linear(2 * d, n_ans))
         else:
             self.vqa_head = nn.Sequential(nn.Linear(d, 2 * d), nn.GELU(), nn.Linear(2 * d, n_ans))
@@ -267,8 +275,10 @@ class TinyViltNet(nn.Module):
             frame[:, torch.arange(V, device=vis.device), torch.arange(V, device=vis.device) // g] = 1
         return logits, torch.cat(probs + [frame], -1)
 
-    def heads_out(self, h: torch.Tensor, n_text: int) -> dict[str, torch.Tensor]:
-        """Head outputs from the final states ``h`` (B×N×d; the first ``n_text`` are text)."""
+    def heads_out(self, h: torch.Tensor, n_text: int, text_emb: Optional[torch.Tensor] = None,
+                  text_mask: Optional[torch.Tensor] = None) -> dict[str, torch.Tensor]:
+        """Head outputs from the final states ``h`` (B×N×d; the first ``n_text`` are text). ``text_emb`` /
+        ``text_mask`` (the fusion's text input, B×n_text×d, and which of it is real) feed the question pools."""
         cls = h[:, 0]
         vis = h[:, n_text:]
         out = {"itm": self.itm_head(cls).squeeze(-1), "ground": self.ground_head(vis)}
@@ -281,6 +291,13 @@ class TinyViltNet(nn.Module):
             parts = [cls, (w.unsqueeze(-1) * vis).sum(1)]
             if summary is not None:
                 parts.append((w.unsqueeze(-1) * summary).sum(1))
+            if getattr(self, "question_pool", 0):
+                if text_emb is None or text_mask is None:
+                    raise ValueError("this tiny-vilt reads the question's words: pass text_emb and text_mask")
+                qs = self.q_score(text_emb).masked_fill(~text_mask.bool().unsqueeze(-1), float("-inf"))
+                qw = torch.softmax(qs, 1)                                          # B×Lt×pools
+                parts.append(torch.einsum("blp,bld->bpd", qw, text_emb).flatten(1))
+                out["question_weights"] = qw
             out["vqa"] = self.vqa_head(torch.cat(parts, -1))
             out["pool_logits"], out["pool_weights"] = logits, w
         else:
@@ -473,8 +490,9 @@ class TinyVilt:
     def _run(self, items: Sequence[list[np.ndarray]], texts: Sequence[str]):
         ids, mask = self.tokenize(texts)
         vis, video = self.visual_embed(items)
-        h = self.net(self.text_embed(ids), mask, vis)
-        return self.net.heads_out(h, ids.shape[1]), video
+        te = self.text_embed(ids)
+        h = self.net(te, mask, vis)
+        return self.net.heads_out(h, ids.shape[1], te, mask), video
 
     def _batches(self, visuals, texts, batch_size: int = 64):
         if len(visuals) != len(texts):
@@ -549,8 +567,9 @@ class TinyVilt:
         vis, video = self.visual_embed(items)
         lay = self.layout(ids[0], mask[0], video)
         rec = AttentionRecorder(self.n_layers, replace, lay)
-        h = self.net(self.text_embed(ids), mask, vis, hook=rec)
-        o = self.net.heads_out(h, ids.shape[1])
+        te = self.text_embed(ids)
+        h = self.net(te, mask, vis, hook=rec)
+        o = self.net.heads_out(h, ids.shape[1], te, mask)
         probs = torch.softmax(o["vqa"][0].float(), -1).cpu().numpy()
         outputs = {"itm_score": float(torch.sigmoid(o["itm"][0])),
                    "vqa_logits": o["vqa"][0].float().cpu().numpy(),
@@ -586,7 +605,8 @@ def load_tiny_vilt(path: Path) -> tuple[TinyViltNet, dict]:
     try:
         with safe_open(str(path), "pt") as f:
             md = f.metadata() or {}
-        cfg = {**TINY_VILT_CONFIG, **json.loads(md.get("config", "{}"))}
+        # a checkpoint stores its whole config; options added since are off for one that does not name them
+        cfg = {**TINY_VILT_CONFIG, **ADDED_OPTIONS_OFF, **json.loads(md.get("config", "{}"))}
         meta = {k: json.loads(v) for k, v in md.items() if k != "config"}
         net = TinyViltNet(cfg)
         net.load_state_dict(load_file(str(path)))
