@@ -10,7 +10,7 @@
                                                        of them) into DIR with a manifest.jsonl
     robustlab regenerate EXPORT [--out DIR]            rebuild an export (zip, folder or manifest.jsonl) bit
                                                        for bit and verify it; exit 1 on any mismatch
-    robustlab hubness --model M --dataset builtin --k 15 [--n N] [--seed S] [--direction t2i|i2t]
+    robustlab hubness --model M --dataset builtin|demo|videos --k 15 [--n N] [--seed S] [--direction t2i|i2t|t2v|v2t]
                       [--perturb NAME --severity K] [--reduce dsl|qbnorm|hsm] [--json]
                                                        k-occurrence hubness indices and R@K, clean vs perturbed
 """
@@ -234,13 +234,19 @@ def cmd_hubness(args) -> int:
 
     if args.n < 2:
         return _err("--n must be at least 2")
+    video = args.dataset == "videos"
+    if args.direction is None:
+        args.direction = "t2v" if video else "t2i"
+    if video != (args.direction in ("t2v", "v2t")):
+        return _err(f"--direction {args.direction} does not go with --dataset {args.dataset} "
+                    f"(use {'t2v or v2t' if video else 't2i or i2t'})")
     if not 1 <= args.k <= args.n:
         return _err(f"--k must be between 1 and --n ({args.n})")
     if args.perturb:
         try:
             from robustlab.analysis.hubness_eval import _perturb_modality
 
-            _perturb_modality(args.perturb)
+            _perturb_modality(args.perturb, "video" if args.dataset == "videos" else "image")
         except (KeyError, ValueError) as e:
             return _err(str(e).strip("'\""))
     try:
@@ -358,15 +364,18 @@ def build_parser() -> argparse.ArgumentParser:
                                     "Gini indices, antihub and hub occurrence, with R@1/5/10, clean and (with "
                                     "--perturb) perturbed; --reduce adds the scores after a hubness reduction.")
     hb.add_argument("--model", default="builtin:tiny-clip")
-    hb.add_argument("--dataset", default="builtin", choices=["builtin", "demo"],
+    hb.add_argument("--dataset", default="builtin", choices=["builtin", "demo", "videos"],
                     help="builtin: n freshly generated held-out scenes (world seed --seed); demo: the dashboard's "
-                         "demo gallery")
+                         "demo gallery; videos: n freshly generated held-out event videos (needs a video model, "
+                         "e.g. builtin:tiny-clip-video-seqtransf, or an image model that pools frames)")
     hb.add_argument("--k", type=int, default=15, help="top-k of the k-occurrence (HAT-VTR uses 15)")
     hb.add_argument("--n", type=int, default=1000)
     hb.add_argument("--seed", type=int, default=None, help="world seed (default: 1000 held-out, 7 demo)")
-    hb.add_argument("--direction", choices=["t2i", "i2t"], default="t2i",
-                    help="t2i: captions query images (N_k per image); i2t: images query captions")
-    hb.add_argument("--perturb", default=None, help="an image or text perturbation, applied to that modality")
+    hb.add_argument("--direction", choices=["t2i", "i2t", "t2v", "v2t"], default=None,
+                    help="t2i: captions query images (N_k per image); i2t: images query captions; with --dataset "
+                         "videos, t2v / v2t (default: t2i, or t2v for videos)")
+    hb.add_argument("--perturb", default=None, help="an image (video, with --dataset videos) or text perturbation, "
+                                                    "applied to that modality")
     hb.add_argument("--severity", type=int, default=3, choices=range(1, 6), metavar="K", help="1..5")
     hb.add_argument("--reduce", default=None, choices=["dsl", "qbnorm", "hsm"],
                     help="also report the scores after this hubness reduction (default parameters)")

@@ -6,6 +6,11 @@ Embeddings go through the on-disk embedding cache. Direction ``t2i``: captions q
 ``i2t``: images query captions, N_k per caption. A perturbation is applied to the modality it belongs to (an image
 perturbation to every image, a text perturbation to every caption; item i gets seed ``perturb_seed + i``), whatever
 the direction: perturbing the queries is HAT-VTR's query shift, perturbing the gallery its gallery shift.
+
+``dataset="videos"``: ``n`` freshly generated held-out event videos (world seed ``seed``, as ``robustlab eval
+video-retrieval``) with directions ``t2v`` (captions query videos, N_k per video) and ``v2t`` (videos query
+captions); a perturbation is a video perturbation (any that applies to videos, per-frame ones included) or a text
+one. Identical captions are all ground truth (several videos can share a caption).
 """
 from __future__ import annotations
 
@@ -16,20 +21,22 @@ from robustlab.analysis import reduction as R
 from robustlab.metrics.retrieval import retrieval
 
 DIRECTIONS = ("t2i", "i2t")
-DATASETS = ("builtin", "demo")
+VIDEO_DIRECTIONS = ("t2v", "v2t")
+DATASETS = ("builtin", "demo", "videos")
 DEMO_SIZE = 300  # scenes in the dashboard's demo gallery (robustlab.data.gallery.builtin_gallery)
 
 
-def _summary(scores: np.ndarray, k: int, ks, top: int) -> dict:
+def _summary(scores: np.ndarray, k: int, ks, top: int, gt=None) -> dict:
     n = scores.shape[0]
     nk = H.k_occurrence(scores, k)
-    out = {**retrieval(scores, np.arange(n), ks), **H.measures_from_nk(nk, k)}
+    out = {**retrieval(scores, np.arange(n) if gt is None else gt, ks), **H.measures_from_nk(nk, k)}
     out["max_n_k"] = int(nk.max())
     out["top_hubs"] = [[int(i), int(nk[i])] for i in H.top_hubs(nk, top)]
     return out
 
 
-def _perturb_modality(name: str) -> str:
+def _perturb_modality(name: str, visual: str = "image") -> str:
+    """"text", or ``visual`` ("image" / "video") when the perturbation applies to it; ValueError otherwise."""
     from robustlab.perturb import get_perturbation
 
     spec = get_perturbation(name)  # ValueError with the valid names for an unknown one
@@ -37,9 +44,9 @@ def _perturb_modality(name: str) -> str:
         raise ValueError(f"perturbation {name!r} is unavailable here: {spec.reason}")
     if spec.modality == "text":
         return "text"
-    if spec.modality == "image" or "image" in getattr(spec, "applies_to", ()):
-        return "image"
-    raise ValueError(f"perturbation {name!r} works on {spec.modality}s; hubness here uses images and captions")
+    if spec.modality == visual or visual in getattr(spec, "applies_to", ()):
+        return visual
+    raise ValueError(f"perturbation {name!r} works on {spec.modality}s; hubness here uses {visual}s and captions")
 
 
 def eval_hubness(model, n: int = 1000, seed: int | None = None, k: int = 15, direction: str = "t2i",
@@ -51,10 +58,12 @@ def eval_hubness(model, n: int = 1000, seed: int | None = None, k: int = 15, dir
     from robustlab.data import world
     from robustlab.engine.cache import EmbeddingCache, cached_encode_images, cached_encode_texts
 
-    if direction not in DIRECTIONS:
-        raise ValueError(f"direction must be one of {', '.join(DIRECTIONS)}, got {direction!r}")
     if dataset not in DATASETS:
         raise ValueError(f"dataset {dataset!r} is not supported; use one of {', '.join(DATASETS)}")
+    video = dataset == "videos"
+    dirs = VIDEO_DIRECTIONS if video else DIRECTIONS
+    if direction not in dirs:
+        raise ValueError(f"direction must be one of {', '.join(dirs)} for the {dataset} dataset, got {direction!r}")
     n = int(n)
     if n < 2:
         raise ValueError("n must be at least 2")
@@ -64,7 +73,7 @@ def eval_hubness(model, n: int = 1000, seed: int | None = None, k: int = 15, dir
     if perturb:
         if not 1 <= int(severity) <= 5:
             raise ValueError(f"severity must be 1..5, got {severity}")
-        modality = _perturb_modality(perturb)
+        modality = _perturb_modality(perturb, "video" if video else "image")
     if reduce is not None and reduce not in R.METHODS:
         raise ValueError(f"unknown hubness reduction {reduce!r}; available: {', '.join(R.METHODS)}")
     if reduce is not None:
@@ -73,6 +82,9 @@ def eval_hubness(model, n: int = 1000, seed: int | None = None, k: int = 15, dir
     def stage(name):
         return (lambda done, total: progress(name, done, total)) if progress else None
 
+    if video:
+        return _eval_video_hubness(model, n, seed, int(k), direction, perturb, int(severity), modality, reduce,
+                                   reduce_params, perturb_seed, ks, top, cache, stage)
     if dataset == "builtin":
         from robustlab.evaluate import heldout_gallery
 
@@ -118,15 +130,57 @@ def eval_hubness(model, n: int = 1000, seed: int | None = None, k: int = 15, dir
     out = {"model": getattr(model, "model_id", str(model)), "dataset": dataset, "n": n, "seed": seed, "k": int(k),
            "direction": direction, "queries": "captions" if direction == "t2i" else "images",
            "gallery": "images" if direction == "t2i" else "captions"}
+    return _report(out, conds, None, int(k), perturb, severity, modality, perturb_seed, reduce, reduce_params, ks,
+                   top)
+
+
+def _report(out: dict, conds: dict, gt, k: int, perturb, severity, modality, perturb_seed, reduce, reduce_params,
+            ks, top) -> dict:
+    """Add the settings and, per condition (and reduced, with ``reduce``), R@K, hubness indices and top hubs."""
     if perturb:
         out.update(perturb=perturb, severity=int(severity), perturbed_modality=modality, perturb_seed=perturb_seed)
     for name, s in conds.items():
-        out[name] = _summary(s, int(k), ks, top)
+        out[name] = _summary(s, k, ks, top, gt)
     if reduce:
         params = dict(reduce_params or {})
         out["reduce"] = reduce
         out["reduce_params"] = {p: v for p, v in R._check_params(R.METHODS[reduce], params).items()
                                 if not isinstance(v, np.ndarray)}
-        for name, s in conds.items():
-            out[f"{name}_reduced"] = _summary(R.reduce(s, reduce, **params), int(k), ks, top)
+        for name, s in list(conds.items()):
+            out[f"{name}_reduced"] = _summary(R.reduce(s, reduce, **params), k, ks, top, gt)
     return out
+
+
+def _eval_video_hubness(model, n, seed, k, direction, perturb, severity, modality, reduce, reduce_params,
+                        perturb_seed, ks, top, cache, stage) -> dict:
+    from robustlab.data import world
+    from robustlab.engine.cache import EmbeddingCache, cached_encode_texts, cached_encode_videos
+    from robustlab.evaluate_video import caption_groups, check_video_model, heldout_videos, perturb_texts, \
+        perturb_videos
+
+    check_video_model(model)
+    seed = world.HELDOUT_SEED if seed is None else int(seed)
+    vids, caps, _, _ = heldout_videos(n, seed, progress=stage("render"))
+    cache = cache if cache is not None else EmbeddingCache()
+    ve = cached_encode_videos(model, vids, cache=cache, progress=stage("encode videos"))
+    te = cached_encode_texts(model, caps, cache=cache)
+    ve_p, te_p = ve, te
+    if perturb and modality == "video":
+        outs, recs = perturb_videos(vids, perturb, severity, perturb_seed, progress=stage(f"{perturb} s{severity}"))
+        ve_p = cached_encode_videos(model, outs, cache=cache, records=recs, progress=stage("encode perturbed"))
+    elif perturb:
+        outs, recs = perturb_texts(caps, perturb, severity, perturb_seed)
+        te_p = cached_encode_texts(model, outs, cache=cache, records=recs)
+
+    def oriented(te_, ve_):
+        s = np.asarray(te_, np.float32) @ np.asarray(ve_, np.float32).T  # captions × videos
+        return s if direction == "t2v" else np.ascontiguousarray(s.T)
+
+    conds = {"clean": oriented(te, ve)}
+    if perturb:
+        conds["perturbed"] = oriented(te_p, ve_p)
+    out = {"model": getattr(model, "model_id", str(model)), "dataset": "videos", "n": n, "seed": seed, "k": k,
+           "direction": direction, "queries": "captions" if direction == "t2v" else "videos",
+           "gallery": "videos" if direction == "t2v" else "captions"}
+    return _report(out, conds, caption_groups(caps), k, perturb, severity, modality, perturb_seed, reduce,
+                   reduce_params, ks, top)
