@@ -56,7 +56,9 @@ SHAPE_ID = {s: i + 1 for i, s in enumerate(world.SHAPES)}
 SIZE_ID = {s: i + 1 for i, s in enumerate(world.SIZES)}
 POS_ID = {cell: i + 1 for i, cell in enumerate(sorted(world.POSITIONS))}  # 3×3 layout cell, 0 = no object
 AUX_W, POOL_W = 0.5, 0.5
-PAIRED_RELATIONS = True  # video questions with before/after or first/last come with their relation-flipped partner
+ANSWER_STEPS = 1500  # stage 2 (refine_answers): a fresh answer head with question pools on the frozen fusion
+QUESTION_POOLS = 2
+JOINT_PAIRS = False  # relation pairs in joint training too (stage 2 always pairs them; measured worse when joint)
 
 
 def _log(msg: str, verbose: bool) -> None:
@@ -241,7 +243,7 @@ def _image_examples(scenes, labels, idx, rng, mix=IMAGE_MIX):
     return texts, torch.tensor(task), torch.tensor(ans), torch.tensor(box), torch.tensor(itm), pool
 
 
-def _video_examples(videos, targets, idx, rng, pairs: bool = PAIRED_RELATIONS):
+def _video_examples(videos, targets, idx, rng, pairs: bool = False):
     """One example per video of ``idx`` (a question, or a caption for ITM); with ``pairs``, a question with a
     temporal relation word also brings its counterfactual partner (``qa.relation_flip``: same video, the word
     swapped, the answer that makes true), so the answer must read the word. Returns (texts, task, answers, None,
@@ -338,6 +340,52 @@ def pretrain_tokens(net, img_feats, img_labels, vid_feats, vid_labels, steps: in
     return out
 
 
+ANSWER_PATH = ("vqa_head", "q_score")  # what stage 2 trains
+
+
+def refine_answers(model, net, scenes, img_feats, img_labels, videos, vid_feats, vid_labels, vid_targets,
+                   steps: int, rng: np.random.Generator, batch: int = 32, lr: float = 1e-3,
+                   verbose: bool = True) -> dict:
+    """Stage 2: with the fusion frozen, a fresh answer head that also reads the question's words
+    (``net.add_question_pools``) trains on VQA alone: two video batches, each relation question with its
+    counterfactual partner (``qa.relation_flip``), to one image batch. Measured: heads trained jointly with the
+    fusion, with or without question pools and pairs, leave before/after at chance; on the same frozen fusion this
+    head answers them (see the README)."""
+    net.add_question_pools(QUESTION_POOLS)
+    for n, p in net.named_parameters():
+        p.requires_grad_(n.startswith(ANSWER_PATH))
+    params = [p for p in net.parameters() if p.requires_grad]
+    opt = torch.optim.AdamW(params, lr=lr, weight_decay=0.01)
+    net.eval()  # the frozen part's normalisation as trained; nothing here drops out
+    sums: dict[str, list[float]] = {"img": [], "vid": []}
+    for step in range(int(steps)):
+        video = step % 3 != 0
+        if video:
+            idx = rng.choice(len(videos), min(batch, len(videos)), replace=False)
+            *ex, rows = _video_examples(videos, vid_targets, idx, rng, pairs=True)
+            feats, labels = vid_feats[rows], vid_labels[rows]
+        else:
+            idx = rng.choice(len(scenes), min(batch, len(scenes)), replace=False)
+            ex = _image_examples(scenes, img_labels, idx, rng, mix=(1.0, 0.0, 0.0))
+            feats, labels = img_feats[idx], img_labels[idx]
+        loss = _loss(model, net, feats, labels, *ex, video=video).get("vqa")
+        if loss is None:  # a batch without a question (every video drew a caption)
+            continue
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        opt.step()
+        sums["vid" if video else "img"].append(float(loss.detach()))
+        if verbose and (step + 1) % 250 == 0:
+            _log(f"answer head: step {step + 1}/{steps} loss {float(loss.detach()):.3f}", verbose)
+    for p in net.parameters():
+        p.requires_grad_(True)
+    for p in net.cnn.parameters():
+        p.requires_grad_(False)
+    out = {k: round(float(np.mean(v[-100:])), 4) for k, v in sums.items() if v}
+    _log(f"answer head: {steps} steps, final VQA losses {out}", verbose)
+    return out
+
+
 def _loss(model, net, feats, tok_labels, texts, task, ans, box, itm, pool, video: bool):
     from robustlab.models.tiny_vilt import cxcywh_to_xyxy, decode_boxes
 
@@ -381,7 +429,8 @@ def _loss(model, net, feats, tok_labels, texts, task, ans, box, itm, pool, video
 
 def train_tiny_vilt(out: str | Path | None = None, seed: int = 0, n_train: int = 10000,
                     n_videos: int | None = None, epochs: int = 5, eval_n: int = 1000, batch: int = 32,
-                    lr: float = 1e-3, threads: int | None = None, pretrain_steps: int = 1000, verbose: bool = True,
+                    lr: float = 1e-3, threads: int | None = None, pretrain_steps: int = 1000,
+                    answer_steps: int = ANSWER_STEPS, verbose: bool = True,
                     clip_checkpoint: str | Path | None = None) -> dict:
     """The whole recipe in one call; writes the checkpoint and returns what was measured (JSON-able).
 
@@ -402,7 +451,8 @@ def train_tiny_vilt(out: str | Path | None = None, seed: int = 0, n_train: int =
         out = Path(out) if out else checkpoint_path(CHECKPOINT)
         torch.manual_seed(seed)
         rng = np.random.default_rng(seed)
-        cfg = dict(TINY_VILT_CONFIG, answers=list(qa.ANSWERS))
+        # stage 1 trains without question pools; stage 2 adds them with a fresh answer head
+        cfg = dict(TINY_VILT_CONFIG, answers=list(qa.ANSWERS), question_pool=0)
         net = TinyViltNet(cfg)
         clip_net, clip_meta = load_tiny_clip(Path(clip_checkpoint) if clip_checkpoint else
                                              checkpoint_path("tiny-clip.safetensors"))
@@ -443,7 +493,7 @@ def train_tiny_vilt(out: str | Path | None = None, seed: int = 0, n_train: int =
             for video, k in order:
                 if video:
                     idx = vp[k * batch:(k + 1) * batch]
-                    *ex, rows = _video_examples(videos, vid_targets, idx, rng)
+                    *ex, rows = _video_examples(videos, vid_targets, idx, rng, pairs=JOINT_PAIRS)
                     feats, labels = vid_feats[rows], vid_labels[rows]
                 else:
                     idx = ip[k * batch:(k + 1) * batch]
@@ -466,10 +516,15 @@ def train_tiny_vilt(out: str | Path | None = None, seed: int = 0, n_train: int =
             history.append(ep_loss)
             _log(f"epoch {ep + 1} done ({time.time() - t0:.0f}s): {ep_loss}", verbose)
         net.eval()
+        stage2 = refine_answers(model, net, scenes, img_feats, img_labels, videos, vid_feats, vid_labels,
+                                vid_targets, answer_steps, rng, batch=batch, verbose=verbose) if answer_steps else {}
+        net.eval()
         train_s = time.time() - t0
         recipe = dict(seed=seed, n_train_images=n_train, n_train_videos=n_videos, reversed_videos=0.5,
                       epochs=epochs, batch=batch, lr=lr, steps=step, token_pretrain_steps=int(pretrain_steps),
-                      token_pretrain_losses=stage0, image_mix=list(IMAGE_MIX),
+                      token_pretrain_losses=stage0,
+                      answer_refine_steps=int(answer_steps), answer_refine_losses=stage2,
+                      question_pools=QUESTION_POOLS if answer_steps else 0, joint_pairs=JOINT_PAIRS, image_mix=list(IMAGE_MIX),
                       video_qtype_p=VIDEO_QTYPE_P, aux_weight=AUX_W, pool_weight=POOL_W,
                       scene_seed=SCENE_SEED, video_seed=VIDEO_SEED, threads=torch.get_num_threads(),
                       train_seconds=round(train_s, 1), feature_seconds=round(t_feat, 1), final_losses=history[-1],
@@ -497,5 +552,5 @@ def train_tiny_vilt(out: str | Path | None = None, seed: int = 0, n_train: int =
         torch.set_num_threads(prev_threads)
 
 
-__all__ = ["train_tiny_vilt", "build_features", "giou_loss", "image_token_labels", "video_token_labels",
+__all__ = ["train_tiny_vilt", "build_features", "refine_answers", "giou_loss", "image_token_labels", "video_token_labels",
            "reversed_view"]

@@ -14,19 +14,19 @@ pytestmark = pytest.mark.skipif(not checkpoint_path(CHECKPOINT).exists(),
                                 reason="assets/tiny-vilt.safetensors missing; run `robustlab train tiny-vilt`")
 
 # The full measurement (n = 1000 each, world seed 1000; benchmarks/results/tiny_vilt_quality.json):
-#   image VQA 0.873 (count 0.975, position 0.946, exist 0.893, colour 0.890, shape 0.689)
-#   video VQA 0.660 (direction 0.981, event 0.687, first 0.583, order 0.548, event_order 0.532),
-#   grounding acc@0.5 0.931 (mean IoU 0.756), CLAVI accuracy 0.508 / pair consistency 0.114 (chance 0.5 / 0.25).
-# The issue's bars: image VQA >= 0.80 and grounding >= 0.70 are met (plain tests below); video VQA >= 0.80 and
-# CLAVI above chance are not (strict xfails: an XPASS fails the run, so a retrained model that meets them has to
-# turn them into plain tests). The floors sit about three binomial standard errors (sd ~ 0.03 at n = 200) under
-# the measured figures, so they catch regressions.
-IMAGE_VQA_FLOOR = 0.80  # the issue's bar (measured 0.873 at n = 1000)
+#   image VQA 0.838 (count 0.949, position 0.957, exist 0.852, colour 0.815, shape 0.649)
+#   video VQA 0.810 (direction 0.987, order 0.894, event 0.852, event_order 0.748, first 0.518),
+#   grounding acc@0.5 0.925 (mean IoU 0.753), CLAVI accuracy 0.877 / pair consistency 0.773 (chance 0.5 / 0.25).
+# Every bar of the issue is met. Video VQA sits just over its bar (0.810 vs 0.80), so that bar is checked where it is
+# defined, on the n = 1000 held-out split (about 30 s); the small-split tests use floors about three binomial
+# standard errors (sd ~ 0.03 at n = 200) under the measured figures, so they catch regressions.
+IMAGE_VQA_FLOOR = 0.80  # the issue's bar (measured 0.838 at n = 1000, 0.890 on the n = 200 split)
+VIDEO_VQA_FLOOR = 0.72  # measured 0.810 at n = 1000, 0.775 on the n = 200 split
 COUNT_FLOOR = 0.90
 VIDEO_DIRECTION_FLOOR = 0.85
-GROUNDING_MIN = 0.70  # the issue's bar (measured 0.931 at n = 1000)
+GROUNDING_MIN = 0.70  # the issue's bar (measured 0.925 at n = 1000)
 BAR_VQA = 0.80
-CLAVI_ACC_BAR, CLAVI_PAIR_BAR = 0.60, 0.30
+CLAVI_ACC_BAR, CLAVI_PAIR_BAR = 0.60, 0.30  # "above chance" (0.5 / 0.25) by a margin; measured 0.877 / 0.773
 
 
 @pytest.fixture(scope="module")
@@ -212,19 +212,22 @@ def vqa_result(model):
     return eval_vqa(model, n=200, seed=2024)
 
 
-def test_quality_image_vqa_meets_the_bar(vqa_result):
+def test_quality_vqa_on_a_small_split(vqa_result):
     r = vqa_result
-    assert r["image_acc"] >= IMAGE_VQA_FLOOR, r
+    assert r["image_acc"] >= IMAGE_VQA_FLOOR and r["video_acc"] >= VIDEO_VQA_FLOOR, r
     assert r["per_type"]["image/count"]["acc"] >= COUNT_FLOOR, r
     assert r["per_type"]["video/direction"]["acc"] >= VIDEO_DIRECTION_FLOOR, r
     assert all(k.startswith(("image/", "video/")) for k in r["per_type"])
     assert sum(v["n"] for k, v in r["per_type"].items() if k.startswith("video/")) == 200
 
 
-@pytest.mark.xfail(strict=True, reason="issue bar not met: video VQA 0.660 at n=1000 (before/after questions at "
-                                       "chance)")
-def test_issue_bar_video_vqa(vqa_result):
-    assert vqa_result["video_acc"] >= BAR_VQA, vqa_result
+def test_issue_bar_image_and_video_vqa_on_1000_held_out_items(model):
+    from robustlab.evaluate_fusion import HELDOUT_SEED, eval_vqa
+
+    r = eval_vqa(model, n=1000, seed=HELDOUT_SEED)
+    assert r["image_acc"] >= BAR_VQA and r["video_acc"] >= BAR_VQA, r
+    # before/after is read, not guessed: order questions well above chance
+    assert r["per_type"]["video/order"]["acc"] >= 0.75, r
 
 
 def test_quality_grounding(model):
@@ -253,7 +256,6 @@ def test_clavi_pairs_flip_and_are_reported(clavi_result):
     assert 0 <= r["pair_consistency"] <= min(r["acc_original"], r["acc_complement"])
 
 
-@pytest.mark.xfail(strict=True, reason="issue bar not met: CLAVI accuracy 0.508, pair consistency 0.114 at n=1000")
 def test_issue_bar_clavi_above_chance(clavi_result):
     r = clavi_result
     assert r["acc"] >= CLAVI_ACC_BAR and r["pair_consistency"] >= CLAVI_PAIR_BAR, r
@@ -278,7 +280,8 @@ def test_training_is_reproducible_from_the_seed(tmp_path):
 
     from robustlab.train_vilt import train_tiny_vilt
 
-    kw = dict(seed=3, n_train=32, n_videos=16, epochs=1, eval_n=0, verbose=False, threads=1, pretrain_steps=4)
+    kw = dict(seed=3, n_train=32, n_videos=16, epochs=1, eval_n=0, verbose=False, threads=1, pretrain_steps=4,
+              answer_steps=3)
     a = train_tiny_vilt(out=tmp_path / "a.safetensors", **kw)
     b = train_tiny_vilt(out=tmp_path / "b.safetensors", **kw)
     assert torch.get_num_threads() == 2  # the recipe restores the caller's thread count
@@ -291,6 +294,9 @@ def test_training_is_reproducible_from_the_seed(tmp_path):
         t["final_losses"])
     m = load_model("builtin:tiny-vilt", checkpoint=a["checkpoint"], device="cpu")
     assert m.net.pixel_patches and m.net.pooled_vqa and m.net.frame_diff and m.model_id.endswith("a.safetensors")
+    # stage 2 gave it a fresh answer head with question pools, and the checkpoint loads with them
+    assert t["answer_refine_steps"] == 3 and t["question_pools"] == 2 and m.net.question_pool == 2
+    assert m.net.vqa_head[0].in_features == 2 * 128 + 40 + 8 + 2 * 128  # [CLS], pool, attributes, frame, words
     assert m.vqa(np.zeros((64, 64, 3), np.uint8), "how many?")[0] in m.answers
 
 

@@ -123,7 +123,7 @@ def test_video_examples_bring_their_counterfactual_partners():
         for k in range(len(v.objects)):
             t[k, k] = True  # object k's pool target: token k (enough to check which target each example gets)
     idx = np.arange(40)
-    texts, task, ans, _, itm, pool, rows = _video_examples(videos, targets, idx, np.random.default_rng(0))
+    texts, task, ans, _, itm, pool, rows = _video_examples(videos, targets, idx, np.random.default_rng(0), pairs=True)
     assert len(texts) == len(task) == len(ans) == len(itm) == len(pool) == len(rows) > 40
     assert sorted(set(rows.tolist())) == list(range(40))  # every video once, partners on the same video
     inv = {a: i for i, a in enumerate(qa.ANSWERS)}
@@ -139,5 +139,5 @@ def test_video_examples_bring_their_counterfactual_partners():
             assert {qa.ANSWERS[int(ans[j])], qa.ANSWERS[int(ans[k])]} <= set(world.COLORS)
             assert pool[j].any() and pool[k].any()
     assert ((task == 2) == (ans == -100)).all()  # ITM examples carry no answer
-    _, task1, *_rest, rows1 = _video_examples(videos, targets, idx, np.random.default_rng(0), pairs=False)
+    _, task1, *_rest, rows1 = _video_examples(videos, targets, idx, np.random.default_rng(0))  # joint training
     assert len(rows1) == 40 and (rows1 == idx).all()

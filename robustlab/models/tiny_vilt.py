@@ -185,6 +185,21 @@ class TinyViltNet(nn.Module):
             # event kind (none / moves / appears / disappears), direction (none / left / right / up / down)
             self.token_head = nn.Linear(d, TOKEN_AUX_CLASSES)
 
+    def add_question_pools(self, n: int) -> None:
+        """Give the VQA a fresh answer head that also reads ``n`` question pools (``robustlab.train_vilt``'s
+        stage 2 does this after joint training; the config records it, so the checkpoint loads as trained)."""
+        if not self.pooled_vqa:
+            raise ValueError("question pools need the pooled VQA head (pooled_vqa)")
+        d = int(self.cfg["width"])
+        first = self.vqa_head[0]
+        base = first.in_features - int(getattr(self, "question_pool", 0)) * d
+        self.question_pool = int(n)
+        self.cfg["question_pool"] = int(n)
+        self.q_score = nn.Linear(d, int(n)).to(first.weight.device)
+        n_ans = self.vqa_head[-1].out_features
+        self.vqa_head = nn.Sequential(nn.Linear(base + int(n) * d, 2 * d), nn.GELU(),
+                                      nn.Linear(2 * d, n_ans)).to(first.weight.device)
+
     # visual features ------------------------------------------------------------------------------
     def patch_source_size(self, video: bool) -> int:
         """The side (px) the pixel patches are cut from: grid × patch_size (128 for images, 64 for frames)."""
@@ -286,18 +301,21 @@ class TinyViltNet(nn.Module):
         if self.token_aux:
             out["tokens"], summary = self.token_summary(vis)
         if self.pooled_vqa:
-            logits = self.pool_score(vis).squeeze(-1)                          # B×V
-            w = torch.softmax(logits, -1)
-            parts = [cls, (w.unsqueeze(-1) * vis).sum(1)]
-            if summary is not None:
-                parts.append((w.unsqueeze(-1) * summary).sum(1))
+            qvec = None
             if getattr(self, "question_pool", 0):
                 if text_emb is None or text_mask is None:
                     raise ValueError("this tiny-vilt reads the question's words: pass text_emb and text_mask")
                 qs = self.q_score(text_emb).masked_fill(~text_mask.bool().unsqueeze(-1), float("-inf"))
                 qw = torch.softmax(qs, 1)                                          # B×Lt×pools
-                parts.append(torch.einsum("blp,bld->bpd", qw, text_emb).flatten(1))
+                qvec = torch.einsum("blp,bld->bpd", qw, text_emb).flatten(1)       # B×(pools·d)
                 out["question_weights"] = qw
+            logits = self.pool_score(vis).squeeze(-1)                          # B×V
+            w = torch.softmax(logits, -1)
+            parts = [cls, (w.unsqueeze(-1) * vis).sum(1)]
+            if summary is not None:
+                parts.append((w.unsqueeze(-1) * summary).sum(1))
+            if qvec is not None:
+                parts.append(qvec)
             out["vqa"] = self.vqa_head(torch.cat(parts, -1))
             out["pool_logits"], out["pool_weights"] = logits, w
         else:
