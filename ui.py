@@ -62,13 +62,18 @@ def current_bench(empty_hint: str):
     if gallery is None or len(gallery) == 0:
         st.info(empty_hint)
         return None
+    return _with_bench(get_bench, gid, gallery)
+
+
+def _with_bench(getter, gid: str, gallery):
+    """(spec, device, gid, gallery, bench) from ``getter`` (get_bench / get_video_bench) for the sidebar's model
+    and device, or None after a warning when the bench can't be built."""
     spec, device = st.session_state.get("model_spec", DEFAULT_MODEL), st.session_state.get("device", "auto")
     try:
-        bench = get_bench(spec, device, gid, gallery)
+        return spec, device, gid, gallery, getter(spec, device, gid, gallery)
     except ValueError as e:
         st.warning(str(e))
         return None
-    return spec, device, gid, gallery, bench
 
 
 def clamp(key: str, lo: int, hi: int) -> None:
@@ -149,14 +154,7 @@ def current_video_bench():
     if st.session_state.get("dataset") == "upload":
         st.info("Video galleries are built-in only for now (your uploads are images): showing the built-in "
                 f"event-video gallery ({VIDEO_DEMO_N} videos).")
-    gallery = get_builtin_video_gallery(VIDEO_DEMO_N)
-    gid = f"videos-builtin-{VIDEO_DEMO_N}"
-    spec, device = st.session_state.get("model_spec", DEFAULT_MODEL), st.session_state.get("device", "auto")
-    try:
-        bench = get_video_bench(spec, device, gid, gallery)
-    except ValueError as e:
-        st.warning(str(e))
-        return None
-    if not getattr(model, "num_frames", None):
-        st.caption(f"{spec} has no temporal model: a video is the mean of its frame embeddings (every frame).")
-    return spec, device, gid, gallery, bench
+    got = _with_bench(get_video_bench, f"videos-builtin-{VIDEO_DEMO_N}", get_builtin_video_gallery(VIDEO_DEMO_N))
+    if got is not None and not getattr(model, "num_frames", None):
+        st.caption(f"{got[0]} has no temporal model: a video is the mean of its frame embeddings (every frame).")
+    return got

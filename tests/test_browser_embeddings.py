@@ -18,15 +18,21 @@ from browser_helpers import VIDEOS_READY, choose_radio, settle, videos_state
 pytestmark = pytest.mark.browser
 
 
-def test_box_select_and_add_to_basket(server, browser, tmp_path):
-    page = browser.new_page(viewport={"width": 1400, "height": 1800})
-    page.set_default_timeout(180_000)
+def _open_embeddings(server, browser, height: int, timeout_ms: int):
+    """A new page on the app, navigated to the Embeddings page from the sidebar."""
+    page = browser.new_page(viewport={"width": 1400, "height": height})
+    page.set_default_timeout(timeout_ms)
     page.goto(server)
     sidebar = page.locator('[data-testid="stSidebar"]')
     sidebar.get_by_text("Model", exact=True).wait_for()
     settle(page)
     sidebar.get_by_role("link", name="Embeddings", exact=True).click()
     page.get_by_text("Embeddings — where perturbed inputs move").wait_for()
+    return page
+
+
+def test_box_select_and_add_to_basket(server, browser, tmp_path):
+    page = _open_embeddings(server, browser, 1800, 180_000)
     choose_radio(page, "t-SNE", scope=page.locator(".st-key-emb_method"))  # the default; the issue asks for t-SNE
     page.get_by_text(re.compile(r"^800 points: 200 items · .* · t-SNE \(seed 0\)")).wait_for()
     page.get_by_text("No points selected.").wait_for()
@@ -82,14 +88,7 @@ def _drag(page, fx0: float, fy0: float, fx1: float, fy1: float):
 
 
 def test_video_map_select_play_and_add_to_basket(server, browser, tmp_path):
-    page = browser.new_page(viewport={"width": 1400, "height": 2400})
-    page.set_default_timeout(300_000)
-    page.goto(server)
-    sidebar = page.locator('[data-testid="stSidebar"]')
-    sidebar.get_by_text("Model", exact=True).wait_for()
-    settle(page)
-    sidebar.get_by_role("link", name="Embeddings", exact=True).click()
-    page.get_by_text("Embeddings — where perturbed inputs move").wait_for()
+    page = _open_embeddings(server, browser, 2400, 300_000)
     choose_radio(page, "videos", scope=page.locator(".st-key-emb_gallery_kind"))
     choose_radio(page, "PCA (instant)", scope=page.locator(".st-key-emb_method"))
     page.get_by_text(re.compile(r"^800 points: 200 items · video motion_blur s3 · text keyboard s2 · PCA")).wait_for()
