@@ -29,8 +29,12 @@ One call, on CPU (``threads`` torch threads; ``robustlab train tiny-vilt --threa
    and its direction), and a pooling loss that puts the VQA
    head's attention pool on the tokens of the object the question names (for video questions: on the frames
    where that object changes). AdamW 1e-3, warm-up + cosine, image and video batches interleaved
-   at random; batch 32, 5 epochs.
-6. The checkpoint keeps the fusion transformer, heads and the CNN copy (the MiniLM word-embedding table is
+   at random; batch 32, 5 epochs (stage 1).
+6. Stage 2 (``answer_steps``, 1,500 by default, :func:`refine_answers`): with the fusion frozen, a fresh answer
+   head that also reads two attention pools over the question's words trains on VQA alone, every before/after
+   or first/last video question paired with its counterfactual (the word swapped, the answer that makes it
+   true: :func:`robustlab.data.qa.relation_flip`). Jointly trained heads left before/after at chance.
+7. The checkpoint keeps the fusion transformer, heads and the CNN copy (the MiniLM word-embedding table is
    read from its package), with the config, the answer vocabulary, the recipe and the held-out figures
    (measured with :mod:`robustlab.evaluate_fusion` on ``eval_n`` fresh items) in its metadata.
 """
