@@ -14,9 +14,10 @@ from robustlab.data import world
 from robustlab.data.io import InputError, clean_caption
 from robustlab.perturb import list_perturbations, perturb
 from robustlab.perturb.record import hash_value
+from robustlab.video_retrieval import BUILTIN_VIDEO_FPS
 
 VIDEO_MAX_FRAMES, VIDEO_MAX_SIDE = 300, 320  # uploads are bounded so that every severity stays interactive
-BUILTIN_VIDEO_SIZE, BUILTIN_VIDEO_FPS, BUILTIN_VIDEOS = 128, 8.0, 200
+BUILTIN_VIDEO_SIZE, BUILTIN_VIDEOS = 128, 200
 KINDS = {"image": "Image", "video": "Video", "text": "Caption"}
 UPLOAD_TYPES = {"image": ["png", "jpg", "jpeg", "webp", "bmp", "gif", "tif", "tiff"],
                 "video": ["mp4", "webm", "avi", "mov", "mkv", "m4v"],

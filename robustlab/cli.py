@@ -246,7 +246,7 @@ def cmd_hubness(args) -> int:
         try:
             from robustlab.analysis.hubness_eval import _perturb_modality
 
-            _perturb_modality(args.perturb, "video" if args.dataset == "videos" else "image")
+            _perturb_modality(args.perturb, "video" if video else "image")
         except (KeyError, ValueError) as e:
             return _err(str(e).strip("'\""))
     try:

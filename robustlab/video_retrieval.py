@@ -23,6 +23,7 @@ from robustlab.metrics import ranks, retrieval
 from robustlab.retrieval import Condition, Ranked
 
 VIDEO_WORLD_VERSION = 1  # bump when the video generator's output changes
+BUILTIN_VIDEO_FPS = 8.0  # the frame rate the built-in event videos are played and exported at
 
 
 @dataclass
@@ -216,7 +217,7 @@ class VideoRetrievalBench:
                                text_condition=text_cond, k=k, notes=notes)
 
 
-def display_mp4(frames: np.ndarray, scale: int = 3, fps: float = 8.0) -> bytes:
+def display_mp4(frames: np.ndarray, scale: int = 3, fps: float = BUILTIN_VIDEO_FPS) -> bytes:
     """H.264 mp4 bytes of a (small) video for the browser, upscaled ``scale``× with nearest neighbour."""
     from robustlab.data.media import write_mp4
 

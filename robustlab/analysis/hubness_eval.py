@@ -120,18 +120,20 @@ def eval_hubness(model, n: int = 1000, seed: int | None = None, k: int = 15, dir
         else:
             ie_p, te_p = ie, cached_encode_texts(model, outs, cache=cache, records=recs)
 
-    def oriented(te_, ie_):
-        s = te_ @ ie_.T  # captions × images; caption i belongs to image i
-        return np.asarray(s if direction == "t2i" else s.T, dtype=np.float32)
-
-    conds = {"clean": oriented(te, ie)}
+    conds = {"clean": _oriented(te, ie, direction == "t2i")}
     if perturb:
-        conds["perturbed"] = oriented(te_p, ie_p)
+        conds["perturbed"] = _oriented(te_p, ie_p, direction == "t2i")
     out = {"model": getattr(model, "model_id", str(model)), "dataset": dataset, "n": n, "seed": seed, "k": int(k),
            "direction": direction, "queries": "captions" if direction == "t2i" else "images",
            "gallery": "images" if direction == "t2i" else "captions"}
     return _report(out, conds, None, int(k), perturb, severity, modality, perturb_seed, reduce, reduce_params, ks,
                    top)
+
+
+def _oriented(text_emb, visual_emb, text_queries: bool) -> np.ndarray:
+    """Scores queries × gallery: captions × visual items (caption i belongs to item i), or its transpose."""
+    s = np.asarray(text_emb, np.float32) @ np.asarray(visual_emb, np.float32).T
+    return s if text_queries else np.ascontiguousarray(s.T)
 
 
 def _report(out: dict, conds: dict, gt, k: int, perturb, severity, modality, perturb_seed, reduce, reduce_params,
@@ -146,7 +148,7 @@ def _report(out: dict, conds: dict, gt, k: int, perturb, severity, modality, per
         out["reduce"] = reduce
         out["reduce_params"] = {p: v for p, v in R._check_params(R.METHODS[reduce], params).items()
                                 if not isinstance(v, np.ndarray)}
-        for name, s in list(conds.items()):
+        for name, s in conds.items():
             out[f"{name}_reduced"] = _summary(R.reduce(s, reduce, **params), k, ks, top, gt)
     return out
 
@@ -172,13 +174,9 @@ def _eval_video_hubness(model, n, seed, k, direction, perturb, severity, modalit
         outs, recs = perturb_texts(caps, perturb, severity, perturb_seed)
         te_p = cached_encode_texts(model, outs, cache=cache, records=recs)
 
-    def oriented(te_, ve_):
-        s = np.asarray(te_, np.float32) @ np.asarray(ve_, np.float32).T  # captions × videos
-        return s if direction == "t2v" else np.ascontiguousarray(s.T)
-
-    conds = {"clean": oriented(te, ve)}
+    conds = {"clean": _oriented(te, ve, direction == "t2v")}
     if perturb:
-        conds["perturbed"] = oriented(te_p, ve_p)
+        conds["perturbed"] = _oriented(te_p, ve_p, direction == "t2v")
     out = {"model": getattr(model, "model_id", str(model)), "dataset": "videos", "n": n, "seed": seed, "k": k,
            "direction": direction, "queries": "captions" if direction == "t2v" else "videos",
            "gallery": "videos" if direction == "t2v" else "captions"}

@@ -270,15 +270,14 @@ def sample_items(bench, n_items: int, seed: int = 0) -> np.ndarray:
     return np.sort(np.random.default_rng(seed).choice(cap, size=n, replace=False))
 
 
-def _visual_side(bench, cond: Condition, progress=None):
-    """(visual embeddings of every gallery item, N_k-ready scores caption→visual, visual→caption)."""
+def _both_directions(bench, visual_cond: Condition, text_cond: Condition, progress=None):
+    """(visual embeddings of every gallery item, scores caption→visual, scores visual→caption) from one
+    captions × visual product (images: every image is a target, only captioned ones query)."""
     if is_video_bench(bench):
-        emb = bench.videos(cond, progress=progress)[2]
-        return emb, (lambda tc: video_score_matrix(bench, "t2v", cond, tc, progress=progress),
-                     lambda tc: video_score_matrix(bench, "v2t", cond, tc, progress=progress))
-    emb = bench.images(cond, progress=progress)[2]
-    return emb, (lambda tc: score_matrix(bench, "t2i", cond, tc, progress=progress)[0],
-                 lambda tc: score_matrix(bench, "i2t", cond, tc, progress=progress)[0])
+        s = video_score_matrix(bench, "t2v", visual_cond, text_cond, progress=progress)
+        return bench.videos(visual_cond)[2], s, s.T
+    s, _, _ = score_matrix(bench, "t2i", visual_cond, text_cond, progress=progress)
+    return bench.images(visual_cond)[2], s, s[:, np.asarray(bench.captioned, dtype=np.int64)].T
 
 
 def embedding_points(bench, visual_cond: Condition, text_cond: Condition, n_items: int = 200,
@@ -300,8 +299,7 @@ def embedding_points(bench, visual_cond: Condition, text_cond: Condition, n_item
     for cname, (vc, tc) in conds.items():
         if cname == "perturbed" and vc.clean and tc.clean:
             continue
-        vemb, (t2v, v2t) = _visual_side(bench, vc, progress)
-        st2v, sv2t = t2v(tc), v2t(tc)
+        vemb, st2v, sv2t = _both_directions(bench, vc, tc, progress)
         nk_vis = np.asarray(hubness.k_occurrence(st2v, k=max(min(int(k), st2v.shape[1] - 1), 1)))
         nk_txt = np.asarray(hubness.k_occurrence(sv2t, k=max(min(int(k), sv2t.shape[1] - 1), 1)))
         if cname == "clean" or not vc.clean:
@@ -397,17 +395,14 @@ def gallery_source(gallery, i: int, field: str | None = None) -> dict:
     extra = {"field": field} if field else {}
     if gallery.source == "builtin":
         if hasattr(gallery, "videos"):  # the built-in event videos: robustlab.data.world.sample_video(seed, index)
-            size = int(np.asarray(gallery.videos[i]).shape[1]) if field is None else None
-            return builtin_source("video", meta.get("seed", 0), meta.get("index", i), gallery.names[i], **extra,
-                                  **({"size": size} if size else {}))
+            if field is None:
+                extra["size"] = int(np.asarray(gallery.videos[i]).shape[1])
+            return builtin_source("video", meta.get("seed", 0), meta.get("index", i), gallery.names[i], **extra)
         return builtin_source("gallery", meta.get("seed", 0), i, gallery.names[i], **extra)
     src = {"type": "upload", "name": gallery.names[i], "gallery_index": int(i), **extra}
     if meta.get("hash"):
         src["content_hash"] = meta["hash"]
     return src
-
-
-VIDEO_FPS = 8.0  # the built-in event videos' frame rate (as the Perturb page and the dashboard play them)
 
 
 def selection_examples(bench, points: EmbeddingPoints, rows, visual_cond: Condition, text_cond: Condition,
@@ -416,6 +411,7 @@ def selection_examples(bench, points: EmbeddingPoints, rows, visual_cond: Condit
     (item, modality) whose modality is perturbed, with its perturbation record. Clean-only selections give [].
     ``bench`` is an image :class:`RetrievalBench` or a ``VideoRetrievalBench``."""
     from robustlab.basket import make_example
+    from robustlab.video_retrieval import BUILTIN_VIDEO_FPS
 
     g = bench.gallery
     col = caption_columns(bench)
@@ -428,7 +424,7 @@ def selection_examples(bench, points: EmbeddingPoints, rows, visual_cond: Condit
             clean_emb = side(Condition())[2]
             clean = g.videos[item] if video else g.images[item]
             ex = make_example(mod, clean, (vis[item], recs[item]), gallery_source(g, item), label=g.names[item],
-                              fps=VIDEO_FPS if video else None,
+                              fps=BUILTIN_VIDEO_FPS if video else None,
                               model=_model_info(model_id, clean_emb[item], emb[item]))
         elif mod == "text" and not text_cond.clean and item in col:
             j = col[item]

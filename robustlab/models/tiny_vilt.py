@@ -166,6 +166,7 @@ class TinyViltNet(nn.Module):
         if self.pixel_patches and not self.token_mlp:
             self.patch_proj = nn.Linear(self.patch_dim, d)
         self.pooled_vqa = bool(c.get("pooled_vqa"))
+        self.question_pool = 0
         if self.pooled_vqa:
             # a per-visual-token "this is what the question is about" scorer; the answer reads [CLS] and the pool
             self.pool_score = nn.Sequential(nn.Linear(d, d), nn.GELU(), nn.Linear(d, 1))
@@ -192,7 +193,7 @@ class TinyViltNet(nn.Module):
             raise ValueError("question pools need the pooled VQA head (pooled_vqa)")
         d = int(self.cfg["width"])
         first = self.vqa_head[0]
-        base = first.in_features - int(getattr(self, "question_pool", 0)) * d
+        base = first.in_features - self.question_pool * d
         self.question_pool = int(n)
         self.cfg["question_pool"] = int(n)
         self.q_score = nn.Linear(d, int(n)).to(first.weight.device)
@@ -302,7 +303,7 @@ class TinyViltNet(nn.Module):
             out["tokens"], summary = self.token_summary(vis)
         if self.pooled_vqa:
             qvec = None
-            if getattr(self, "question_pool", 0):
+            if self.question_pool:
                 if text_emb is None or text_mask is None:
                     raise ValueError("this tiny-vilt reads the question's words: pass text_emb and text_mask")
                 qs = self.q_score(text_emb).masked_fill(~text_mask.bool().unsqueeze(-1), float("-inf"))
