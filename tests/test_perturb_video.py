@@ -492,6 +492,27 @@ def test_image_ops_on_videos_chunked_threaded_reproducible(name, monkeypatch):
     assert distinct == (1 if "deterministic" in spec.tags else 10), name
 
 
+def test_spec_chunk_elements_overrides_the_video_chunks(monkeypatch):
+    """fog's video chunks follow its own ``chunk_elements`` (6 frames at 224²-sized chunks), not the global size."""
+    spec = get_perturbation("fog")
+    assert spec.chunk_elements == 1 << 20 and spec.batched
+    v = moving_video(t=7, h=16, w=16)
+    monkeypatch.setattr(reg, "VIDEO_CHUNK_ELEMENTS", v[0].size)  # globally: one frame per chunk
+    monkeypatch.setattr(spec, "chunk_elements", v[0].size * 3)  # fog: chunks of 3, 3, 1 frames
+    params = spec.params(3)
+    kids = np.random.default_rng(2).spawn(3)
+    ref = np.concatenate([spec.fn(v[a:a + 3], dict(params), kids[i]) for i, a in enumerate(range(0, 7, 3))])
+    for threads in (1, 2):
+        monkeypatch.setattr(reg, "VIDEO_THREADS", threads)
+        res = perturb(v, "fog", 3, seed=2)
+        assert res.output.tobytes() == ref.tobytes(), threads
+        assert regenerate(res.record, v).tobytes() == ref.tobytes()
+    with pytest.raises(ValueError, match="chunk_elements applies to batched image"):
+        reg.register("not_batched_chunked", modality="image", category="noise", source="test",
+                     severity_table={s: {} for s in range(1, 6)}, chunk_elements=1 << 20)(lambda x, p, r: x)
+    assert "not_batched_chunked" not in {s.name for s in reg.list_perturbations()}
+
+
 def test_flow_ops_do_not_depend_on_threads(monkeypatch):
     v = moving_video(t=10, h=16, w=24)
     outs = []

@@ -16,12 +16,14 @@ Image functions get an H×W×3 uint8 array (or, when registered with ``batched=T
 which is how videos are processed in one vectorised call) and must return the same shape, uint8.
 A T×H×W×3 video given to an image perturbation is processed frame by frame with fresh randomness per frame.
 The frames are split into chunks of at most ``VIDEO_CHUNK_ELEMENTS`` elements (one frame at 224², several for small
-frames: whole-stack float intermediates fall out of the CPU caches and run 2–5× slower than a frame loop; a fixed
-function of the shape, never of the machine); chunk i draws from its own generator, the i-th child of the seeded
+frames: whole-stack float intermediates fall out of the CPU caches and run 2–5× slower than a frame loop; a spec's
+``chunk_elements`` overrides it where per-call overhead dominates, e.g. fog's many small diamond-square steps; a
+fixed function of the shape, never of the machine); chunk i draws from its own generator, the i-th child of the seeded
 one (``rng.spawn``), advancing across its frames. ``batched`` functions get each chunk as one
-vectorised ``k×H×W×3`` call, others one call per frame. Chunks run on ``VIDEO_THREADS`` threads (NumPy, OpenCV
-and Pillow release the GIL; env ``ROBUSTLAB_THREADS``, default min(CPUs, 8); clips under 2M elements and specs
-tagged "model" run in the calling thread); the output does not depend on the number of threads.
+vectorised ``k×H×W×3`` call, others one call per frame. Chunks run on ``VIDEO_THREADS`` threads (NumPy's large
+operations and OpenCV release the GIL, Pillow's JPEG encoder hardly does; env ``ROBUSTLAB_THREADS``, default
+min(CPUs, 8); clips under 2M elements and specs tagged "model" run in the calling thread); the output does not
+depend on the number of threads.
 
 Video functions (``modality="video"``) get a T×H×W×3 uint8 array and return a T'×H'×W'×3 uint8 one; T' and the
 frame size may differ from the input's where the spec says so (``output_note``: temporal ops that shorten or
@@ -102,6 +104,7 @@ class PerturbationSpec:
     requires: tuple = ()  # dependency keys, e.g. ("opencv",)
     applies_to: tuple = ()  # input kinds accepted, e.g. ("image", "video")
     batched: bool = False  # fn accepts ...×H×W×3 stacks (vectorised video path)
+    chunk_elements: int = 0  # video path: chunk size in uint8 elements (0 = VIDEO_CHUNK_ELEMENTS)
     requires_perturbations: tuple = ()  # registered perturbations fn calls; an entry may be a tuple of alternatives
     output_note: str = ""  # how the output's length / size can differ from the input's ("" = same shape)
     fn: Callable | None = dataclasses.field(default=None, repr=False, compare=False)
@@ -217,7 +220,7 @@ def register(name: str, *, modality: str, category: str, source: str, severity_t
              variants: dict | None = None, default_variant: str = "default", description: str = "",
              tags=(), requires=(), variant_notes: dict | None = None, batched: bool = False,
              applies_to=None, override: bool = False, requires_perturbations=(), check: Callable | None = None,
-             output_note: str = ""):
+             output_note: str = "", chunk_elements: int = 0):
     """Decorator registering ``fn(x, params, rng) -> output`` as perturbation ``name``.
 
     ``severity_table`` is the default variant's table ({1..5: params}); ``variants`` maps further variant
@@ -227,10 +230,14 @@ def register(name: str, *, modality: str, category: str, source: str, severity_t
     holds, decided each time specs are listed, for ``requires_perturbations`` (registered perturbations the
     function calls; an entry may be a tuple of alternative names) and ``check`` (a callable returning "" when
     the assets it needs, e.g. weights, are present, else the reason). ``output_note`` documents how a video
-    function's output length or size may differ from its input's.
+    function's output length or size may differ from its input's. ``chunk_elements`` (batched image ops only)
+    replaces ``VIDEO_CHUNK_ELEMENTS`` for this op's video chunks, for functions whose per-call Python overhead
+    outweighs the cache cost of bigger chunks (it fixes the chunks, so it is part of what a seed produces).
     """
     if modality not in MODALITIES:
         raise ValueError(f"modality must be one of {', '.join(MODALITIES)}, got {modality!r}")
+    if chunk_elements and not (batched and modality == "image"):
+        raise ValueError(f"{name}: chunk_elements applies to batched image perturbations only")
     tables = {}
     if severity_table is not None:
         tables[default_variant] = severity_table
@@ -261,7 +268,8 @@ def register(name: str, *, modality: str, category: str, source: str, severity_t
             tags=tuple(tags), variant_notes=dict(variant_notes or {}), requires=tuple(requires),
             applies_to=tuple(applies_to), batched=bool(batched),
             requires_perturbations=tuple(tuple(p) if isinstance(p, list) else p for p in requires_perturbations),
-            output_note=output_note, fn=fn, check=check, _static_reason=static_reason,
+            output_note=output_note, chunk_elements=int(chunk_elements), fn=fn, check=check,
+            _static_reason=static_reason,
         )
         _REGISTRY[name] = spec
         return fn
@@ -364,14 +372,14 @@ def _prepare_input(spec: PerturbationSpec, x):
     return arr, {"kind": kind, "shape": list(arr.shape)}
 
 
-def _chunks(n_frames: int, frame_elems: int):
-    step = max(1, VIDEO_CHUNK_ELEMENTS // max(frame_elems, 1))
+def _chunks(n_frames: int, frame_elems: int, limit: int = 0):
+    step = max(1, (limit or VIDEO_CHUNK_ELEMENTS) // max(frame_elems, 1))
     return [(i, min(i + step, n_frames)) for i in range(0, n_frames, step)]
 
 
 def _map_frames(spec: PerturbationSpec, x: np.ndarray, params: dict, rng: np.random.Generator) -> np.ndarray:
     """An image perturbation over a T×H×W×3 video: fixed chunks, one child generator per chunk, threads."""
-    parts = _chunks(x.shape[0], int(np.prod(x.shape[1:])))
+    parts = _chunks(x.shape[0], int(np.prod(x.shape[1:])), spec.chunk_elements)
     gens = rng.spawn(len(parts))
     out = np.empty_like(x)
 
