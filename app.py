@@ -11,10 +11,12 @@ import streamlit as st
 st.set_page_config(page_title="robustlab", page_icon="🧪", layout="wide")
 
 from robustlab.engine.device import describe_devices  # noqa: E402
+from robustlab.perturb.allocator import tune_allocator  # noqa: E402
 from robustlab.models import list_models  # noqa: E402
 import ui  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
+tune_allocator()  # process-wide, once: keep freed NumPy temporaries (glibc) for the per-frame perturbations
 # (file, title, icon): one thin file per view
 VIEWS = [
     ("pages/retrieval.py", "Retrieval", "🔎"),

@@ -387,6 +387,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv=None) -> int:
     args = build_parser().parse_args(argv)
+    from robustlab.perturb.allocator import tune_allocator
+
+    tune_allocator()  # keep freed NumPy temporaries (glibc): per-frame perturbations 1.5-3x faster
     try:
         return args.fn(args)
     except KeyboardInterrupt:

@@ -75,6 +75,15 @@ def test_sidebar_widgets_exist(app):
     assert app.selectbox(key="device").value == "auto"
 
 
+def test_app_tunes_the_allocator_at_start(monkeypatch):
+    from robustlab.perturb import allocator
+
+    calls = []
+    monkeypatch.setattr(allocator, "tune_allocator", lambda: calls.append(1) or False)
+    fresh()
+    assert calls == [1]
+
+
 def fresh(**state):
     at = AppTest.from_file("../app.py", default_timeout=TIMEOUT)
     for k, v in state.items():
