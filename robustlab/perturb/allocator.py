@@ -24,33 +24,34 @@ M_MMAP_THRESHOLD = -3
 MMAP_THRESHOLD = 32 << 20
 TRIM_THRESHOLD = 64 << 20
 
-_state: dict = {}
+_STATE = {"applied": False, "mmap_threshold": None, "trim_threshold": None}
+_tried = False
 
 
 def tune_allocator(mmap_threshold: int = MMAP_THRESHOLD, trim_threshold: int = TRIM_THRESHOLD) -> bool:
-    """Keep freed NumPy temporaries for reuse instead of returning them to the kernel (see module docstring)."""
-    key = (int(mmap_threshold), int(trim_threshold))
-    if key in _state:
-        return _state[key]
-    ok = False
-    if os.environ.get("ROBUSTLAB_MALLOC_TUNING", "1").strip().lower() not in ("0", "false", "no", "off") \
-            and sys.platform.startswith("linux"):
-        try:
-            libc = ctypes.CDLL(None)
-            libc.gnu_get_libc_version  # glibc only: musl's mallopt is a no-op  # noqa: B018
-            mallopt = libc.mallopt
-            mallopt.argtypes = [ctypes.c_int, ctypes.c_int]
-            mallopt.restype = ctypes.c_int
-            ok = mallopt(M_MMAP_THRESHOLD, key[0]) == 1 and mallopt(M_TRIM_THRESHOLD, key[1]) == 1
-        except (OSError, AttributeError):
-            ok = False
-    _state[key] = ok
+    """Keep freed NumPy temporaries for reuse instead of returning them to the kernel (see module docstring).
+    The first call decides; later calls return its result."""
+    global _tried
+    if _tried:
+        return _STATE["applied"]
+    _tried = True
+    if os.environ.get("ROBUSTLAB_MALLOC_TUNING", "1").strip().lower() in ("0", "false", "no", "off") \
+            or not sys.platform.startswith("linux"):
+        return False
+    try:
+        libc = ctypes.CDLL(None)
+        libc.gnu_get_libc_version  # glibc only: musl's mallopt is a no-op  # noqa: B018
+        mallopt = libc.mallopt
+        mallopt.argtypes = [ctypes.c_int, ctypes.c_int]
+        mallopt.restype = ctypes.c_int
+        ok = mallopt(M_MMAP_THRESHOLD, int(mmap_threshold)) == 1 and mallopt(M_TRIM_THRESHOLD, int(trim_threshold)) == 1
+    except (OSError, AttributeError):
+        return False
+    if ok:
+        _STATE.update(applied=True, mmap_threshold=int(mmap_threshold), trim_threshold=int(trim_threshold))
     return ok
 
 
 def allocator_state() -> dict:
     """What ``tune_allocator`` did in this process: {"applied": bool, "mmap_threshold", "trim_threshold"}."""
-    for (mmap, trim), ok in _state.items():
-        if ok:
-            return {"applied": True, "mmap_threshold": mmap, "trim_threshold": trim}
-    return {"applied": False, "mmap_threshold": None, "trim_threshold": None}
+    return dict(_STATE)
