@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import streamlit as st
 
-from robustlab.data.gallery import Gallery, builtin_gallery
+from robustlab.datasets.gallery import Gallery, builtin_gallery
 from robustlab.models import ModelUnavailable, load_model
-from robustlab.retrieval import RetrievalBench
+from robustlab.tasks.retrieval import RetrievalBench
 
 DEMO_N = 300
 DEFAULT_MODEL = "builtin:tiny-clip"
@@ -87,8 +87,8 @@ def encode_then(bench, visual_cond, text_cond, compute, *, compute_msg: str, fai
     """Encode the clean and perturbed gallery (memoised by the bench, embeddings on disk) with a progress bar, then
     ``compute()``; returns its result, or None after a clear message (bad input: a warning; anything a
     perturbation raises on this gallery: ``failure`` plus the error) so the page stays up."""
-    from robustlab.data.io import InputError
-    from robustlab.retrieval import Condition
+    from robustlab.io.files import InputError
+    from robustlab.tasks.retrieval import Condition
 
     what = "videos" if videos else "gallery"
     bar = st.progress(0.0, text=f"Perturbing and encoding the {what}…")
@@ -123,7 +123,7 @@ VIDEO_DEMO_N = 200
 
 @st.cache_resource(show_spinner="Generating the built-in video gallery (first run only)…")
 def get_builtin_video_gallery(n: int = VIDEO_DEMO_N):
-    from robustlab.video_retrieval import builtin_video_gallery
+    from robustlab.tasks.video_retrieval import builtin_video_gallery
 
     return builtin_video_gallery(n)
 
@@ -131,7 +131,7 @@ def get_builtin_video_gallery(n: int = VIDEO_DEMO_N):
 @st.cache_resource(show_spinner=False, max_entries=8)
 def get_video_bench(spec: str, device: str, gallery_id: str, _gallery):
     """A VideoRetrievalBench per model and video gallery: memoises perturbed videos and their embeddings."""
-    from robustlab.video_retrieval import VideoRetrievalBench
+    from robustlab.tasks.video_retrieval import VideoRetrievalBench
 
     return VideoRetrievalBench(get_model(spec, device), _gallery)
 
@@ -139,7 +139,7 @@ def get_video_bench(spec: str, device: str, gallery_id: str, _gallery):
 @st.cache_data(show_spinner=False, max_entries=512)
 def video_mp4(gallery_id: str, condition_key: str, index: int, _frames) -> bytes:
     """Browser-playable H.264 mp4 of one gallery video under one condition (cached by id, condition, index)."""
-    from robustlab.video_retrieval import display_mp4
+    from robustlab.tasks.video_retrieval import display_mp4
 
     return display_mp4(_frames)
 

@@ -30,7 +30,7 @@ def bench_cache(n: int = 1000, repeats: int = 3) -> dict:
     import numpy as np
 
     from robustlab.engine import EmbeddingCache, cached_encode_images
-    from robustlab.evaluate import heldout_gallery
+    from robustlab.tasks.evaluate import heldout_gallery
     from robustlab.models import load_model
 
     model = load_model("builtin:tiny-clip", device="cpu")
@@ -59,8 +59,8 @@ def bench_cache(n: int = 1000, repeats: int = 3) -> dict:
 
 
 def bench_quality(n: int = 1000) -> list[dict]:
-    from robustlab.data import world
-    from robustlab.evaluate import eval_retrieval
+    from robustlab.datasets.synthetic import world
+    from robustlab.tasks.evaluate import eval_retrieval
     from robustlab.models import load_model
 
     model = load_model("builtin:tiny-clip", device="cpu")

@@ -42,7 +42,7 @@ def main(argv=None) -> int:
     import torch
 
     torch.set_num_threads(1)
-    from robustlab.evaluate_fusion import eval_clavi, eval_grounding, eval_itm, eval_vqa
+    from robustlab.tasks.evaluate_fusion import eval_clavi, eval_grounding, eval_itm, eval_vqa
     from robustlab.models import load_model
     from robustlab.models.builtin import checkpoint_path
     from robustlab.models.tiny_vilt import CHECKPOINT

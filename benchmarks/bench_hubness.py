@@ -9,7 +9,7 @@ re-normalised); k = 15; scores are inner products. Every measurement runs in its
 
 * ``full``    — the plain version: ``s = q @ g.T; idx = np.argpartition(s, N-k, axis=1)[:, N-k:];
   np.bincount(idx.ravel())`` (needs the whole N×N score matrix and an N×N int64 index array);
-* ``blocked`` — ``robustlab.analysis.hubness.k_occurrence((q, g), 15)``: query blocks of ≤ 128 MiB (budgeted
+* ``blocked`` — ``robustlab.diagnostics.hubness.k_occurrence((q, g), 15)``: query blocks of ≤ 128 MiB (budgeted
   at 12 bytes per score), one block at a time;
 * ``faiss``   — the same with ``backend="faiss"`` (exact ``IndexFlatIP``).
 
@@ -55,7 +55,7 @@ def worker(impl: str, n: int, threads: int) -> dict:
     import numpy as np
 
     sys.path.insert(0, str(ROOT))
-    from robustlab.analysis import hubness as H
+    from robustlab.diagnostics import hubness as H
 
     q, g = _data(n)
     input_bytes = q.nbytes + g.nbytes
@@ -93,7 +93,7 @@ def indices_timing(sizes) -> dict:
     import numpy as np
 
     sys.path.insert(0, str(ROOT))
-    from robustlab.analysis import hubness as H
+    from robustlab.diagnostics import hubness as H
 
     rng = np.random.default_rng(0)
     out = {}

@@ -7,7 +7,7 @@ Data: a 10-cluster Gaussian mixture in 64-d (clusters of different spread; seed 
 Compared, at each thread count T in ``--threads`` (both sides get T: ``threadpoolctl`` limits OpenMP and BLAS to T,
 openTSNE gets ``n_jobs=T``, scikit-learn ``n_jobs=T``):
 
-* robustlab: ``robustlab.analysis.embedding.tsne(X, perplexity=30, seed=0, n_jobs=T, gradient="fft")`` with its
+* robustlab: ``robustlab.diagnostics.embedding.tsne(X, perplexity=30, seed=0, n_jobs=T, gradient="fft")`` with its
   defaults — openTSNE, FFT-accelerated interpolation gradient with grid cells of 2 map units
   (``ints_in_interval=2``; at least ``min_num_intervals=40`` cells a side), affinities from the exact 90 nearest neighbours
   (``neighbors="auto"`` = exact at this size), PCA initialisation, learning rate N/exaggeration,
@@ -91,7 +91,7 @@ def main() -> int:
     from sklearn.manifold import TSNE as SKTSNE
     from threadpoolctl import threadpool_limits
 
-    from robustlab.analysis.embedding import tsne
+    from robustlab.diagnostics.embedding import tsne
 
     X, lab = data(args.n)
     nn_x = _knn(X)
@@ -128,7 +128,7 @@ def main() -> int:
         table.append(row)
     res = {"benchmark": f"t-SNE of {args.n} points (64-d, 10 clusters, float32), perplexity 30, "
                         "750 iterations (250 exaggerated + 500) on both sides",
-           "robustlab": f"robustlab.analysis.embedding.tsne defaults (openTSNE {openTSNE.__version__}, FFT gradient, "
+           "robustlab": f"robustlab.diagnostics.embedding.tsne defaults (openTSNE {openTSNE.__version__}, FFT gradient, "
                         "ints_in_interval=2, min_num_intervals=40, n_interpolation_points=3, exact neighbours)",
            "sklearn": f"sklearn.manifold.TSNE (scikit-learn {sklearn.__version__}, Barnes-Hut, angle 0.5, "
                       "max_iter=750, init pca, learning_rate auto)",

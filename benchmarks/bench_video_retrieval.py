@@ -43,7 +43,7 @@ def main(argv=None) -> int:
     import torch
 
     torch.set_num_threads(args.threads)
-    from robustlab.evaluate_video import eval_video_retrieval
+    from robustlab.tasks.evaluate_video import eval_video_retrieval
     from robustlab.models import load_model
     from robustlab.perturb import get_perturbation
 

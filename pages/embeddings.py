@@ -7,10 +7,10 @@ import plotly.graph_objects as go
 import streamlit as st
 
 import ui
-from robustlab.analysis import views
-from robustlab.basket import Basket
+from robustlab.diagnostics import views
+from robustlab.export.basket import Basket
 from robustlab.perturb import list_perturbations
-from robustlab.retrieval import Condition
+from robustlab.tasks.retrieval import Condition
 
 st.header("Embeddings — where perturbed inputs move")
 GALLERY_KIND = st.radio("Gallery", ["images", "videos"], horizontal=True, key="emb_gallery_kind",

@@ -4,8 +4,8 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from robustlab.basket import Basket, filmstrip
-from robustlab.export import build_zip
+from robustlab.export.basket import Basket, filmstrip
+from robustlab.export.manifest import build_zip
 
 st.header("Export — the basket")
 

@@ -5,10 +5,10 @@ import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
-from robustlab.basket import Basket, builtin_source, load_upload, make_example, typed_source
-from robustlab.data import world
-from robustlab.data.io import InputError
-from robustlab.evaluate_fusion import draw_boxes, grounding_compare, grounding_sweep
+from robustlab.export.basket import Basket, builtin_source, load_upload, make_example, typed_source
+from robustlab.datasets.synthetic import world
+from robustlab.io.files import InputError
+from robustlab.tasks.evaluate_fusion import draw_boxes, grounding_compare, grounding_sweep
 from robustlab.models import ModelUnavailable, load_model
 from robustlab.models.tasks import KNOWN_MODELS, availability
 from robustlab.perturb import list_perturbations

@@ -8,9 +8,9 @@ from plotly.subplots import make_subplots
 import streamlit as st
 
 import ui
-from robustlab.analysis import views
+from robustlab.diagnostics import views
 from robustlab.perturb import list_perturbations
-from robustlab.retrieval import Condition
+from robustlab.tasks.retrieval import Condition
 
 st.header("Hubness — who attracts the queries, clean vs perturbed")
 st.caption("N_k (k-occurrence) of a gallery item: how many queries have it in their top k. A few items with a very "

@@ -8,13 +8,13 @@ import plotly.graph_objects as go
 import streamlit as st
 
 import ui
-from robustlab.analysis.text_similarity import diff_ops, edit_stats, similarities
-from robustlab.basket import Basket, LoadedInput, builtin_source, filmstrip, load_upload, make_example, typed_source
-from robustlab.data import world
-from robustlab.data.io import InputError, clean_caption
+from robustlab.diagnostics.text_similarity import diff_ops, edit_stats, similarities
+from robustlab.export.basket import Basket, LoadedInput, builtin_source, filmstrip, load_upload, make_example, typed_source
+from robustlab.datasets.synthetic import world
+from robustlab.io.files import InputError, clean_caption
 from robustlab.perturb import list_perturbations, perturb
 from robustlab.perturb.record import hash_value
-from robustlab.video_retrieval import BUILTIN_VIDEO_FPS
+from robustlab.tasks.video_retrieval import BUILTIN_VIDEO_FPS
 
 VIDEO_MAX_FRAMES, VIDEO_MAX_SIDE = 300, 320  # uploads are bounded so that every severity stays interactive
 BUILTIN_VIDEO_SIZE, BUILTIN_VIDEOS = 128, 200
@@ -34,7 +34,7 @@ def run_perturbation(_x, input_hash: str, name: str, severity: int, seed: int, v
 
 @st.cache_resource(show_spinner=False, max_entries=16)
 def mp4_bytes(_frames, frames_hash: str, fps: float) -> bytes:
-    from robustlab.data.media import write_mp4
+    from robustlab.io.media import write_mp4
 
     return write_mp4(_frames, fps)
 

@@ -6,11 +6,11 @@ import plotly.graph_objects as go
 import streamlit as st
 
 import ui
-from robustlab.data.gallery import ingest_uploads, set_captions
-from robustlab.data.io import InputError
+from robustlab.datasets.gallery import ingest_uploads, set_captions
+from robustlab.io.files import InputError
 from robustlab.engine.cache import content_hash
 from robustlab.perturb import list_perturbations
-from robustlab.retrieval import Condition
+from robustlab.tasks.retrieval import Condition
 
 st.header("Retrieval — clean vs perturbed")
 

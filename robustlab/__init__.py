@@ -26,11 +26,12 @@ _LAZY = {
     "load_model": ("robustlab.models", "load_model"),
     "list_models": ("robustlab.models", "list_models"),
     "ModelUnavailable": ("robustlab.models.base", "ModelUnavailable"),
-    "InputError": ("robustlab.data.io", "InputError"),
-    "builtin_gallery": ("robustlab.data.gallery", "builtin_gallery"),
-    "eval_retrieval": ("robustlab.evaluate", "eval_retrieval"),
+    "InputError": ("robustlab.io.files", "InputError"),
+    "builtin_gallery": ("robustlab.datasets.gallery", "builtin_gallery"),
+    "eval_retrieval": ("robustlab.tasks.evaluate", "eval_retrieval"),
 }
-_SUBMODULES = {"models", "data", "engine", "metrics", "analysis", "evaluate", "retrieval", "cli", "train"}
+_SUBMODULES = {"models", "datasets", "io", "tasks", "diagnostics", "engine", "metrics", "export", "training", "cli"}
+_ALIASES = {"analysis": "diagnostics"}  # older names the README documented
 
 
 def __getattr__(name: str):
@@ -39,8 +40,8 @@ def __getattr__(name: str):
         value = getattr(importlib.import_module(mod), attr)
         globals()[name] = value
         return value
-    if name in _SUBMODULES:
-        return importlib.import_module(f"robustlab.{name}")
+    if name in _SUBMODULES or name in _ALIASES:
+        return importlib.import_module(f"robustlab.{_ALIASES.get(name, name)}")
     raise AttributeError(f"module 'robustlab' has no attribute {name!r}")
 
 

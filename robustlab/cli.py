@@ -57,20 +57,15 @@ def cmd_perturbations(args) -> int:
     return 0
 
 
-# training recipes: model name -> "module:function"; each takes (out, seed, n_train, epochs, eval_n) keywords
-TRAIN_RECIPES = {
-    "tiny-clip": "robustlab.train:train_tiny_clip",
-    "tiny-clip-video": "robustlab.train_video:train_tiny_clip_video",
-    "tiny-vilt": "robustlab.train_vilt:train_tiny_vilt",
-}
+from robustlab.training import RECIPES as TRAIN_RECIPES  # noqa: E402
 
 # evaluation tasks: name -> "module:function"; each takes (model, n, seed, progress=..., **task options) -> dict
 EVAL_TASKS = {
-    "retrieval": "robustlab.evaluate:eval_retrieval",
-    "video-retrieval": "robustlab.evaluate_video:eval_video_retrieval",
-    "vqa": "robustlab.evaluate_fusion:eval_vqa",
-    "grounding": "robustlab.evaluate_fusion:eval_grounding",
-    "clavi": "robustlab.evaluate_fusion:eval_clavi",
+    "retrieval": "robustlab.tasks.evaluate:eval_retrieval",
+    "video-retrieval": "robustlab.tasks.evaluate_video:eval_video_retrieval",
+    "vqa": "robustlab.tasks.evaluate_fusion:eval_vqa",
+    "grounding": "robustlab.tasks.evaluate_fusion:eval_grounding",
+    "clavi": "robustlab.tasks.evaluate_fusion:eval_clavi",
 }
 
 
@@ -167,7 +162,7 @@ def cmd_eval(args) -> int:
 def cmd_perturb(args) -> int:
     from tqdm.auto import tqdm
 
-    from robustlab.export import FilePerturber, collect_inputs
+    from robustlab.export.manifest import FilePerturber, collect_inputs
 
     try:
         perturber = FilePerturber(args.out, args.name, args.severity, seed=args.seed, variant=args.variant,
@@ -200,7 +195,7 @@ def cmd_perturb(args) -> int:
 def cmd_regenerate(args) -> int:
     from tqdm.auto import tqdm
 
-    from robustlab.export import regenerate_export
+    from robustlab.export.manifest import regenerate_export
 
     bar = tqdm(desc="regenerate", unit="example", disable=args.quiet or args.json)
 
@@ -229,7 +224,7 @@ def cmd_regenerate(args) -> int:
 
 
 def cmd_hubness(args) -> int:
-    from robustlab.analysis.hubness_eval import eval_hubness
+    from robustlab.diagnostics.hubness_eval import eval_hubness
     from robustlab.models import ModelUnavailable, load_model
 
     if args.n < 2:
@@ -244,7 +239,7 @@ def cmd_hubness(args) -> int:
         return _err(f"--k must be between 1 and --n ({args.n})")
     if args.perturb:
         try:
-            from robustlab.analysis.hubness_eval import _perturb_modality
+            from robustlab.diagnostics.hubness_eval import _perturb_modality
 
             _perturb_modality(args.perturb, "video" if video else "image")
         except (KeyError, ValueError) as e:

@@ -119,7 +119,7 @@ def test_uploaded_gallery_path():
     import numpy as np
     from PIL import Image
 
-    from robustlab.data.gallery import builtin_gallery, ingest_uploads
+    from robustlab.datasets.gallery import builtin_gallery, ingest_uploads
 
     g = builtin_gallery(12)
     files = []

@@ -1,15 +1,15 @@
 """The Embeddings page: AppTest of the PCA and t-SNE maps and of "Add N to basket" (a selection set through the
 chart's session state, since AppTest cannot drag on a chart; tests/test_browser_embeddings.py does the real drag),
-and unit tests of the selection → basket glue in robustlab.analysis.views."""
+and unit tests of the selection → basket glue in robustlab.diagnostics.views."""
 import json
 
 import numpy as np
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from robustlab.analysis import views
-from robustlab.basket import Basket
-from robustlab.retrieval import Condition, RetrievalBench
+from robustlab.diagnostics import views
+from robustlab.export.basket import Basket
+from robustlab.tasks.retrieval import Condition, RetrievalBench
 
 TIMEOUT = 240
 
@@ -132,7 +132,7 @@ def test_clean_only_selection_offers_nothing_to_add():
 # ---- the glue, without Streamlit ------------------------------------------------------------------------------
 @pytest.fixture(scope="module")
 def bench(tiny_clip):
-    from robustlab.data.gallery import builtin_gallery
+    from robustlab.datasets.gallery import builtin_gallery
 
     return RetrievalBench(tiny_clip, builtin_gallery(16))
 
@@ -174,7 +174,7 @@ def test_selection_examples_regenerate_exactly(bench, tmp_path):
     b = Basket()
     assert sum(b.add(e) for e in exs) == 5 and sum(b.add(e) for e in exs) == 0
     # and the basket exports to a zip that regenerates bit for bit
-    from robustlab.export import build_zip, regenerate_export
+    from robustlab.export.manifest import build_zip, regenerate_export
 
     z = tmp_path / "embeddings.zip"
     z.write_bytes(build_zip(b))
@@ -240,14 +240,14 @@ def test_video_gallery_keeps_its_own_perturbation_choice():
 @pytest.fixture(scope="module")
 def video_bench(tmp_path_factory):
     from robustlab.models import load_model
-    from robustlab.video_retrieval import VideoRetrievalBench, builtin_video_gallery
+    from robustlab.tasks.video_retrieval import VideoRetrievalBench, builtin_video_gallery
 
     g = builtin_video_gallery(12, cache_dir=tmp_path_factory.mktemp("videos"))
     return VideoRetrievalBench(load_model("builtin:tiny-clip-video-meanp", device="cpu"), g)
 
 
 def test_video_embedding_points_and_examples_regenerate_exactly(video_bench, tmp_path):
-    from robustlab.export import build_zip, regenerate_export
+    from robustlab.export.manifest import build_zip, regenerate_export
     from robustlab.perturb import regenerate
 
     vc, tc = Condition("gaussian_noise", 2, 3), Condition("char_swap", 3, 3)

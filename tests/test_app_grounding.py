@@ -38,7 +38,7 @@ def test_builtin_scene_defaults(page):
     assert len(at.image) == 2  # clean and perturbed, boxes drawn
     assert any(s.value == "Severity sweep 0–5" for s in at.subheader)
     # the built-in expression is the world's referring expression for the chosen target
-    from robustlab.data import world
+    from robustlab.datasets.synthetic import world
 
     sc = world.sample_scene(world.DEMO_SEED, 0)
     expr = at.text_input(key="gr_expr_0_0").value
@@ -78,7 +78,7 @@ def test_upload_and_typed_expression(page):
     assert any("Upload an image" in i.value for i in at.info)
     at.file_uploader(key="gr_upload").set_value(("bad.png", b"\x89PNG\r\n\x1a\n garbage", "image/png")).run()
     assert not at.exception and at.error
-    from robustlab.data import world
+    from robustlab.datasets.synthetic import world
 
     img = world.render_scene(world.sample_scene(1000, 2), 128)
     b = io.BytesIO()

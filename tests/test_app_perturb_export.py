@@ -8,12 +8,12 @@ import pytest
 from PIL import Image
 from streamlit.testing.v1 import AppTest
 
-from robustlab.basket import Basket, builtin_source, make_example
-from robustlab.data.gallery import builtin_gallery
+from robustlab.export.basket import Basket, builtin_source, make_example
+from robustlab.datasets.gallery import builtin_gallery
 from robustlab.perturb import perturb
 
 TIMEOUT = 240
-HAS_MEDIA = importlib.util.find_spec("robustlab.data.media") is not None
+HAS_MEDIA = importlib.util.find_spec("robustlab.io.media") is not None
 
 
 def _png(arr) -> bytes:
@@ -159,7 +159,7 @@ def test_unavailable_perturbations_are_listed_never_run(perturb_page, unavailabl
     assert not at.image and not at.button  # nothing ran, nothing to add
 
 
-@pytest.mark.skipif(not HAS_MEDIA, reason="robustlab.data.media (video I/O) has not landed yet")
+@pytest.mark.skipif(not HAS_MEDIA, reason="robustlab.io.media (video I/O) has not landed yet")
 def test_video_builtin_and_bad_upload(perturb_page):
     at = perturb_page
     at.radio(key="pt_kind").set_value("video").run()

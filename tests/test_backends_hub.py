@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 import torch
 
-from robustlab.data.convert import to_uint8_rgb
+from robustlab.io.convert import to_uint8_rgb
 from robustlab.models import OFFLINE_ALTERNATIVES, load_model
 from robustlab.models.base import ModelUnavailable
 

@@ -24,7 +24,7 @@ def _images_loaded(page, n: int):
 def test_grounding_upload_and_typed_expression(server, browser, tmp_path):
     from PIL import Image
 
-    from robustlab.data import world
+    from robustlab.datasets.synthetic import world
 
     png = tmp_path / "my scene.png"
     Image.fromarray(world.render_scene(world.sample_scene(1000, 4), 128)).save(png)

@@ -41,9 +41,9 @@ def _pick(page, kind: str, name: str, group: str):
 def test_video_perturb_play_basket_export(server, browser, tmp_path):
     from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
-    from robustlab.data import world
-    from robustlab.data.media import write_mp4
-    from robustlab.export import regenerate_export, validate_entry
+    from robustlab.datasets.synthetic import world
+    from robustlab.io.media import write_mp4
+    from robustlab.export.manifest import regenerate_export, validate_entry
     from robustlab.perturb import get_perturbation
 
     temporal, codec = _video_perturbations()

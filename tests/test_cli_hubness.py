@@ -30,9 +30,9 @@ def test_hubness_json_clean_perturbed_and_reduced(capsys):
 
 
 def test_hubness_text_output_and_same_numbers_as_the_library(capsys, tiny_clip):
-    from robustlab.analysis.hubness import k_occurrence, measures_from_nk
+    from robustlab.diagnostics.hubness import k_occurrence, measures_from_nk
     from robustlab.engine.cache import cached_encode_images, cached_encode_texts
-    from robustlab.evaluate import heldout_gallery
+    from robustlab.tasks.evaluate import heldout_gallery
 
     assert main(["hubness", "--n", "30", "--k", "3", "--seed", "4"]) == 0
     out = capsys.readouterr().out
@@ -62,9 +62,9 @@ def test_hubness_errors_are_one_line(capsys):
 
 
 def test_hubness_on_held_out_videos_same_numbers_as_the_library(capsys):
-    from robustlab.analysis.hubness import k_occurrence, measures_from_nk
+    from robustlab.diagnostics.hubness import k_occurrence, measures_from_nk
     from robustlab.engine.cache import cached_encode_texts, cached_encode_videos
-    from robustlab.evaluate_video import caption_groups, heldout_videos, perturb_videos
+    from robustlab.tasks.evaluate_video import caption_groups, heldout_videos, perturb_videos
     from robustlab.metrics import retrieval
     from robustlab.models import load_model
 

@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from robustlab.data.gallery import Gallery, builtin_gallery, ingest_uploads, set_captions
-from robustlab.data.io import InputError, clean_caption, load_image, match_captions, parse_captions
+from robustlab.datasets.gallery import Gallery, builtin_gallery, ingest_uploads, set_captions
+from robustlab.io.files import InputError, clean_caption, load_image, match_captions, parse_captions
 
 
 def png_bytes(arr, mode=None):

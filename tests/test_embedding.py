@@ -2,7 +2,7 @@
 import numpy as np
 import pytest
 
-from robustlab.analysis import embedding as E
+from robustlab.diagnostics import embedding as E
 
 
 def blobs(n_per=40, d=16, seed=0):

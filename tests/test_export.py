@@ -7,11 +7,11 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from robustlab.basket import Basket, builtin_source, make_example, typed_source, upload_source
+from robustlab.export.basket import Basket, builtin_source, make_example, typed_source, upload_source
 from robustlab.cli import main
-from robustlab.data import world
-from robustlab.data.gallery import builtin_gallery
-from robustlab.export import (MANIFEST, REQUIRED_KEYS, ExportReader, build_zip, regenerate_export, safe_component,
+from robustlab.datasets.synthetic import world
+from robustlab.datasets.gallery import builtin_gallery
+from robustlab.export.manifest import (MANIFEST, REQUIRED_KEYS, ExportReader, build_zip, regenerate_export, safe_component,
                               safe_member, validate_entry)
 from robustlab.perturb import list_perturbations, perturb
 
@@ -70,7 +70,7 @@ def test_image_and_text_round_trip_identical_bytes(basket, tmp_path):
 
 
 def test_video_round_trip_identical_bytes(tmp_path):
-    media = pytest.importorskip("robustlab.data.media", reason="robustlab.data.media (video I/O) has not landed")
+    media = pytest.importorskip("robustlab.io.media", reason="robustlab.io.media (video I/O) has not landed")
     frames = world.render_video(world.sample_video(7, 3), 48)
     b = Basket()
     names = ["gaussian_noise"] + [s.name for s in list_perturbations("video")
@@ -258,7 +258,7 @@ def test_regenerate_detects_tampering(basket, tmp_path, capsys):
     tampered = flip_pixel(zipfile.ZipFile(io.BytesIO(z)).read(img_path))
 
     def fix_sha(data):
-        from robustlab.basket import sha256
+        from robustlab.export.basket import sha256
 
         es = [json.loads(line) for line in data.decode().splitlines()]
         es[0]["perturbed"]["sha256"] = sha256(tampered)
@@ -281,7 +281,7 @@ def test_regenerate_detects_tampering(basket, tmp_path, capsys):
 
 
 def test_export_reader_sources(basket, tmp_path):
-    from robustlab.export import export_dir
+    from robustlab.export.manifest import export_dir
 
     entries = export_dir(basket, tmp_path / "dir")
     assert len(entries) == 4
@@ -295,7 +295,7 @@ def test_export_reader_sources(basket, tmp_path):
 
 
 def test_cli_perturb_videos_and_regenerate(tmp_path, capsys):
-    media = pytest.importorskip("robustlab.data.media", reason="robustlab.data.media (video I/O) has not landed")
+    media = pytest.importorskip("robustlab.io.media", reason="robustlab.io.media (video I/O) has not landed")
     temporal = [s.name for s in list_perturbations("video") if s.modality == "video" and s.available
                 and s.category.lower() == "temporal"]
     name = temporal[0] if temporal else "gaussian_noise"
@@ -319,7 +319,7 @@ def test_cli_perturb_videos_and_regenerate(tmp_path, capsys):
 
 
 def test_regenerate_detects_a_tampered_video(tmp_path):
-    media = pytest.importorskip("robustlab.data.media", reason="robustlab.data.media (video I/O) has not landed")
+    media = pytest.importorskip("robustlab.io.media", reason="robustlab.io.media (video I/O) has not landed")
     frames = world.render_video(world.sample_video(7, 5, 10), 32)
     b = Basket([make_example("video", frames, perturb(frames, "gaussian_noise", 2, seed=0),
                              builtin_source("video", 7, 5), fps=8.0)])

@@ -6,7 +6,7 @@ import pytest
 from scipy import integrate, stats
 
 import robustlab as rl
-from robustlab.analysis import hubness as H
+from robustlab.diagnostics import hubness as H
 
 
 def full_matrix_nk(s, k):

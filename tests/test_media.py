@@ -1,4 +1,4 @@
-"""Tests for robustlab.data.media: PyAV decoding/encoding, sampling, bad input, codec round trips."""
+"""Tests for robustlab.io.media: PyAV decoding/encoding, sampling, bad input, codec round trips."""
 from __future__ import annotations
 
 import hashlib
@@ -12,8 +12,8 @@ import pytest
 
 av = pytest.importorskip("av")
 
-from robustlab.data import media  # noqa: E402
-from robustlab.data.io import InputError  # noqa: E402
+from robustlab.io import media  # noqa: E402
+from robustlab.io.files import InputError  # noqa: E402
 
 
 def smooth_video(t=16, h=48, w=64, speed=2) -> np.ndarray:
@@ -70,7 +70,7 @@ def _codec_digests(clip) -> list[str]:
 def test_same_bytes_in_another_process(clip, clip_mp4):
     """write_mp4 bytes and codec round trips are reproducible across processes (x264 one thread, SSE2 only)."""
     code = ("import hashlib, json, sys; sys.path.insert(0, '.'); "
-            "from tests.test_media import smooth_video, _codec_digests; from robustlab.data.media import write_mp4; "
+            "from tests.test_media import smooth_video, _codec_digests; from robustlab.io.media import write_mp4; "
             "print(json.dumps([hashlib.sha256(write_mp4(smooth_video(), fps=8.0)).hexdigest()] "
             "+ _codec_digests(smooth_video())))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)

@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from robustlab.data import world
+from robustlab.datasets.synthetic import world
 from robustlab.models import ModelUnavailable, list_models, load_model
 
 SPECS = ("builtin:tiny-clip-video-meanp", "builtin:tiny-clip-video-seqtransf")
@@ -29,7 +29,7 @@ def models():
 
 @pytest.fixture(scope="module")
 def heldout():
-    from robustlab.evaluate_video import heldout_videos
+    from robustlab.tasks.evaluate_video import heldout_videos
 
     vids, caps, rcaps, _ = heldout_videos(200, world.HELDOUT_SEED)
     return vids, caps, rcaps
@@ -101,7 +101,7 @@ def test_meanp_is_order_invariant_over_sampled_frames(models, heldout):
 
 
 def test_quality_on_heldout(embeddings, heldout):
-    from robustlab.evaluate_video import caption_groups
+    from robustlab.tasks.evaluate_video import caption_groups
     from robustlab.metrics import retrieval
 
     groups = caption_groups(heldout[1])
@@ -118,7 +118,7 @@ def test_seqtransf_is_order_sensitive_meanp_is_not(embeddings, heldout):
     """Reversing the videos (captions unchanged) must cost seqTransf most of its t2v R@1 and meanP almost nothing,
     and seqTransf must prefer a video's own caption over its time-reversed caption (and the reversed video the
     reversed caption) far more often than chance."""
-    from robustlab.evaluate_video import caption_groups
+    from robustlab.tasks.evaluate_video import caption_groups
     from robustlab.metrics import ranks
 
     groups = caption_groups(heldout[1])
@@ -162,7 +162,7 @@ def test_checkpoint_is_small_and_records_its_recipe(models):
 
 def test_eval_video_retrieval_and_cli(models, capsys):
     from robustlab.cli import main
-    from robustlab.evaluate_video import eval_video_retrieval
+    from robustlab.tasks.evaluate_video import eval_video_retrieval
 
     r = eval_video_retrieval(models[SPECS[1]], n=20, seed=world.HELDOUT_SEED, perturb="jumble", severity=3,
                              text_perturb="char_swap", text_severity=1)

@@ -396,7 +396,7 @@ EDGE_INPUTS = {
 
 @pytest.mark.parametrize("kind", list(EDGE_INPUTS))
 def test_image_edge_inputs(kind):
-    from robustlab.data.convert import to_uint8_rgb
+    from robustlab.io.convert import to_uint8_rgb
 
     x = EDGE_INPUTS[kind]
     ref = to_uint8_rgb(x)

@@ -133,7 +133,7 @@ def test_paper_tables():
     assert col("mlvp_event_insertion", "ratio") == [0.3, 0.4, 0.5, 0.6, 0.7]
     assert col("mlvp_temporal_scrambling", "trim_ratio") == [0.4, 0.3, 0.2, 0.1, 0.05]
     assert col("mlvp_temporal_scrambling", "trim_ratio", "code") == [0.6, 0.7, 0.8, 0.9, 0.95]
-    from robustlab.data.media import effective_qscale
+    from robustlab.io.media import effective_qscale
     from robustlab.perturb.video import codec
 
     assert (codec.QMIN, codec.QMAX) == (2, 31) and effective_qscale(100) == 31
@@ -174,7 +174,7 @@ def test_image_given_to_video_only_op_is_a_clear_value_error(vid):
 
 
 def test_video_objects_and_float_videos_are_accepted(vid):
-    from robustlab.data.media import Video
+    from robustlab.io.media import Video
 
     v = Video(frames=vid, fps=8.0, source_fps=8.0, codec="h264", container="mp4", original_size=vid.shape[1:3],
               duration=1.5, n_frames_total=len(vid), indices=np.arange(len(vid)))

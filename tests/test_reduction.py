@@ -4,8 +4,8 @@ import json
 import numpy as np
 import pytest
 
-from robustlab.analysis import hubness as H
-from robustlab.analysis import reduction as R
+from robustlab.diagnostics import hubness as H
+from robustlab.diagnostics import reduction as R
 from robustlab.metrics import retrieval
 
 

@@ -1,9 +1,9 @@
 import numpy as np
 import pytest
 
-from robustlab.data.gallery import Gallery, builtin_gallery
+from robustlab.datasets.gallery import Gallery, builtin_gallery
 from robustlab.engine import EmbeddingCache
-from robustlab.retrieval import Condition, RetrievalBench
+from robustlab.tasks.retrieval import Condition, RetrievalBench
 
 
 @pytest.fixture(scope="module")
@@ -40,7 +40,7 @@ def test_typed_query_with_and_without_ground_truth(bench):
     assert c.query == "a large red circle" and c.clean.gt_rank is None and c.rank_change is None
     c2 = bench.compare(Condition(), Condition(), query_text=bench.gallery.captions[7], gt_index=7, k=3)
     assert c2.clean.gt_rank >= 1
-    from robustlab.data.io import InputError
+    from robustlab.io.files import InputError
 
     with pytest.raises(InputError, match="empty"):
         bench.compare(Condition(), Condition(), query_text="   ")

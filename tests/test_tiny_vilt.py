@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 import torch
 
-from robustlab.data import world
+from robustlab.datasets.synthetic import world
 from robustlab.models import ModelUnavailable, load_model
 from robustlab.models.attention import AttentionCapture, identity, only_layers, uniform
 from robustlab.models.tasks import Box, FusionModel, GroundingModel
@@ -186,7 +186,7 @@ def test_bad_inputs_say_why(model, scene):
 
 
 def test_eval_refuses_models_without_the_head():
-    from robustlab.evaluate_fusion import eval_clavi, eval_grounding, eval_vqa
+    from robustlab.tasks.evaluate_fusion import eval_clavi, eval_grounding, eval_vqa
 
     class Retrieval:
         model_id = "builtin:tiny-clip"
@@ -207,7 +207,7 @@ def test_cli_eval_says_why_for_a_retrieval_model(capsys):
 # ---- quality on small fresh held-out splits (the full n=1000 figures are in the benchmark) ---------------
 @pytest.fixture(scope="module")
 def vqa_result(model):
-    from robustlab.evaluate_fusion import eval_vqa
+    from robustlab.tasks.evaluate_fusion import eval_vqa
 
     return eval_vqa(model, n=200, seed=2024)
 
@@ -222,7 +222,7 @@ def test_quality_vqa_on_a_small_split(vqa_result):
 
 
 def test_issue_bar_image_and_video_vqa_on_1000_held_out_items(model):
-    from robustlab.evaluate_fusion import HELDOUT_SEED, eval_vqa
+    from robustlab.tasks.evaluate_fusion import HELDOUT_SEED, eval_vqa
 
     r = eval_vqa(model, n=1000, seed=HELDOUT_SEED)
     assert r["image_acc"] >= BAR_VQA and r["video_acc"] >= BAR_VQA, r
@@ -231,7 +231,7 @@ def test_issue_bar_image_and_video_vqa_on_1000_held_out_items(model):
 
 
 def test_quality_grounding(model):
-    from robustlab.evaluate_fusion import eval_grounding
+    from robustlab.tasks.evaluate_fusion import eval_grounding
 
     r = eval_grounding(model, n=200, seed=2024)
     assert r["acc@0.5"] >= GROUNDING_MIN, r
@@ -240,13 +240,13 @@ def test_quality_grounding(model):
 
 @pytest.fixture(scope="module")
 def clavi_result(model):
-    from robustlab.evaluate_fusion import eval_clavi
+    from robustlab.tasks.evaluate_fusion import eval_clavi
 
     return eval_clavi(model, n=150, seed=2024)
 
 
 def test_clavi_pairs_flip_and_are_reported(clavi_result):
-    from robustlab.evaluate_fusion import clavi_items
+    from robustlab.tasks.evaluate_fusion import clavi_items
 
     for i, v, q, q_rev in clavi_items(30, seed=2024):
         assert q.question == q_rev.question and {q.answer, q_rev.answer} == {"yes", "no"}
@@ -262,7 +262,7 @@ def test_issue_bar_clavi_above_chance(clavi_result):
 
 
 def test_perturbed_eval_records_what_was_perturbed(model):
-    from robustlab.evaluate_fusion import eval_grounding, eval_vqa
+    from robustlab.tasks.evaluate_fusion import eval_grounding, eval_vqa
 
     clean = eval_grounding(model, n=40, seed=7)
     noisy = eval_grounding(model, n=40, seed=7, perturb="gaussian_noise", severity=5)
@@ -278,7 +278,7 @@ def test_perturbed_eval_records_what_was_perturbed(model):
 def test_training_is_reproducible_from_the_seed(tmp_path):
     from safetensors.torch import load_file
 
-    from robustlab.train_vilt import train_tiny_vilt
+    from robustlab.training.tiny_vilt import train_tiny_vilt
 
     kw = dict(seed=3, n_train=32, n_videos=16, epochs=1, eval_n=0, verbose=False, threads=1, pretrain_steps=4,
               answer_steps=3)

@@ -2,7 +2,7 @@
 import torch
 from safetensors.torch import load_file
 
-from robustlab.train import train_tiny_clip
+from robustlab.training.tiny_clip import train_tiny_clip
 
 
 def test_training_is_reproducible_from_the_seed(tmp_path):

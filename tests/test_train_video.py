@@ -2,7 +2,7 @@
 import torch
 from safetensors.torch import load_file
 
-from robustlab.train_video import train_tiny_clip_video
+from robustlab.training.tiny_clip_video import train_tiny_clip_video
 
 
 def test_video_training_is_reproducible_from_the_seed(tmp_path):

@@ -2,8 +2,8 @@
 import numpy as np
 import pytest
 
-from robustlab.data import qa, world
-from robustlab.train_vilt import (COLOR_ID, DIR_ID, KIND_ID, POS_ID, SHAPE_ID, SIZE_ID, image_token_labels,
+from robustlab.datasets.synthetic import qa, world
+from robustlab.training.tiny_vilt import (COLOR_ID, DIR_ID, KIND_ID, POS_ID, SHAPE_ID, SIZE_ID, image_token_labels,
                                   reversed_view, video_token_labels)
 
 
@@ -115,7 +115,7 @@ def test_relation_flip_swaps_the_word_and_the_truth():
 
 
 def test_video_examples_bring_their_counterfactual_partners():
-    from robustlab.train_vilt import _video_examples
+    from robustlab.training.tiny_vilt import _video_examples
 
     videos = [world.sample_video(6, i) for i in range(40)]
     targets = [np.zeros((3, 128), bool) for _ in videos]

@@ -1,6 +1,6 @@
 import numpy as np
 
-from robustlab.data import world
+from robustlab.datasets.synthetic import world
 
 
 def test_scenes_are_deterministic_and_seed_dependent():

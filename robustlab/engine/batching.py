@@ -24,7 +24,7 @@ from typing import Callable, Sequence
 import numpy as np
 import torch
 
-from robustlab.data.convert import to_uint8_rgb  # noqa: F401  (re-exported)
+from robustlab.io.convert import to_uint8_rgb  # noqa: F401  (re-exported)
 
 log = logging.getLogger(__name__)
 

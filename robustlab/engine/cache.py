@@ -21,7 +21,7 @@ from typing import Sequence
 
 import numpy as np
 
-from robustlab.data.convert import to_uint8_rgb
+from robustlab.io.convert import to_uint8_rgb
 
 
 def default_cache_dir() -> Path:

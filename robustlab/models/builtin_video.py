@@ -158,7 +158,7 @@ class _TinyClipVideo(VideoRetrievalModel):
 
     def preprocess_video(self, video) -> torch.Tensor:
         """One video (T×H×W×3, any length and size) -> num_frames×3×S×S float tensor."""
-        from robustlab.data.convert import to_uint8_rgb
+        from robustlab.io.convert import to_uint8_rgb
 
         v = np.asarray(video)
         if v.ndim == 3 and v.shape[-1] not in (1, 3, 4):  # T×H×W grayscale frames

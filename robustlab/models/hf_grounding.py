@@ -20,7 +20,7 @@ import copy
 import numpy as np
 import torch
 
-from robustlab.data.convert import to_uint8_rgb
+from robustlab.io.convert import to_uint8_rgb
 from robustlab.models.base import ModelInfo
 from robustlab.models.hf_backend import _float32_kw, _load_image_processor, byte_tokenizer, hub_access, seeded
 from robustlab.models.tasks import Box, hf_source, load_config

@@ -20,7 +20,7 @@ from typing import Sequence
 import numpy as np
 import torch
 
-from robustlab.data.convert import to_uint8_rgb
+from robustlab.io.convert import to_uint8_rgb
 from robustlab.models.hf_backend import (_clip_image_processor, _features, _float32_kw, _image_size,
                                          _load_image_processor, hub_access, processor_pixels, seeded,
                                          tokenizer_for_text_config)

@@ -96,7 +96,7 @@ def sample_frames(video: np.ndarray, n: int) -> np.ndarray:
 
 def as_frames(image_or_frames) -> list[np.ndarray]:
     """One H×W(×C) image -> [image]; a T×H×W×3 stack (or a list of frames) -> its frames, as uint8 RGB."""
-    from robustlab.data.convert import to_uint8_rgb
+    from robustlab.io.convert import to_uint8_rgb
 
     if isinstance(image_or_frames, (list, tuple)):
         frames = list(image_or_frames)

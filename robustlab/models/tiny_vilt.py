@@ -26,7 +26,7 @@ Attention capture and replacement follow :mod:`robustlab.models.attention`: ``fo
 an :class:`~robustlab.models.attention.AttentionCapture` with every layer's post-softmax attention
 (L × H × N × N) and the :class:`~robustlab.models.attention.TokenLayout`; ``replace(layer_idx, probs, layout)``
 is called in every layer after the softmax, before the values are mixed, and what is captured is what the
-layer used. Training (``robustlab train tiny-vilt``) is in :mod:`robustlab.train_vilt`.
+layer used. Training (``robustlab train tiny-vilt``) is in :mod:`robustlab.training.tiny_vilt`.
 """
 from __future__ import annotations
 
@@ -65,7 +65,7 @@ TINY_VILT_CONFIG = dict(
     channels=(32, 64, 128, 256),
     mean=0.5,
     std=0.25,
-    answers=[],         # VQA answer vocabulary (filled from robustlab.data.qa.ANSWERS at training time)
+    answers=[],         # VQA answer vocabulary (filled from robustlab.datasets.synthetic.qa.ANSWERS at training time)
     pixel_patches=True,   # also embed raw pixel patches (ViLT-style linear patch embedding), added per token
     patch_size=8,         # ... of patch_size² pixels: an image's 8×8 grid at 64 px, a frame's 4×4 grid at 32 px
     token_mlp=256,        # visual tokens: an MLP (hidden width) over [CNN features ⊕ pixel patch] (0: two linear maps)
@@ -77,7 +77,7 @@ TINY_VILT_CONFIG = dict(
 )
 # options added after checkpoints were first shipped, as they are for a checkpoint whose config lacks them
 ADDED_OPTIONS_OFF = dict(question_pool=0)
-# the per-visual-token attribute head's groups (robustlab.train_vilt trains them from the world's structure)
+# the per-visual-token attribute head's groups (robustlab.training.tiny_vilt trains them from the world's structure)
 TOKEN_GROUPS = (("colour", 9), ("shape", 7), ("size", 3), ("change", 2), ("cell", 10), ("kind", 4),
                 ("direction", 5))
 TOKEN_AUX_CLASSES = sum(n for _, n in TOKEN_GROUPS)
@@ -187,7 +187,7 @@ class TinyViltNet(nn.Module):
             self.token_head = nn.Linear(d, TOKEN_AUX_CLASSES)
 
     def add_question_pools(self, n: int) -> None:
-        """Give the VQA a fresh answer head that also reads ``n`` question pools (``robustlab.train_vilt``'s
+        """Give the VQA a fresh answer head that also reads ``n`` question pools (``robustlab.training.tiny_vilt``'s
         stage 2 does this after joint training; the config records it, so the checkpoint loads as trained)."""
         if not self.pooled_vqa:
             raise ValueError("question pools need the pooled VQA head (pooled_vqa)")
@@ -355,7 +355,7 @@ def check_text(text, what: str = "text") -> str:
 
 def check_visual(image_or_frames) -> list[np.ndarray]:
     """An image (H×W, H×W×1/3/4, PIL) or a video (T×H×W×3 array or list of frames) -> uint8 RGB frames."""
-    from robustlab.data.convert import to_uint8_rgb
+    from robustlab.io.convert import to_uint8_rgb
 
     if image_or_frames is None:
         raise ValueError("no image given")

@@ -8,7 +8,7 @@ its metadata and a severity table per variant::
     def gaussian_noise(x, params, rng): ...
 
 ``perturb(x, name, severity, seed, variant)`` resolves the parameters, converts the input (images through
-``robustlab.data.convert.to_uint8_rgb``), seeds ``np.random.default_rng(seed)`` (never the global RNG),
+``robustlab.io.convert.to_uint8_rgb``), seeds ``np.random.default_rng(seed)`` (never the global RNG),
 runs the function and returns ``PerturbResult(output, record)``. Severity 0 is a clean pass-through for
 every perturbation. ``regenerate(record, x)`` re-runs a record and returns the same output bit for bit.
 
@@ -340,8 +340,8 @@ def _prepare_input(spec: PerturbationSpec, x):
     if isinstance(x, str):
         raise TypeError(f"{spec.modality} perturbation {spec.name!r} needs an image or video array, got a str")
     if not hasattr(x, "convert") and isinstance(getattr(x, "frames", None), np.ndarray):
-        x = x.frames  # robustlab.data.media.Video
-    from robustlab.data.convert import to_uint8_rgb  # lazy: the engine imports torch
+        x = x.frames  # robustlab.io.media.Video
+    from robustlab.io.convert import to_uint8_rgb  # lazy: the engine imports torch
 
     is_video = not hasattr(x, "convert") and np.ndim(x) == 4
     if is_video:

@@ -9,7 +9,7 @@ into a quantiser clipped to [qmin, qmax] = [2, 31]. So codec1's q = 20/40/60/80/
 and severities 2–5 give **bit-identical** output; codec2's 15/30/45/60/75 quantise with 15/30/31/31/31, so 3–5
 are identical and 2 is only slightly milder. The tables keep the code's q values and add ``effective_qscale``.
 (robustlab fixes the quantiser with qmin = qmax = that value, I and P frames alike: what fixed-qscale mode does;
-see ``robustlab.data.media.encode_decode``.) The container (VOB / AVI) does not change the pixels and is skipped.
+see ``robustlab.io.media.encode_decode``.) The container (VOB / AVI) does not change the pixels and is skipped.
 """
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ from robustlab.perturb.registry import register
 from robustlab.perturb.video._common import C1_OFFLINE, P1, frames_of
 
 
-QMIN, QMAX = 2, 31  # == robustlab.data.media.QSCALE_MIN/MAX (not imported here: keeps `import` free of PIL/av)
+QMIN, QMAX = 2, 31  # == robustlab.io.media.QSCALE_MIN/MAX (not imported here: keeps `import` free of PIL/av)
 
 
 def _q_table(codec: str, step: int) -> dict:
@@ -28,7 +28,7 @@ def _q_table(codec: str, step: int) -> dict:
 
 
 def _encode(x: np.ndarray, params: dict, rng: np.random.Generator) -> np.ndarray:
-    from robustlab.data.media import encode_decode
+    from robustlab.io.media import encode_decode
 
     return encode_decode(frames_of(x), params["codec"], qscale=int(params["qscale"]), fps=float(params["fps"]))
 

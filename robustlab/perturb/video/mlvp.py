@@ -11,7 +11,7 @@ elastic, H.264; mid = motion blur, defocus, occlusion; high = style, event inser
 (Table 36 lists H.264 as mid and occlusion as high; we follow §3 and the main tables).
 
 Input: the frames of one clip (T×H×W×3 uint8, consecutive frames). MLVP's pipeline samples 12 frames uniformly
-(``robustlab.data.media.read_video(..., num_frames=12)``); the flow-based blurs and H.264 run on the full video
+(``robustlab.io.media.read_video(..., num_frames=12)``); the flow-based blurs and H.264 run on the full video
 there, here on the frames given. Where the paper and the released code disagree the default follows the digest's
 §7 table and the other behaviour is a named variant.
 """
@@ -243,11 +243,11 @@ def mlvp_snow(x: np.ndarray, params: dict, rng: np.random.Generator) -> np.ndarr
     description="Real H.264: the clip encoded with libx264 (one-pass ABR at the target bitrate, preset fast, "
                 "frames assumed at 30 fps, which sets the bits per frame) and decoded again, in memory via PyAV. "
                 "MLVP encodes the full-length source video and then samples 12 frames; here the given frames are "
-                "the stream. Deterministic (one x264 thread, SIMD pinned; see robustlab.data.media).",
+                "the stream. Deterministic (one x264 thread, SIMD pinned; see robustlab.io.media).",
     tags=_tags("low", "codec", "deterministic"), requires=("av",),
 )
 def mlvp_h264(x: np.ndarray, params: dict, rng: np.random.Generator) -> np.ndarray:
-    from robustlab.data.media import encode_decode
+    from robustlab.io.media import encode_decode
 
     return encode_decode(frames_of(x), params["codec"], bitrate=int(params["bitrate"]), fps=float(params["fps"]),
                          preset=params["preset"])
@@ -470,7 +470,7 @@ CORPUS_SEED, CORPUS_SIZE, CORPUS_PX = 4242, 32, 64
 @functools.lru_cache(maxsize=2)
 def event_corpus(seed: int = CORPUS_SEED, n: int = CORPUS_SIZE, px: int = CORPUS_PX):
     """The built-in corpus of event clips (robustlab's synthetic world) and their embeddings (see ``embed``)."""
-    from robustlab.data import world
+    from robustlab.datasets.synthetic import world
 
     clips = tuple(world.render_video(world.sample_video(seed, i), size=px) for i in range(n))
     emb = np.stack([embed(c) for c in clips])

@@ -75,7 +75,7 @@ def make_example(kind: str, clean, result, source: dict, *, label: str = "", fps
 
 def builtin_source(collection: str, seed: int, index: int, name: str = "", **extra) -> dict:
     """Where a built-in world item came from: ``collection`` is "gallery" (images and captions,
-    ``robustlab.data.gallery.builtin_gallery``) or "video" (``robustlab.data.world.sample_video``)."""
+    ``robustlab.datasets.gallery.builtin_gallery``) or "video" (``robustlab.datasets.synthetic.world.sample_video``)."""
     return {"type": "builtin", "collection": collection, "seed": int(seed), "index": int(index),
             "name": name or f"{collection}-{seed}-{index:05d}", **extra}
 
@@ -155,11 +155,11 @@ def load_upload(kind: str, name: str, data: bytes, *, max_frames: int = 600, max
                 num_frames: int | None = None) -> LoadedInput:
     """Decode an uploaded file of ``kind`` ("image", "video", "text") or raise ``InputError`` saying why not.
 
-    Videos go through ``robustlab.data.media.read_video`` (``num_frames`` samples uniformly; ``max_frames``
-    and ``max_side`` bound the work); caption files through ``robustlab.data.io.parse_captions`` (UTF-8,
+    Videos go through ``robustlab.io.media.read_video`` (``num_frames`` samples uniformly; ``max_frames``
+    and ``max_side`` bound the work); caption files through ``robustlab.io.files.parse_captions`` (UTF-8,
     one caption per line, CSV or JSON).
     """
-    from robustlab.data.io import MAX_UPLOAD_BYTES, InputError, load_image, parse_captions
+    from robustlab.io.files import MAX_UPLOAD_BYTES, InputError, load_image, parse_captions
 
     label = name or "upload"
     if not isinstance(data, (bytes, bytearray)) or not data:
@@ -181,9 +181,9 @@ def load_upload(kind: str, name: str, data: bytes, *, max_frames: int = 600, max
     if kind != "video":
         raise ValueError(f"kind must be one of {', '.join(KINDS)}, got {kind!r}")
     try:
-        from robustlab.data.media import read_video
-    except ImportError as e:  # pragma: no cover - only before robustlab.data.media existed
-        raise InputError("video input needs robustlab.data.media, which this robustlab does not have") from e
+        from robustlab.io.media import read_video
+    except ImportError as e:  # pragma: no cover - only before robustlab.io.media existed
+        raise InputError("video input needs robustlab.io.media, which this robustlab does not have") from e
     try:
         v = read_video(bytes(data), num_frames=num_frames, max_frames=max_frames, max_side=max_side, name=label)
     except InputError:

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from robustlab.data.gallery import Gallery
+from robustlab.datasets.gallery import Gallery
 from robustlab.engine.cache import EmbeddingCache, cached_encode_images, cached_encode_texts
 from robustlab.metrics import ranks, retrieval
 
@@ -136,7 +136,7 @@ class RetrievalBench:
             j = self.captioned.index(query_index)
             pq, prec = caps_p[j], (recs_p[j] if recs_p else None)
         else:
-            from robustlab.data.io import clean_caption
+            from robustlab.io.files import clean_caption
 
             query = clean_caption(query_text or "", "query")
             pq, prec = query, None

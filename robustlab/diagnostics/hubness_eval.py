@@ -16,14 +16,14 @@ from __future__ import annotations
 
 import numpy as np
 
-from robustlab.analysis import hubness as H
-from robustlab.analysis import reduction as R
+from robustlab.diagnostics import hubness as H
+from robustlab.diagnostics import reduction as R
 from robustlab.metrics.retrieval import retrieval
 
 DIRECTIONS = ("t2i", "i2t")
 VIDEO_DIRECTIONS = ("t2v", "v2t")
 DATASETS = ("builtin", "demo", "videos")
-DEMO_SIZE = 300  # scenes in the dashboard's demo gallery (robustlab.data.gallery.builtin_gallery)
+DEMO_SIZE = 300  # scenes in the dashboard's demo gallery (robustlab.datasets.gallery.builtin_gallery)
 
 
 def _summary(scores: np.ndarray, k: int, ks, top: int, gt=None) -> dict:
@@ -55,7 +55,7 @@ def eval_hubness(model, n: int = 1000, seed: int | None = None, k: int = 15, dir
                  ks=(1, 5, 10), top: int = 5, cache=None, progress=None) -> dict:
     """``{"clean": {R@K..., hubness indices, top_hubs}, "perturbed": {...}}`` (+ ``"<cond>_reduced"`` with
     ``reduce``), plus the settings. ``progress(stage, done, total)`` reports encoding/perturbing."""
-    from robustlab.data import world
+    from robustlab.datasets.synthetic import world
     from robustlab.engine.cache import EmbeddingCache, cached_encode_images, cached_encode_texts
 
     if dataset not in DATASETS:
@@ -86,13 +86,13 @@ def eval_hubness(model, n: int = 1000, seed: int | None = None, k: int = 15, dir
         return _eval_video_hubness(model, n, seed, int(k), direction, perturb, int(severity), modality, reduce,
                                    reduce_params, perturb_seed, ks, top, cache, stage)
     if dataset == "builtin":
-        from robustlab.evaluate import heldout_gallery
+        from robustlab.tasks.evaluate import heldout_gallery
 
         seed = world.HELDOUT_SEED if seed is None else int(seed)
         imgs, caps, _ = heldout_gallery(n, seed, progress=stage("render"))
         imgs = list(imgs)
     else:
-        from robustlab.data.gallery import builtin_gallery
+        from robustlab.datasets.gallery import builtin_gallery
 
         seed = world.DEMO_SEED if seed is None else int(seed)
         if n > DEMO_SIZE:
@@ -155,9 +155,9 @@ def _report(out: dict, conds: dict, gt, k: int, perturb, severity, modality, per
 
 def _eval_video_hubness(model, n, seed, k, direction, perturb, severity, modality, reduce, reduce_params,
                         perturb_seed, ks, top, cache, stage) -> dict:
-    from robustlab.data import world
+    from robustlab.datasets.synthetic import world
     from robustlab.engine.cache import EmbeddingCache, cached_encode_texts, cached_encode_videos
-    from robustlab.evaluate_video import caption_groups, check_video_model, heldout_videos, perturb_texts, \
+    from robustlab.tasks.evaluate_video import caption_groups, check_video_model, heldout_videos, perturb_texts, \
         perturb_videos
 
     check_video_model(model)

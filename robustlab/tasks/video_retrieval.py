@@ -16,11 +16,11 @@ from pathlib import Path
 
 import numpy as np
 
-from robustlab.data import world
+from robustlab.datasets.synthetic import world
 from robustlab.engine.cache import EmbeddingCache, cached_encode_texts, cached_encode_videos, default_cache_dir
-from robustlab.evaluate_video import caption_groups, check_video_model
+from robustlab.tasks.evaluate_video import caption_groups, check_video_model
 from robustlab.metrics import ranks, retrieval
-from robustlab.retrieval import Condition, Ranked
+from robustlab.tasks.retrieval import Condition, Ranked
 
 VIDEO_WORLD_VERSION = 1  # bump when the video generator's output changes
 BUILTIN_VIDEO_FPS = 8.0  # the frame rate the built-in event videos are played and exported at
@@ -42,7 +42,7 @@ class VideoGallery:
 def builtin_video_gallery(n: int = 200, seed: int = world.DEMO_SEED, size: int = 64, cache_dir: Path | None = None,
                           progress=None) -> VideoGallery:
     """The demo video gallery, rendered once and cached (``~/.cache/robustlab/gallery``)."""
-    from robustlab.data.gallery import _atomic_savez
+    from robustlab.datasets.gallery import _atomic_savez
 
     root = Path(cache_dir) if cache_dir else default_cache_dir() / "gallery"
     path = root / f"videos{VIDEO_WORLD_VERSION}_seed{seed}_n{n}_{size}px.npz"
@@ -117,7 +117,7 @@ class VideoRetrievalBench:
         if key not in self._videos:
             vids, recs = self.gallery.videos, None
             if not cond.clean:
-                from robustlab.evaluate_video import perturb_videos
+                from robustlab.tasks.evaluate_video import perturb_videos
 
                 n = len(vids)
                 prog = (lambda d, t: progress(d, 2 * n)) if progress else None
@@ -135,7 +135,7 @@ class VideoRetrievalBench:
         if key not in self._texts:
             caps, recs = list(self.gallery.captions), None
             if not cond.clean:
-                from robustlab.evaluate_video import perturb_texts
+                from robustlab.tasks.evaluate_video import perturb_texts
 
                 caps, recs = perturb_texts(caps, cond.name, cond.severity, cond.seed)
             emb = cached_encode_texts(self.model, caps, cache=self.cache, records=recs)
@@ -181,7 +181,7 @@ class VideoRetrievalBench:
                 q_c, q_p = te_c[query_index], te_p[query_index]
                 gt = list(self.groups[query_index])
             else:
-                from robustlab.data.io import clean_caption
+                from robustlab.io.files import clean_caption
 
                 query = clean_caption(query_text or "", "query")
                 pq = query
@@ -219,7 +219,7 @@ class VideoRetrievalBench:
 
 def display_mp4(frames: np.ndarray, scale: int = 3, fps: float = BUILTIN_VIDEO_FPS) -> bytes:
     """H.264 mp4 bytes of a (small) video for the browser, upscaled ``scale``× with nearest neighbour."""
-    from robustlab.data.media import write_mp4
+    from robustlab.io.media import write_mp4
 
     v = np.asarray(frames)
     if scale > 1:

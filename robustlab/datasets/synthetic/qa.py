@@ -30,8 +30,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from robustlab.data import world
-from robustlab.data.world import COLORS, DIRECTIONS, OPPOSITE, POSITIONS, SHAPES, Obj, Scene, VideoScene
+from robustlab.datasets.synthetic import world
+from robustlab.datasets.synthetic.world import COLORS, DIRECTIONS, OPPOSITE, POSITIONS, SHAPES, Obj, Scene, VideoScene
 
 COUNT_WORDS = ("1", "2", "3", "4")
 ANSWERS: tuple[str, ...] = (("yes", "no") + tuple(COLORS) + SHAPES + COUNT_WORDS

@@ -1,6 +1,6 @@
 """Fusion-model evaluation on freshly generated held-out splits (``robustlab eval vqa|grounding|clavi``).
 
-    eval_vqa        n scenes (128 px) and n event videos (64 px), one question each (robustlab.data.qa);
+    eval_vqa        n scenes (128 px) and n event videos (64 px), one question each (robustlab.datasets.synthetic.qa);
                     image and video accuracy reported separately, plus accuracy per question type
     eval_grounding  n scenes, one referring expression each (world.referring_expression); acc@IoU>0.5, mean IoU
     eval_clavi      CLAVI-style complement pairs: a video whose two events concern different objects and the
@@ -22,7 +22,7 @@ from typing import Callable, Optional
 
 import numpy as np
 
-from robustlab.data import qa, world
+from robustlab.datasets.synthetic import qa, world
 
 HELDOUT_SEED = world.HELDOUT_SEED
 ProgressFn = Optional[Callable[[int, int], None]]
@@ -266,7 +266,7 @@ def grounding_compare(model, image, expression: str, gt_box=None, perturb: Optio
     Returns the perturbed image and text with their perturbation results (``image_result`` / ``text_result``,
     None when not perturbed), both predicted boxes, and the IoUs: to ``gt_box`` when given (x0, y0, x1, y1 in
     image pixels) and between the two predictions."""
-    from robustlab.data.convert import to_uint8_rgb
+    from robustlab.io.convert import to_uint8_rgb
     from robustlab.perturb import perturb as run
 
     _need(model, "ground", "grounding")
@@ -291,7 +291,7 @@ def grounding_sweep(model, image, expression: str, gt_box=None, perturb: Optiona
     """IoU per severity (0–5) for the image perturbation, the text perturbation and both together.
 
     The IoU is to ``gt_box`` when given, else to the clean prediction (``reference`` says which)."""
-    from robustlab.data.convert import to_uint8_rgb
+    from robustlab.io.convert import to_uint8_rgb
     from robustlab.perturb import perturb as run
 
     _need(model, "ground", "grounding")
@@ -327,7 +327,7 @@ def draw_boxes(image, boxes: list[tuple], scale: int | None = None):
     ``boxes``: (box as Box or (x0, y0, x1, y1) in image pixels, colour, label)."""
     from PIL import Image, ImageDraw
 
-    from robustlab.data.convert import to_uint8_rgb
+    from robustlab.io.convert import to_uint8_rgb
 
     im = Image.fromarray(to_uint8_rgb(image))
     f = scale or max(1, int(np.ceil(384 / max(im.size))))

@@ -1,6 +1,6 @@
 """Training of the built-in models on the synthetic world (``robustlab train tiny-clip``).
 
-Reproducible from a seed: scenes come from ``robustlab.data.world`` with the training seed, the data order
+Reproducible from a seed: scenes come from ``robustlab.datasets.synthetic.world`` with the training seed, the data order
 and the initial weights from the given seed. On 2 CPU cores the default recipe takes about 15 minutes.
 
 Recipe (tiny-clip): N training scenes rendered at 128 px and area-resampled to 64 px (exactly the
@@ -21,7 +21,7 @@ import torch
 import torch.nn.functional as F
 from tqdm.auto import tqdm
 
-from robustlab.data import world
+from robustlab.datasets.synthetic import world
 from robustlab.models.builtin import (TINY_CLIP_CONFIG, TinyClip, TinyClipNet, checkpoint_path, minilm_tokens,
                                       preprocess_64, save_tiny_clip)
 
@@ -136,7 +136,7 @@ def train_tiny_clip(out: str | Path | None = None, seed: int = 0, n_train: int =
                   train_world_seed=world.TRAIN_SEED, seconds=round(time.time() - t0, 1),
                   final_loss=round(float(np.mean(losses[-20:])), 4), threads=torch.get_num_threads())
     model = TinyClip(device="cpu", net=net)
-    from robustlab.evaluate import eval_retrieval
+    from robustlab.tasks.evaluate import eval_retrieval
 
     quality = eval_retrieval(model, n=eval_n, seed=world.HELDOUT_SEED) if eval_n else {}
     log(f"held-out ({eval_n} scenes, seed {world.HELDOUT_SEED}): {json.dumps(quality)}")

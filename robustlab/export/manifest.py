@@ -51,7 +51,7 @@ from typing import Callable, Iterable, Iterator
 
 import numpy as np
 
-from robustlab.basket import Example, file_source, sha256  # noqa: F401  (file_source: re-exported)
+from robustlab.export.basket import Example, file_source, sha256  # noqa: F401  (file_source: re-exported)
 
 MANIFEST = "manifest.jsonl"
 MANIFEST_SCHEMA = 1
@@ -100,9 +100,9 @@ def safe_member(path: str) -> str:
 # ---- encoders -------------------------------------------------------------------------------------------
 def _media():
     try:
-        from robustlab.data import media
+        from robustlab.io import media
     except ImportError as e:  # pragma: no cover - only before the media module lands
-        raise RuntimeError("video support needs robustlab.data.media (read_video / write_mp4), which this "
+        raise RuntimeError("video support needs robustlab.io.media (read_video / write_mp4), which this "
                            "robustlab does not have") from e
     return media
 
@@ -116,7 +116,7 @@ def encode_png(arr: np.ndarray) -> bytes:
 
 
 def decode_png(data: bytes, name: str = "") -> np.ndarray:
-    from robustlab.data.io import load_image
+    from robustlab.io.files import load_image
 
     return load_image(data, name=name)
 
@@ -672,7 +672,7 @@ class FilePerturber:
         return s
 
     def _load(self, path: Path):
-        from robustlab.data.io import MAX_UPLOAD_BYTES, InputError, load_image, parse_captions
+        from robustlab.io.files import MAX_UPLOAD_BYTES, InputError, load_image, parse_captions
 
         kind = kind_of(path)
         if kind == "image":
@@ -687,8 +687,8 @@ class FilePerturber:
 
     def add(self, path: str | os.PathLike) -> FileResult:
         """Perturb one file; errors (bad input) are returned, never raised."""
-        from robustlab.basket import Example, file_source
-        from robustlab.data.io import InputError
+        from robustlab.export.basket import Example, file_source
+        from robustlab.io.files import InputError
         from robustlab.perturb import perturb
 
         path = Path(path)

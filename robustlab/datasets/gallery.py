@@ -9,7 +9,7 @@ from pathlib import Path
 
 import numpy as np
 
-from robustlab.data import world
+from robustlab.datasets.synthetic import world
 from robustlab.engine.cache import default_cache_dir
 
 WORLD_VERSION = 2  # bump when the generator's output changes, so stale caches are not reused
@@ -83,7 +83,7 @@ def ingest_uploads(files: list[tuple[str, bytes]], caption_file: tuple[str, byte
     Bad files are reported in ``errors`` and skipped; everything already loaded stays. Images already in the
     gallery (same name and content) are not added twice.
     """
-    from robustlab.data.io import InputError, load_image, match_captions, parse_captions
+    from robustlab.io.files import InputError, load_image, match_captions, parse_captions
     from robustlab.engine.cache import content_hash
 
     errors: list[str] = []
@@ -149,7 +149,7 @@ def ingest_uploads(files: list[tuple[str, bytes]], caption_file: tuple[str, byte
 def set_captions(gallery: Gallery, caption_file: tuple[str, bytes] | None = None, caption_lines: str = "") -> IngestReport:
     """Attach captions to an existing uploaded gallery (by file name, or in order). The gallery is not changed
     when the captions can't be read."""
-    from robustlab.data.io import InputError, match_captions, parse_captions
+    from robustlab.io.files import InputError, match_captions, parse_captions
 
     try:
         if caption_file is not None:

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from robustlab.data import world
+from robustlab.datasets.synthetic import world
 from robustlab.metrics import ranks, retrieval
 
 

@@ -6,7 +6,7 @@
   frame is kept, or ``max_frames`` uniformly sampled frames when the video is longer. ``max_side`` downscales
   (aspect kept, FFmpeg's area filter). Frames come back as T×H×W×3 uint8 RGB, turned upright when the container
   carries a display rotation (phone videos; multiples of 90°). Every failure is a
-  ``robustlab.data.io.InputError`` with a one-line message.
+  ``robustlab.io.files.InputError`` with a one-line message.
 - ``write_mp4(frames, fps=8.0) -> bytes``: H.264 (libx264) yuv420p in an mp4 with ``+faststart`` (the moov atom
   first), which Chromium plays in ``st.video`` (OpenCV's ``mp4v`` shows a black box there). Odd sizes are padded
   to even by **repeating the last row/column** (edge pixels, never cropped). The output bytes are deterministic
@@ -40,7 +40,7 @@ from pathlib import Path
 
 import numpy as np
 
-from robustlab.data.io import MAX_IMAGE_PIXELS, MAX_UPLOAD_BYTES, InputError
+from robustlab.io.files import MAX_IMAGE_PIXELS, MAX_UPLOAD_BYTES, InputError
 
 MAX_VIDEO_FRAMES = 600
 MAX_DECODED_BYTES = 1536 * 2**20  # frames kept in memory after decoding (1.5 GiB)

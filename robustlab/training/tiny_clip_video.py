@@ -34,7 +34,7 @@ import torch
 import torch.nn.functional as F
 from tqdm.auto import tqdm
 
-from robustlab.data import world
+from robustlab.datasets.synthetic import world
 from robustlab.models.builtin import checkpoint_path, load_tiny_clip
 from robustlab.models.builtin_video import (CHECKPOINT, TINY_CLIP_VIDEO_CONFIG, TinyClipVideoMeanP,
                                             TinyClipVideoNet, TinyClipVideoSeqTransf, save_tiny_clip_video)
@@ -85,7 +85,7 @@ def frozen_conv_features(image_tower, frames: np.ndarray, mean: float, std: floa
 
 
 def minilm_states(texts: list[str], max_tokens: int, batch: int = 128):
-    from robustlab.train import encode_captions_frozen
+    from robustlab.training.tiny_clip import encode_captions_frozen
 
     return encode_captions_frozen(texts, max_tokens, batch=batch)
 
@@ -108,7 +108,7 @@ VAL_SEED = 2  # a validation world for the training log only (never the held-out
 @torch.no_grad()
 def _validate(net, feats, caps, ci, ri, states, lengths, text_emb=None) -> dict:
     """t2v R@1 and own-vs-reversed caption accuracy of both variants on cached validation features."""
-    from robustlab.evaluate_video import caption_groups
+    from robustlab.tasks.evaluate_video import caption_groups
     from robustlab.metrics import retrieval
 
     net.eval()
@@ -245,7 +245,7 @@ def train_tiny_clip_video(out: str | Path | None = None, seed: int = 0, n_train:
                   final_loss_seqtransf=round(float(np.mean(ls[-20:])), 4), threads=torch.get_num_threads())
     quality = {}
     if eval_n:
-        from robustlab.evaluate_video import eval_video_retrieval
+        from robustlab.tasks.evaluate_video import eval_video_retrieval
 
         for cls in (TinyClipVideoMeanP, TinyClipVideoSeqTransf):
             m = cls(device="cpu", net=net)

@@ -1,6 +1,6 @@
 """UI-free glue behind the dashboard's Hubness and Embeddings pages.
 
-Everything here takes a :class:`robustlab.retrieval.RetrievalBench` (a model and a gallery, with memoised
+Everything here takes a :class:`robustlab.tasks.retrieval.RetrievalBench` (a model and a gallery, with memoised
 perturbed galleries and embeddings) and returns plain data (numpy arrays, dicts, dataclasses that pickle), so
 the pages only draw widgets and figures and Streamlit can cache the results.
 
@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from robustlab.retrieval import Condition, RetrievalBench
+from robustlab.tasks.retrieval import Condition, RetrievalBench
 
 DIRECTIONS = {"t2i": "text→image", "i2t": "image→text"}
 VIDEO_DIRECTIONS = {"t2v": "text→video", "v2t": "video→text"}
@@ -93,7 +93,7 @@ def condition_label(image_cond: Condition, text_cond: Condition, visual: str = "
 
 def hubness_view(bench: RetrievalBench, direction: str, image_cond: Condition, text_cond: Condition, k: int = 15,
                  progress=None) -> HubnessView:
-    from robustlab.analysis import hubness
+    from robustlab.diagnostics import hubness
 
     sc, gt, targets = score_matrix(bench, direction, Condition(), Condition(), progress=progress)
     sp, _, _ = score_matrix(bench, direction, image_cond, text_cond, progress=progress)
@@ -109,7 +109,7 @@ def hubness_view(bench: RetrievalBench, direction: str, image_cond: Condition, t
 
 def video_score_matrix(bench, direction: str, video_cond: Condition, text_cond: Condition,
                        progress=None) -> np.ndarray:
-    """Scores queries × targets of a :class:`robustlab.video_retrieval.VideoRetrievalBench`: ``"t2v"`` — every
+    """Scores queries × targets of a :class:`robustlab.tasks.video_retrieval.VideoRetrievalBench`: ``"t2v"`` — every
     gallery caption queries every video; ``"v2t"`` — every video queries every caption."""
     if direction not in VIDEO_DIRECTIONS:
         raise ValueError(f"direction must be one of {', '.join(VIDEO_DIRECTIONS)}, got {direction!r}")
@@ -124,7 +124,7 @@ def video_hubness_view(bench, direction: str, video_cond: Condition, text_cond: 
     """:func:`hubness_view` for a video gallery (``bench``: a VideoRetrievalBench). Caption i belongs to video i;
     the positives of a query are every item with exactly its caption (``bench.groups``, the video bench's ground
     truth), ``gt`` is the query's own item (the heatmap's diagonal)."""
-    from robustlab.analysis import hubness
+    from robustlab.diagnostics import hubness
 
     sc = video_score_matrix(bench, direction, Condition(), Condition(), progress=progress)
     sp = video_score_matrix(bench, direction, video_cond, text_cond, progress=progress)
@@ -162,7 +162,7 @@ def compare_table(before: dict, after: dict, names=("clean", "perturbed")) -> li
 
 def top_hubs(nk: np.ndarray, m: int) -> list[int]:
     """Indices (into the targets) of the ``m`` targets with the largest k-occurrence, largest first."""
-    from robustlab.analysis import hubness
+    from robustlab.diagnostics import hubness
 
     return [int(i) for i in hubness.top_hubs(np.asarray(nk), int(m))]
 
@@ -194,9 +194,9 @@ class ReductionView:
 
 
 def reduction_methods() -> dict:
-    """The hubness-reduction registry (``robustlab.analysis.reduction.METHODS``): name -> Method (label,
+    """The hubness-reduction registry (``robustlab.diagnostics.reduction.METHODS``): name -> Method (label,
     description, params with defaults)."""
-    from robustlab.analysis import reduction
+    from robustlab.diagnostics import reduction
 
     return dict(reduction.METHODS)
 
@@ -204,7 +204,7 @@ def reduction_methods() -> dict:
 def reduce_view(view: HubnessView, method: str, **params) -> ReductionView:
     """Before/after R@K, k-occurrence and hubness measures of a reduction applied to the clean and the perturbed
     score matrices."""
-    from robustlab.analysis import hubness, reduction
+    from robustlab.diagnostics import hubness, reduction
 
     out = ReductionView(method=method, params=dict(params))
     for cond, s, nk, meas, rec in (("clean", view.scores_clean, view.nk_clean, view.measures_clean,
@@ -243,7 +243,7 @@ class EmbeddingPoints:
 
 
 def is_video_bench(bench) -> bool:
-    """A :class:`robustlab.video_retrieval.VideoRetrievalBench` (videos, every item captioned) rather than a
+    """A :class:`robustlab.tasks.video_retrieval.VideoRetrievalBench` (videos, every item captioned) rather than a
     :class:`RetrievalBench` (images, some captioned)."""
     return hasattr(bench, "videos")
 
@@ -288,7 +288,7 @@ def embedding_points(bench, visual_cond: Condition, text_cond: Condition, n_item
     ``VideoRetrievalBench`` (videos; ``visual_cond`` is then a video perturbation). k-occurrence is computed on
     the whole gallery: images/videos as text→visual targets, captions as visual→text targets, each under its own
     condition."""
-    from robustlab.analysis import embedding, hubness
+    from robustlab.diagnostics import embedding, hubness
 
     vis = visual_modality(bench)
     items = sample_items(bench, n_items, seed)
@@ -389,12 +389,12 @@ def selected_items(points: EmbeddingPoints, rows) -> list[tuple[int, str]]:
 
 def gallery_source(gallery, i: int, field: str | None = None) -> dict:
     """Where gallery item ``i`` came from, for a basket example (built-in world image or video, or an upload)."""
-    from robustlab.basket import builtin_source
+    from robustlab.export.basket import builtin_source
 
     meta = gallery.meta[i] if i < len(gallery.meta) else {}
     extra = {"field": field} if field else {}
     if gallery.source == "builtin":
-        if hasattr(gallery, "videos"):  # the built-in event videos: robustlab.data.world.sample_video(seed, index)
+        if hasattr(gallery, "videos"):  # the built-in event videos: robustlab.datasets.synthetic.world.sample_video(seed, index)
             if field is None:
                 extra["size"] = int(np.asarray(gallery.videos[i]).shape[1])
             return builtin_source("video", meta.get("seed", 0), meta.get("index", i), gallery.names[i], **extra)
@@ -407,11 +407,11 @@ def gallery_source(gallery, i: int, field: str | None = None) -> dict:
 
 def selection_examples(bench, points: EmbeddingPoints, rows, visual_cond: Condition, text_cond: Condition,
                        model_id: str = "") -> list:
-    """Basket examples (``robustlab.basket.Example``) for the perturbed versions of the selected items: one per
+    """Basket examples (``robustlab.export.basket.Example``) for the perturbed versions of the selected items: one per
     (item, modality) whose modality is perturbed, with its perturbation record. Clean-only selections give [].
     ``bench`` is an image :class:`RetrievalBench` or a ``VideoRetrievalBench``."""
-    from robustlab.basket import make_example
-    from robustlab.video_retrieval import BUILTIN_VIDEO_FPS
+    from robustlab.export.basket import make_example
+    from robustlab.tasks.video_retrieval import BUILTIN_VIDEO_FPS
 
     g = bench.gallery
     col = caption_columns(bench)

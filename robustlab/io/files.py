@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 from PIL import Image, UnidentifiedImageError
 
-from robustlab.data.convert import to_uint8_rgb
+from robustlab.io.convert import to_uint8_rgb
 
 MAX_IMAGE_PIXELS = 40_000_000  # ~6300×6300; larger images are refused (decompression-bomb guard)
 MAX_UPLOAD_BYTES = 50 * 1024 * 1024

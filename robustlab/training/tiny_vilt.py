@@ -11,7 +11,7 @@ One call, on CPU (``threads`` torch threads; ``robustlab train tiny-vilt --threa
    frozen) gives an 8×8 grid per image and a 4×4 grid per sampled video frame (stage-3 ⊕ stage-4 features,
    384-d), each token with its raw 8×8×3 pixel patch (as in ViLT's patch embedding; frames at 32 px); video
    tokens also embed their difference from the previous sampled frame.
-3. Every epoch draws fresh texts for every scene / video from its structure (:mod:`robustlab.data.qa`):
+3. Every epoch draws fresh texts for every scene / video from its structure (:mod:`robustlab.datasets.synthetic.qa`):
    images — a VQA question, a referring expression with its box, or an ITM caption (half matched, half a hard
    negative with one attribute changed or another scene's caption) in the proportions :data:`IMAGE_MIX`;
    videos — a VQA question (85 %; temporal question types weighted up) or an ITM caption (15 %; negatives: the
@@ -33,10 +33,10 @@ One call, on CPU (``threads`` torch threads; ``robustlab train tiny-vilt --threa
 6. Stage 2 (``answer_steps``, 1,500 by default, :func:`refine_answers`): with the fusion frozen, a fresh answer
    head that also reads two attention pools over the question's words trains on VQA alone, every before/after
    or first/last video question paired with its counterfactual (the word swapped, the answer that makes it
-   true: :func:`robustlab.data.qa.relation_flip`). Jointly trained heads left before/after at chance.
+   true: :func:`robustlab.datasets.synthetic.qa.relation_flip`). Jointly trained heads left before/after at chance.
 7. The checkpoint keeps the fusion transformer, heads and the CNN copy (the MiniLM word-embedding table is
    read from its package), with the config, the answer vocabulary, the recipe and the held-out figures
-   (measured with :mod:`robustlab.evaluate_fusion` on ``eval_n`` fresh items) in its metadata.
+   (measured with :mod:`robustlab.tasks.evaluate_fusion` on ``eval_n`` fresh items) in its metadata.
 """
 from __future__ import annotations
 
@@ -49,7 +49,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from robustlab.data import qa, world
+from robustlab.datasets.synthetic import qa, world
 
 SCENE_SEED = 21
 VIDEO_SEED = 22
@@ -538,7 +538,7 @@ def train_tiny_vilt(out: str | Path | None = None, seed: int = 0, n_train: int =
         save_tiny_vilt(net, out, {"train": recipe})
         quality = {}
         if eval_n and eval_n > 0:
-            from robustlab.evaluate_fusion import HELDOUT_SEED, eval_clavi, eval_grounding, eval_vqa
+            from robustlab.tasks.evaluate_fusion import HELDOUT_SEED, eval_clavi, eval_grounding, eval_vqa
 
             model = TinyVilt(device="cpu", net=net, meta={"train": recipe})
             te = time.time()

@@ -210,7 +210,7 @@ def before_after(scores, gt, method: str, k: int = 15, ks=(1, 5, 10), **params) 
     """R@K/MdR/MnR (against ``gt``, as :func:`robustlab.metrics.retrieval`) and the hubness indices at ``k``,
     before and after ``method``: ``{"method", "params", "k", "before": {...}, "after": {...}, "scores": new}``;
     each side also has ``"n_k"`` (the k-occurrence array)."""
-    from robustlab.analysis.hubness import k_occurrence, measures_from_nk
+    from robustlab.diagnostics.hubness import k_occurrence, measures_from_nk
     from robustlab.metrics.retrieval import retrieval
 
     new = reduce(scores, method, **params)

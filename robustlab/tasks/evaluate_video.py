@@ -1,6 +1,6 @@
 """Text↔video retrieval on freshly generated held-out event videos (``robustlab eval video-retrieval``).
 
-The gallery is ``n`` videos of the synthetic world (:func:`robustlab.data.world.sample_video` with ``seed``,
+The gallery is ``n`` videos of the synthetic world (:func:`robustlab.datasets.synthetic.world.sample_video` with ``seed``,
 rendered at 64 px), one caption each. Different videos can share a caption (the caption names only the objects
 that take part in the two events), so the ground truth of a caption is *every* video with that exact caption, and
 the ground truth of a video every identical caption (``robustlab.metrics.ranks`` counts the best-ranked one).
@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from robustlab.data import world
+from robustlab.datasets.synthetic import world
 from robustlab.metrics import retrieval
 
 

@@ -1,0 +1,1 @@
+"""Datasets (protocol and registry in the next commit)."""

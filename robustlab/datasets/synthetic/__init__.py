@@ -1,0 +1,1 @@
+"""The built-in synthetic world: scenes, event videos, captions, referring expressions and questions."""

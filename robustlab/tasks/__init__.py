@@ -1,0 +1,1 @@
+"""Tasks (protocol and registry in the next commit)."""
