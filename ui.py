@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import streamlit as st
 
-from robustlab.datasets.gallery import Gallery, builtin_gallery
+from robustlab.datasets.synthetic.datasets import builtin_gallery
+from robustlab.datasets.uploads import Gallery
 from robustlab.models import ModelUnavailable, load_model
 from robustlab.tasks.retrieval import RetrievalBench
 

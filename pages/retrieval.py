@@ -6,7 +6,7 @@ import plotly.graph_objects as go
 import streamlit as st
 
 import ui
-from robustlab.datasets.gallery import ingest_uploads, set_captions
+from robustlab.datasets.uploads import ingest_uploads, set_captions
 from robustlab.io.files import InputError
 from robustlab.engine.cache import content_hash
 from robustlab.perturb import list_perturbations

@@ -27,7 +27,7 @@ _LAZY = {
     "list_models": ("robustlab.models", "list_models"),
     "ModelUnavailable": ("robustlab.models.base", "ModelUnavailable"),
     "InputError": ("robustlab.io.files", "InputError"),
-    "builtin_gallery": ("robustlab.datasets.gallery", "builtin_gallery"),
+    "builtin_gallery": ("robustlab.datasets.synthetic.datasets", "builtin_gallery"),
     "eval_retrieval": ("robustlab.tasks.evaluate", "eval_retrieval"),
 }
 _SUBMODULES = {"models", "datasets", "io", "tasks", "diagnostics", "engine", "metrics", "export", "training", "cli"}

@@ -119,7 +119,8 @@ def test_uploaded_gallery_path():
     import numpy as np
     from PIL import Image
 
-    from robustlab.datasets.gallery import builtin_gallery, ingest_uploads
+    from robustlab.datasets.synthetic.datasets import builtin_gallery
+    from robustlab.datasets.uploads import ingest_uploads
 
     g = builtin_gallery(12)
     files = []

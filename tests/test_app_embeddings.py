@@ -132,7 +132,7 @@ def test_clean_only_selection_offers_nothing_to_add():
 # ---- the glue, without Streamlit ------------------------------------------------------------------------------
 @pytest.fixture(scope="module")
 def bench(tiny_clip):
-    from robustlab.datasets.gallery import builtin_gallery
+    from robustlab.datasets.synthetic.datasets import builtin_gallery
 
     return RetrievalBench(tiny_clip, builtin_gallery(16))
 

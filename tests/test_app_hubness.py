@@ -159,7 +159,7 @@ def test_empty_upload_gallery_is_a_message():
 
 
 def test_small_uploaded_gallery():
-    from robustlab.datasets.gallery import builtin_gallery
+    from robustlab.datasets.synthetic.datasets import builtin_gallery
 
     g = builtin_gallery(12)
     # k and the hub count remembered from the 300-item demo gallery are brought into the small gallery's range

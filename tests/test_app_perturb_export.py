@@ -9,7 +9,7 @@ from PIL import Image
 from streamlit.testing.v1 import AppTest
 
 from robustlab.export.basket import Basket, builtin_source, make_example
-from robustlab.datasets.gallery import builtin_gallery
+from robustlab.datasets.synthetic.datasets import builtin_gallery
 from robustlab.perturb import perturb
 
 TIMEOUT = 240

@@ -39,7 +39,7 @@ def test_ranked_lists_render_and_upload_flow(server, browser, tmp_path):
     page.screenshot(path=str(tmp_path / "retrieval.png"), full_page=True)
 
     # the real upload widget: two good images with captions, one corrupt file
-    from robustlab.datasets.gallery import builtin_gallery
+    from robustlab.datasets.synthetic.datasets import builtin_gallery
 
     g = builtin_gallery(2)
     files = [tmp_path / "one.png", tmp_path / "two.png", tmp_path / "broken.png"]

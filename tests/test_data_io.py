@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from robustlab.datasets.gallery import Gallery, builtin_gallery, ingest_uploads, set_captions
+from robustlab.datasets.synthetic.datasets import builtin_gallery
+from robustlab.datasets.uploads import Gallery, ingest_uploads, set_captions
 from robustlab.io.files import InputError, clean_caption, load_image, match_captions, parse_captions
 
 

@@ -10,7 +10,7 @@ from PIL import Image
 from robustlab.export.basket import Basket, builtin_source, make_example, typed_source, upload_source
 from robustlab.cli import main
 from robustlab.datasets.synthetic import world
-from robustlab.datasets.gallery import builtin_gallery
+from robustlab.datasets.synthetic.datasets import builtin_gallery
 from robustlab.export.manifest import (MANIFEST, REQUIRED_KEYS, ExportReader, build_zip, regenerate_export, safe_component,
                               safe_member, validate_entry)
 from robustlab.perturb import list_perturbations, perturb

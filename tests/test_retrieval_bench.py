@@ -1,7 +1,8 @@
 import numpy as np
 import pytest
 
-from robustlab.datasets.gallery import Gallery, builtin_gallery
+from robustlab.datasets.synthetic.datasets import builtin_gallery
+from robustlab.datasets.uploads import Gallery
 from robustlab.engine import EmbeddingCache
 from robustlab.tasks.retrieval import Condition, RetrievalBench
 

@@ -23,7 +23,7 @@ from robustlab.metrics.retrieval import retrieval
 DIRECTIONS = ("t2i", "i2t")
 VIDEO_DIRECTIONS = ("t2v", "v2t")
 DATASETS = ("builtin", "demo", "videos")
-DEMO_SIZE = 300  # scenes in the dashboard's demo gallery (robustlab.datasets.gallery.builtin_gallery)
+DEMO_SIZE = 300  # scenes in the dashboard's demo gallery (robustlab.datasets.synthetic.datasets.builtin_gallery)
 
 
 def _summary(scores: np.ndarray, k: int, ks, top: int, gt=None) -> dict:
@@ -92,7 +92,7 @@ def eval_hubness(model, n: int = 1000, seed: int | None = None, k: int = 15, dir
         imgs, caps, _ = heldout_gallery(n, seed, progress=stage("render"))
         imgs = list(imgs)
     else:
-        from robustlab.datasets.gallery import builtin_gallery
+        from robustlab.datasets.synthetic.datasets import builtin_gallery
 
         seed = world.DEMO_SEED if seed is None else int(seed)
         if n > DEMO_SIZE:

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from robustlab.datasets.gallery import Gallery
+from robustlab.datasets.uploads import Gallery
 from robustlab.engine.cache import EmbeddingCache, cached_encode_images, cached_encode_texts
 from robustlab.metrics import ranks, retrieval
 

@@ -42,7 +42,7 @@ class VideoGallery:
 def builtin_video_gallery(n: int = 200, seed: int = world.DEMO_SEED, size: int = 64, cache_dir: Path | None = None,
                           progress=None) -> VideoGallery:
     """The demo video gallery, rendered once and cached (``~/.cache/robustlab/gallery``)."""
-    from robustlab.datasets.gallery import _atomic_savez
+    from robustlab.datasets.synthetic.datasets import _atomic_savez
 
     root = Path(cache_dir) if cache_dir else default_cache_dir() / "gallery"
     path = root / f"videos{VIDEO_WORLD_VERSION}_seed{seed}_n{n}_{size}px.npz"

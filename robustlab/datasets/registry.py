@@ -1,0 +1,100 @@
+"""The dataset registry: ``@register_dataset``, ``list_datasets()``, ``build(name, root=None, split=None, **kw)``.
+
+A dataset module registers a builder (a Dataset subclass or a function returning one) with what it is and what it
+needs; :func:`build` checks the split and the folder before calling it, so every loader fails the same way: one
+line (:class:`DatasetError`) that says what is missing and what to pass. Wildcards as in timm:
+``list_datasets("ms*")``, ``list_datasets(task="grounding")``.
+"""
+from __future__ import annotations
+
+import fnmatch
+import importlib
+from pathlib import Path
+from typing import Callable
+
+from robustlab.datasets.base import Dataset, DatasetError
+
+_REGISTRY: dict[str, dict] = {}
+
+# modules whose import registers datasets (one per dataset family; a newcomer finds each here)
+DATASET_MODULES = (
+    "robustlab.datasets.synthetic.datasets",  # builtin, builtin-videos
+    "robustlab.datasets.uploads",             # upload (images, videos, captions a user gives)
+    "robustlab.datasets.coco",                # coco (Karpathy captions)
+    "robustlab.datasets.flickr30k",           # flickr30k (Karpathy captions)
+    "robustlab.datasets.msrvtt",              # msrvtt (1k-A test, full split)
+    "robustlab.datasets.youcook2",            # youcook2 (segments cut when read)
+    "robustlab.datasets.refcoco",             # refcoco, refcoco+, refcocog
+    "robustlab.datasets.snli_ve",             # snli-ve (visual entailment)
+    "robustlab.datasets.nlvr2",               # nlvr2 (visual reasoning, two images)
+)
+
+
+def register_dataset(name: str, *, kind: str, tasks: tuple[str, ...], description: str, splits: tuple[str, ...],
+                     default_split: str | None = None, needs_root: bool = True, needs: str = "",
+                     paper: str = "") -> Callable:
+    """Register a dataset builder. ``needs`` says, in one line, which files the folder must hold."""
+
+    def deco(builder):
+        _REGISTRY[name] = dict(name=name, builder=builder, kind=kind, tasks=tuple(tasks), description=description,
+                               splits=tuple(splits), default_split=default_split or splits[0],
+                               needs_root=needs_root, needs=needs, paper=paper)
+        return builder
+    return deco
+
+
+def _ensure_loaded() -> None:
+    for mod in DATASET_MODULES:
+        try:
+            importlib.import_module(mod)
+        except ModuleNotFoundError as e:  # a loader not written yet in this checkout; never hide other errors
+            if e.name != mod:
+                raise
+
+
+def list_datasets(pattern: str | None = None, task: str | None = None, kind: str | None = None) -> list[dict]:
+    """Registered datasets (name, kind, tasks, splits, what the folder needs), filtered by a wildcard pattern,
+    a task and a kind."""
+    _ensure_loaded()
+    out = []
+    for name, e in sorted(_REGISTRY.items()):
+        if pattern and not fnmatch.fnmatch(name, pattern):
+            continue
+        if task and task not in e["tasks"]:
+            continue
+        if kind and e["kind"] not in (kind, "any"):
+            continue
+        out.append({k: (list(v) if isinstance(v, tuple) else v) for k, v in e.items() if k != "builder"})
+    return out
+
+
+def get_entry(name: str) -> dict:
+    _ensure_loaded()
+    if name not in _REGISTRY:
+        raise DatasetError(f"unknown dataset {name!r}; datasets: {', '.join(sorted(_REGISTRY))} "
+                           "(see `robustlab datasets`)")
+    return _REGISTRY[name]
+
+
+def build(name: str, root: str | Path | None = None, split: str | None = None, **kw) -> Dataset:
+    """Build a registered dataset. DatasetError (one line) for an unknown name or split, a missing folder, or
+    anything the loader finds wrong with the files."""
+    e = get_entry(name)
+    split = e["default_split"] if split is None else str(split)
+    if split not in e["splits"]:
+        raise DatasetError(f"{name} has no split {split!r}; splits: {', '.join(e['splits'])}")
+    if e["needs_root"]:
+        if root is None:
+            raise DatasetError(f"{name} reads a local copy: pass its folder (--root PATH / root=...); "
+                               f"it needs {e['needs']}")
+        p = Path(root).expanduser()
+        if not p.is_dir():
+            raise DatasetError(f"{name}: folder {str(p)!r} does not exist (it needs {e['needs']})")
+        root = p
+    try:
+        return e["builder"](root=root, split=split, **kw) if e["needs_root"] else e["builder"](split=split, **kw)
+    except TypeError as ex:  # an option this loader does not take
+        raise DatasetError(f"{name}: {ex}") from ex
+
+
+__all__ = ["register_dataset", "list_datasets", "get_entry", "build", "DATASET_MODULES"]
