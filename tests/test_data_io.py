@@ -135,6 +135,8 @@ def test_ingest_keeps_good_items_and_reports_bad_ones():
 
 def test_builtin_gallery_is_cached_and_identical(tmp_path):
     g1 = builtin_gallery(12, cache_dir=tmp_path)
+    assert not list(tmp_path.glob("*.npz"))  # lazy: nothing is rendered until a visual is asked for
+    g1.images
     files = list(tmp_path.glob("*.npz"))
     assert len(files) == 1
     g2 = builtin_gallery(12, cache_dir=tmp_path)

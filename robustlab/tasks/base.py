@@ -1,0 +1,207 @@
+"""The Task protocol and its Result.
+
+A task evaluates a model on a dataset under conditions and returns one :class:`Result` per condition — plain
+JSON, so a sweep can write one file per cell and a report can read any of them::
+
+    {"model", "model_fingerprint", "dataset", "split", "task", "conditions": {...}, "n", "metrics": {...},
+     "versions"}
+
+``conditions`` maps an axis to a perturbation (:class:`robustlab.perturb.condition.Condition`): ``"visual"`` (an
+image or video perturbation of the dataset's visuals) and ``"text"`` (of its captions, questions or expressions);
+a missing axis is clean. Later issues add axes (model interventions, adaptation methods) without changing this
+shape. :func:`grid` builds the usual list of conditions; :func:`as_conditions` accepts what users naturally pass.
+
+A task also gives the interactive bench the pages use (``Task.bench(model, dataset)``): the same object computes a
+page's clean-vs-perturbed view and the task's metrics, so there is one implementation of each.
+"""
+from __future__ import annotations
+
+import json
+import platform
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Iterable, Mapping, Optional, Sequence
+
+from robustlab.perturb.condition import Condition
+
+AXES = ("visual", "text")
+ProgressFn = Optional[Callable[[int, int], None]]
+Conditions = dict  # axis -> Condition
+
+
+def versions() -> dict:
+    """Versions that decide a result's numbers (robustlab, numpy, torch, Python)."""
+    import numpy as np
+
+    import robustlab
+
+    out = {"robustlab": robustlab.__version__, "numpy": np.__version__, "python": platform.python_version()}
+    try:
+        import torch
+
+        out["torch"] = torch.__version__
+    except ImportError:  # pragma: no cover
+        pass
+    return out
+
+
+def normalize(cond: Any) -> Conditions:
+    """One condition set from a dict of axis -> Condition / dict / "name:severity" string, or a single Condition
+    (taken as the visual axis). Unknown axes are refused."""
+    if cond is None:
+        return {}
+    if isinstance(cond, Condition):
+        return {} if cond.clean else {"visual": cond}
+    if not isinstance(cond, Mapping):
+        raise ValueError(f"a condition set is a dict of {', '.join(AXES)} -> Condition, got {type(cond).__name__}")
+    out = {}
+    for axis, c in cond.items():
+        if axis not in AXES:
+            raise ValueError(f"unknown condition axis {axis!r}; axes: {', '.join(AXES)}")
+        c = c if isinstance(c, Condition) else Condition.parse(c) if isinstance(c, str) or c is None \
+            else Condition.from_dict(c)
+        if not c.clean:
+            out[axis] = c
+    return out
+
+
+def as_conditions(conditions: Any) -> list[Conditions]:
+    """A list of condition sets from None (clean only), one set, or a list of sets."""
+    if conditions is None:
+        return [{}]
+    if isinstance(conditions, (Condition, Mapping)):
+        return [normalize(conditions)]
+    return [normalize(c) for c in conditions]
+
+
+def grid(visual: Iterable = (None,), text: Iterable = (None,)) -> list[Conditions]:
+    """Every combination of the given visual and text conditions (None = clean), clean first when present."""
+    out = []
+    for v in visual:
+        for t in text:
+            out.append(normalize({"visual": v, "text": t}))
+    return out
+
+
+def conditions_json(conds: Conditions) -> dict:
+    return {axis: conds.get(axis, Condition()).to_dict() for axis in AXES}
+
+
+def label(conds: Conditions) -> str:
+    parts = [f"{axis} {c.label()}" for axis, c in conds.items() if not c.clean]
+    return ", ".join(parts) or "clean"
+
+
+@dataclass
+class Result:
+    model: str
+    model_fingerprint: str
+    dataset: str
+    split: Optional[str]
+    task: str
+    conditions: dict
+    n: int
+    metrics: dict
+    versions: dict = field(default_factory=versions)
+    extra: dict = field(default_factory=dict)
+
+    def to_json(self) -> dict:
+        return json.loads(json.dumps(asdict(self), default=_jsonable))
+
+    @classmethod
+    def from_json(cls, d: Mapping) -> "Result":
+        return cls(**{k: d[k] for k in ("model", "model_fingerprint", "dataset", "split", "task", "conditions", "n",
+                                        "metrics")}, versions=dict(d.get("versions", {})), extra=dict(d.get("extra", {})))
+
+    def save(self, path: str | Path) -> Path:
+        """Write the result as JSON atomically (a reader never sees half a file)."""
+        import os
+        import tempfile
+
+        path = Path(path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
+        with os.fdopen(fd, "w") as f:
+            json.dump(self.to_json(), f, indent=1)
+        os.replace(tmp, path)
+        return path
+
+    @classmethod
+    def load(cls, path: str | Path) -> "Result":
+        return cls.from_json(json.loads(Path(path).read_text()))
+
+    def flat(self) -> dict:
+        """Metrics flattened to ``a_b`` keys (``t2i_R@1``), for tables and the CLI."""
+        out: dict = {}
+
+        def walk(prefix, v):
+            if isinstance(v, Mapping):
+                for k, x in v.items():
+                    walk(f"{prefix}_{k}" if prefix else str(k), x)
+            else:
+                out[prefix] = v
+        walk("", self.metrics)
+        return out
+
+
+def _jsonable(x):
+    import numpy as np
+
+    if isinstance(x, (np.integer,)):
+        return int(x)
+    if isinstance(x, (np.floating,)):
+        return float(x)
+    if isinstance(x, np.ndarray):
+        return x.tolist()
+    if isinstance(x, Condition):
+        return x.to_dict()
+    return str(x)
+
+
+def model_identity(model) -> tuple[str, str]:
+    """(model id, weights fingerprint) of a model; the fingerprint falls back to the id for test doubles."""
+    mid = getattr(model, "model_id", type(model).__name__)
+    fp = getattr(model, "fingerprint", None)
+    return str(mid), str(fp if isinstance(fp, str) else mid)
+
+
+def make_result(task: str, model, dataset, conds: Conditions, n: int, metrics: dict, **extra) -> Result:
+    mid, fp = model_identity(model)
+    return Result(model=mid, model_fingerprint=fp, dataset=getattr(dataset, "name", str(dataset)),
+                  split=getattr(dataset, "split", None), task=task, conditions=conditions_json(conds), n=int(n),
+                  metrics=metrics, extra={k: v for k, v in extra.items() if v is not None})
+
+
+class Task:
+    """Base of every task: ``name``, what a model needs (``needs``: method names), which dataset kinds and item
+    fields it uses, and ``evaluate``. Subclasses register with :func:`robustlab.tasks.registry.register_task`."""
+
+    name: str = ""
+    description: str = ""
+    needs: tuple[str, ...] = ()  # model methods, e.g. ("encode_images", "encode_texts")
+    kinds: tuple[str, ...] = ("image", "video")  # dataset kinds it runs on
+    dataset_task: str = ""  # what a dataset must list in its ``tasks`` (default: the task's name)
+    alternative: str = ""  # a model that can do it, for the one-line refusal
+
+    def check_model(self, model) -> None:
+        missing = [m for m in self.needs if not callable(getattr(model, m, None))]
+        if missing:
+            mid = getattr(model, "model_id", type(model).__name__)
+            raise ValueError(f"model {mid} cannot do {self.name} (it has no {', '.join(m + '()' for m in missing)})"
+                             + (f"; use {self.alternative}" if self.alternative else ""))
+
+    def check_dataset(self, dataset) -> None:
+        need = self.dataset_task or self.name
+        if dataset.kind not in self.kinds:
+            raise ValueError(f"{self.name} runs on {' or '.join(k + 's' for k in self.kinds)}; dataset "
+                             f"{dataset.name} has {dataset.kind}s")
+        if need not in getattr(dataset, "tasks", ()):
+            raise ValueError(f"dataset {dataset.name} has nothing for {self.name} (its items support "
+                             f"{', '.join(dataset.tasks) or 'nothing'})")
+
+    def evaluate(self, model, dataset, conditions=None, *, progress: ProgressFn = None, **options) -> list[Result]:
+        raise NotImplementedError  # pragma: no cover
+
+
+__all__ = ["Result", "Task", "Condition", "grid", "as_conditions", "normalize", "conditions_json", "label",
+           "make_result", "versions", "AXES"]

@@ -1,0 +1,59 @@
+"""The task registry: ``@register_task``, ``list_tasks()``, ``get(name)``.
+
+A task module registers a :class:`~robustlab.tasks.base.Task` instance; the CLI's task choices, the pages and
+sweeps read them from here. ``list_tasks("ret*")`` takes a wildcard as timm's ``list_models`` does.
+"""
+from __future__ import annotations
+
+import fnmatch
+import importlib
+
+from robustlab.tasks.base import Task
+
+_REGISTRY: dict[str, Task] = {}
+
+# modules whose import registers tasks (one per task; a newcomer finds each here)
+TASK_MODULES = (
+    "robustlab.tasks.retrieval",    # retrieval: text<->image or text<->video
+    "robustlab.tasks.grounding",    # grounding: referring expression -> box
+    "robustlab.tasks.vqa",          # vqa: visual question answering (images or videos)
+    "robustlab.tasks.itm",          # itm: image/video-text matching
+    "robustlab.tasks.clavi",        # clavi: before/after answers on complement video pairs
+    "robustlab.tasks.entailment",   # entailment: SNLI-VE visual entailment (hub fusion models)
+    "robustlab.tasks.reasoning",    # reasoning: NLVR2 visual reasoning over two images (hub fusion models)
+)
+
+
+def register_task(task: Task) -> Task:
+    _REGISTRY[task.name] = task
+    return task
+
+
+def _ensure_loaded() -> None:
+    for mod in TASK_MODULES:
+        try:
+            importlib.import_module(mod)
+        except ModuleNotFoundError as e:  # a task not written yet in this checkout; never hide other errors
+            if e.name != mod:
+                raise
+
+
+def list_tasks(pattern: str | None = None) -> list[dict]:
+    _ensure_loaded()
+    return [{"name": t.name, "description": t.description, "needs": list(t.needs), "kinds": list(t.kinds)}
+            for name, t in sorted(_REGISTRY.items()) if not pattern or fnmatch.fnmatch(name, pattern)]
+
+
+def get(name: str) -> Task:
+    _ensure_loaded()
+    if name not in _REGISTRY:
+        raise ValueError(f"unknown task {name!r}; tasks: {', '.join(sorted(_REGISTRY))}")
+    return _REGISTRY[name]
+
+
+def names() -> list[str]:
+    _ensure_loaded()
+    return sorted(_REGISTRY)
+
+
+__all__ = ["register_task", "list_tasks", "get", "names", "TASK_MODULES"]
