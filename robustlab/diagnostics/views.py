@@ -1,11 +1,11 @@
 """UI-free glue behind the dashboard's Hubness and Embeddings pages.
 
-Everything here takes a :class:`robustlab.tasks.retrieval.RetrievalBench` (a model and a gallery, with memoised
-perturbed galleries and embeddings) and returns plain data (numpy arrays, dicts, dataclasses that pickle), so
+Everything here takes a :class:`robustlab.tasks.retrieval.RetrievalBench` (a model and an image or video dataset,
+with memoised perturbed visuals, captions and embeddings) and returns plain data (numpy arrays, dicts, dataclasses that pickle), so
 the pages only draw widgets and figures and Streamlit can cache the results.
 
-Directions: ``"t2i"`` — every caption queries every gallery image (hubs are images); ``"i2t"`` — every captioned
-image queries every caption (hubs are captions). A perturbation applies to one modality, the other stays clean;
+Directions: ``"t2i"``/``"t2v"`` — every caption queries every image/video (hubs are visuals); ``"i2t"``/``"v2t"`` —
+every captioned visual queries every caption (hubs are captions). A perturbation applies to one modality, the other stays clean;
 "clean" below always means both modalities clean.
 
     >>> view = hubness_view(bench, "t2i", Condition("gaussian_noise", 3), Condition(), k=15)
@@ -20,28 +20,20 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from robustlab.tasks.retrieval import Condition, RetrievalBench
+from robustlab.tasks.retrieval import DIRECTION_LABELS, Condition, RetrievalBench
 
 DIRECTIONS = {"t2i": "text→image", "i2t": "image→text"}
 VIDEO_DIRECTIONS = {"t2v": "text→video", "v2t": "video→text"}
 
 
 # ---- scores -------------------------------------------------------------------------------------------------
-def score_matrix(bench: RetrievalBench, direction: str, image_cond: Condition, text_cond: Condition,
-                 progress=None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(scores queries × targets, ground-truth target index per query, gallery item of each target column)."""
-    if direction not in DIRECTIONS:
-        raise ValueError(f"direction must be one of {', '.join(DIRECTIONS)}, got {direction!r}")
-    _, _, ie = bench.images(image_cond, progress=progress)
-    _, _, te = bench.texts(text_cond)
-    q = np.asarray(bench.captioned, dtype=np.int64)
-    s = np.asarray(te, np.float32) @ np.asarray(ie, np.float32).T  # captions × all images
-    if direction == "t2i":
-        return s, q, np.arange(len(bench.gallery), dtype=np.int64)
-    return np.ascontiguousarray(s[:, q].T), np.arange(len(q), dtype=np.int64), q
+def score_matrix(bench: RetrievalBench, direction: str, visual_cond: Condition, text_cond: Condition,
+                 progress=None):
+    """Queries × targets in ``direction`` with the ground truth (:class:`robustlab.tasks.retrieval.Scores`)."""
+    return bench.score_matrix(direction, visual_cond, text_cond, progress)
 
 
-def _recall(scores: np.ndarray, gt: np.ndarray) -> dict:
+def _recall(scores: np.ndarray, gt) -> dict:
     from robustlab.metrics import retrieval
 
     return {k: float(v) for k, v in retrieval(scores, gt).items()}
@@ -58,13 +50,13 @@ def _check_k(k: int, n_targets: int) -> int:
 # ---- hubness ------------------------------------------------------------------------------------------------
 @dataclass
 class HubnessView:
-    """Everything the Hubness page shows for one gallery, direction, perturbation and k."""
+    """Everything the Hubness page shows for one dataset, direction, perturbation and k."""
 
     direction: str
     k: int
     label: str  # the perturbation, e.g. "gaussian_noise s3 (image)" or "clean"
-    targets: np.ndarray  # gallery item index of each target (column)
-    gt: np.ndarray  # ground-truth target per query
+    targets: np.ndarray  # item index (t2*) or text index (*2t) of each target column
+    gt: np.ndarray  # each query's own target (the heatmap's diagonal)
     scores_clean: np.ndarray  # queries × targets
     scores_perturbed: np.ndarray
     nk_clean: np.ndarray  # k-occurrence of every target
@@ -73,8 +65,8 @@ class HubnessView:
     measures_perturbed: dict
     recall_clean: dict
     recall_perturbed: dict
-    # every positive target per query when there can be several (video galleries: identical captions); R@K and
-    # ranks use these, ``gt`` (one positive per query) orders the heatmap. None: ``gt`` is the only positive.
+    # every positive target per query when there can be several (identical captions, several captions per
+    # image); R@K and ranks use these. None: ``gt`` is the only positive.
     positives: list | None = None
 
     @property
@@ -86,59 +78,28 @@ class HubnessView:
         return int(self.scores_clean.shape[1])
 
 
-def condition_label(image_cond: Condition, text_cond: Condition, visual: str = "image") -> str:
-    parts = [f"{c.label()} ({m})" for c, m in ((image_cond, visual), (text_cond, "text")) if not c.clean]
+def condition_label(visual_cond: Condition, text_cond: Condition, visual: str = "image") -> str:
+    parts = [f"{c.label()} ({m})" for c, m in ((visual_cond, visual), (text_cond, "text")) if not c.clean]
     return " + ".join(parts) or "clean"
 
 
-def hubness_view(bench: RetrievalBench, direction: str, image_cond: Condition, text_cond: Condition, k: int = 15,
+def hubness_view(bench: RetrievalBench, direction: str, visual_cond: Condition, text_cond: Condition, k: int = 15,
                  progress=None) -> HubnessView:
+    """Clean vs perturbed k-occurrence, hubness measures and recall of every target in ``direction`` (t2i / i2t
+    for image datasets, t2v / v2t for video datasets)."""
     from robustlab.diagnostics import hubness
 
-    sc, gt, targets = score_matrix(bench, direction, Condition(), Condition(), progress=progress)
-    sp, _, _ = score_matrix(bench, direction, image_cond, text_cond, progress=progress)
-    k = _check_k(k, sc.shape[1])
-    nkc = np.asarray(hubness.k_occurrence(sc, k=k))
-    nkp = np.asarray(hubness.k_occurrence(sp, k=k))
-    return HubnessView(direction=direction, k=k, label=condition_label(image_cond, text_cond), targets=targets,
-                       gt=gt, scores_clean=sc, scores_perturbed=sp, nk_clean=nkc, nk_perturbed=nkp,
-                       measures_clean=_floats(hubness.measures(n_k=nkc, k=k)),
+    sc = bench.score_matrix(direction, Condition(), Condition(), progress)
+    sp = bench.score_matrix(direction, visual_cond, text_cond, progress)
+    k = _check_k(k, sc.scores.shape[1])
+    nkc = np.asarray(hubness.k_occurrence(sc.scores, k=k))
+    nkp = np.asarray(hubness.k_occurrence(sp.scores, k=k))
+    positives = None if isinstance(sc.positives, np.ndarray) else [list(p) for p in sc.positives]
+    return HubnessView(direction=direction, k=k, label=condition_label(visual_cond, text_cond, bench.kind),
+                       targets=sc.targets, gt=sc.gt, scores_clean=sc.scores, scores_perturbed=sp.scores,
+                       nk_clean=nkc, nk_perturbed=nkp, measures_clean=_floats(hubness.measures(n_k=nkc, k=k)),
                        measures_perturbed=_floats(hubness.measures(n_k=nkp, k=k)),
-                       recall_clean=_recall(sc, gt), recall_perturbed=_recall(sp, gt))
-
-
-def video_score_matrix(bench, direction: str, video_cond: Condition, text_cond: Condition,
-                       progress=None) -> np.ndarray:
-    """Scores queries × targets of a :class:`robustlab.tasks.video_retrieval.VideoRetrievalBench`: ``"t2v"`` — every
-    gallery caption queries every video; ``"v2t"`` — every video queries every caption."""
-    if direction not in VIDEO_DIRECTIONS:
-        raise ValueError(f"direction must be one of {', '.join(VIDEO_DIRECTIONS)}, got {direction!r}")
-    _, _, ve = bench.videos(video_cond, progress=progress)
-    _, _, te = bench.texts(text_cond)
-    s = np.asarray(te, np.float32) @ np.asarray(ve, np.float32).T  # captions × videos
-    return s if direction == "t2v" else np.ascontiguousarray(s.T)
-
-
-def video_hubness_view(bench, direction: str, video_cond: Condition, text_cond: Condition, k: int = 15,
-                       progress=None) -> HubnessView:
-    """:func:`hubness_view` for a video gallery (``bench``: a VideoRetrievalBench). Caption i belongs to video i;
-    the positives of a query are every item with exactly its caption (``bench.groups``, the video bench's ground
-    truth), ``gt`` is the query's own item (the heatmap's diagonal)."""
-    from robustlab.diagnostics import hubness
-
-    sc = video_score_matrix(bench, direction, Condition(), Condition(), progress=progress)
-    sp = video_score_matrix(bench, direction, video_cond, text_cond, progress=progress)
-    k = _check_k(k, sc.shape[1])
-    n = len(bench.gallery)
-    positives = [list(g) for g in bench.groups]
-    nkc = np.asarray(hubness.k_occurrence(sc, k=k))
-    nkp = np.asarray(hubness.k_occurrence(sp, k=k))
-    return HubnessView(direction=direction, k=k, label=condition_label(video_cond, text_cond, "video"),
-                       targets=np.arange(n, dtype=np.int64), gt=np.arange(n, dtype=np.int64), scores_clean=sc,
-                       scores_perturbed=sp, nk_clean=nkc, nk_perturbed=nkp,
-                       measures_clean=_floats(hubness.measures(n_k=nkc, k=k)),
-                       measures_perturbed=_floats(hubness.measures(n_k=nkp, k=k)),
-                       recall_clean=_recall(sc, positives), recall_perturbed=_recall(sp, positives),
+                       recall_clean=_recall(sc.scores, sc.positives), recall_perturbed=_recall(sp.scores, sp.positives),
                        positives=positives)
 
 
@@ -243,24 +204,20 @@ class EmbeddingPoints:
 
 
 def is_video_bench(bench) -> bool:
-    """A :class:`robustlab.tasks.video_retrieval.VideoRetrievalBench` (videos, every item captioned) rather than a
-    :class:`RetrievalBench` (images, some captioned)."""
-    return hasattr(bench, "videos")
+    return bench.kind == "video"
 
 
 def visual_modality(bench) -> str:
-    return "video" if is_video_bench(bench) else "image"
+    return bench.kind
 
 
 def caption_columns(bench) -> dict[int, int]:
-    """Gallery item -> its caption's index in ``bench.texts(...)`` (video galleries: every item, in order)."""
-    if is_video_bench(bench):
-        return {i: i for i in range(len(bench.gallery))}
-    return {int(i): j for j, i in enumerate(bench.captioned)}
+    """Dataset item -> the index of its first caption in ``bench.texts(...)`` (uncaptioned items are absent)."""
+    return dict(bench.caption_of)
 
 
 def sample_items(bench, n_items: int, seed: int = 0) -> np.ndarray:
-    """Up to ``n_items`` captioned gallery items (a seeded subsample when there are more), sorted."""
+    """Up to ``n_items`` captioned items (a seeded subsample when there are more), sorted."""
     cap = np.asarray(sorted(caption_columns(bench)), dtype=np.int64)
     n = int(n_items)
     if n < 1:
@@ -271,21 +228,17 @@ def sample_items(bench, n_items: int, seed: int = 0) -> np.ndarray:
 
 
 def _both_directions(bench, visual_cond: Condition, text_cond: Condition, progress=None):
-    """(visual embeddings of every gallery item, scores caption→visual, scores visual→caption) from one
-    captions × visual product (images: every image is a target, only captioned ones query)."""
-    if is_video_bench(bench):
-        s = video_score_matrix(bench, "t2v", visual_cond, text_cond, progress=progress)
-        return bench.videos(visual_cond)[2], s, s.T
-    s, _, _ = score_matrix(bench, "t2i", visual_cond, text_cond, progress=progress)
-    return bench.images(visual_cond)[2], s, s[:, np.asarray(bench.captioned, dtype=np.int64)].T
+    """(visual embeddings of every item, scores caption→visual, scores visual→caption) from one captions × visual
+    product (every visual is a target, only captioned ones query)."""
+    s = bench.scores(visual_cond, text_cond, progress)
+    return bench.visuals(visual_cond)[2], s, s[:, np.asarray(bench.captioned, dtype=np.int64)].T
 
 
 def embedding_points(bench, visual_cond: Condition, text_cond: Condition, n_items: int = 200,
                      method: str = "tsne", perplexity: float = 30.0, seed: int = 0, k: int = 15,
                      progress=None) -> EmbeddingPoints:
     """Project the visual and text embeddings of up to ``n_items`` captioned items (clean, and perturbed for the
-    perturbed modality) to 2-D with t-SNE or PCA. ``bench``: a :class:`RetrievalBench` (images) or a
-    ``VideoRetrievalBench`` (videos; ``visual_cond`` is then a video perturbation). k-occurrence is computed on
+    perturbed modality) to 2-D with t-SNE or PCA (``bench``: image or video dataset). k-occurrence is computed on
     the whole gallery: images/videos as text→visual targets, captions as visual→text targets, each under its own
     condition."""
     from robustlab.diagnostics import embedding, hubness
@@ -316,7 +269,7 @@ def embedding_points(bench, visual_cond: Condition, text_cond: Condition, n_item
         xy = embedding.project(X, method="pca")
     else:
         raise ValueError(f"method must be 'tsne' or 'pca', got {method!r}")
-    caps = bench.gallery.captions
+    texts_c = bench.texts(Condition())[0]
     item = np.concatenate([items] * len(groups))
     modality = np.concatenate([[g[0]] * len(items) for g in groups])
     condition = np.concatenate([[g[1]] * len(items) for g in groups])
@@ -327,7 +280,7 @@ def embedding_points(bench, visual_cond: Condition, text_cond: Condition, n_item
         if g[0] == "text" and g[1] == "perturbed":
             text += [texts_p[j] for j in tj]
         else:
-            text += [caps[i] or "" for i in items]
+            text += [texts_c[j] for j in tj]
     base = {(g[0], g[1]): b * len(items) for b, g in enumerate(groups)}
     pairs = []
     for m in (vis, "text"):
@@ -387,51 +340,51 @@ def selected_items(points: EmbeddingPoints, rows) -> list[tuple[int, str]]:
     return out
 
 
-def gallery_source(gallery, i: int, field: str | None = None) -> dict:
-    """Where gallery item ``i`` came from, for a basket example (built-in world image or video, or an upload)."""
+def gallery_source(dataset, i: int, field: str | None = None) -> dict:
+    """Where item ``i`` came from, for a basket example: the built-in world (regenerable from seed and index), an
+    upload (its content hash), or a dataset on disk (name, split, root, item id)."""
     from robustlab.export.basket import builtin_source
 
-    meta = gallery.meta[i] if i < len(gallery.meta) else {}
+    meta = dataset.item(i).meta
     extra = {"field": field} if field else {}
-    if gallery.source == "builtin":
-        if hasattr(gallery, "videos"):  # the built-in event videos: robustlab.datasets.synthetic.world.sample_video(seed, index)
+    name = dataset.item(i).id
+    if getattr(dataset, "source", None) == "builtin":
+        if dataset.kind == "video":  # robustlab.datasets.synthetic.world.sample_video(seed, index)
             if field is None:
-                extra["size"] = int(np.asarray(gallery.videos[i]).shape[1])
-            return builtin_source("video", meta.get("seed", 0), meta.get("index", i), gallery.names[i], **extra)
-        return builtin_source("gallery", meta.get("seed", 0), i, gallery.names[i], **extra)
-    src = {"type": "upload", "name": gallery.names[i], "gallery_index": int(i), **extra}
-    if meta.get("hash"):
-        src["content_hash"] = meta["hash"]
-    return src
+                extra["size"] = int(np.asarray(dataset.visual(i)).shape[1])
+            return builtin_source("video", meta.get("seed", 0), meta.get("index", i), name, **extra)
+        return builtin_source("gallery", meta.get("seed", 0), i, name, **extra)
+    if getattr(dataset, "source", None) == "upload":
+        src = {"type": "upload", "name": name, "gallery_index": int(i), **extra}
+        if meta.get("hash"):
+            src["content_hash"] = meta["hash"]
+        return src
+    return {"type": "dataset", **dataset.item_source(i), **extra}
 
 
 def selection_examples(bench, points: EmbeddingPoints, rows, visual_cond: Condition, text_cond: Condition,
                        model_id: str = "") -> list:
     """Basket examples (``robustlab.export.basket.Example``) for the perturbed versions of the selected items: one per
-    (item, modality) whose modality is perturbed, with its perturbation record. Clean-only selections give [].
-    ``bench`` is an image :class:`RetrievalBench` or a ``VideoRetrievalBench``."""
+    (item, modality) whose modality is perturbed, with its perturbation record. Clean-only selections give []."""
     from robustlab.export.basket import make_example
-    from robustlab.tasks.video_retrieval import BUILTIN_VIDEO_FPS
 
-    g = bench.gallery
+    ds = bench.dataset
     col = caption_columns(bench)
-    video = is_video_bench(bench)
+    fps = float(getattr(ds, "fps", 8.0)) if bench.kind == "video" else None
     out = []
     for item, mod in selected_items(points, rows):
-        if mod in ("image", "video") and not visual_cond.clean:
-            side = bench.videos if video else bench.images
-            vis, recs, emb = side(visual_cond)
-            clean_emb = side(Condition())[2]
-            clean = g.videos[item] if video else g.images[item]
-            ex = make_example(mod, clean, (vis[item], recs[item]), gallery_source(g, item), label=g.names[item],
-                              fps=BUILTIN_VIDEO_FPS if video else None,
+        if mod == bench.kind and not visual_cond.clean:
+            vis, recs, emb = bench.visuals(visual_cond)
+            clean_emb = bench.visuals(Condition())[2]
+            ex = make_example(mod, ds.visual(item), (vis[item], recs[item]), gallery_source(ds, item),
+                              label=ds.item(item).id, fps=fps,
                               model=_model_info(model_id, clean_emb[item], emb[item]))
         elif mod == "text" and not text_cond.clean and item in col:
             j = col[item]
             caps, recs, emb = bench.texts(text_cond)
-            clean_emb = bench.texts(Condition())[2]
-            ex = make_example("text", g.captions[item], (caps[j], recs[j]), gallery_source(g, item, "caption"),
-                              label=f"{g.names[item]} caption",
+            clean_caps, _, clean_emb = bench.texts(Condition())
+            ex = make_example("text", clean_caps[j], (caps[j], recs[j]), gallery_source(ds, item, "caption"),
+                              label=f"{ds.item(item).id} caption",
                               model=_model_info(model_id, clean_emb[j], emb[j]))
         else:
             continue

@@ -172,6 +172,45 @@ def make_result(task: str, model, dataset, conds: Conditions, n: int, metrics: d
                   metrics=metrics, extra={k: v for k, v in extra.items() if v is not None})
 
 
+def check_conditions(conds: list, visual_kind: str) -> None:
+    """Refuse (one line) a perturbation that does not apply to the dataset's visuals or to text, before any work."""
+    from robustlab.perturb.condition import check
+
+    for c in conds:
+        if "visual" in c:
+            check(c["visual"], visual_kind)
+        if "text" in c:
+            check(c["text"], "text")
+
+
+def perturb_one(x, cond: Condition, index: int, kind: str):
+    """Item ``index`` of a dataset under ``cond`` (seed ``cond.seed + index``, as :func:`perturb_many` gives it)."""
+    from robustlab.perturb.condition import perturb_many
+
+    outs, _ = perturb_many([x], cond, kind, offset=int(index))
+    return outs[0]
+
+
+def perturb_text(text: str, cond: Condition, index: int) -> str:
+    """A question / expression under a text condition; a perturbation that deletes every word leaves "?"."""
+    t = perturb_one(text, cond, index, "text") if not cond.clean else text
+    return t if t.strip() else "?"
+
+
+def chunks(n: int, size: int):
+    for s in range(0, n, size):
+        yield range(s, min(s + size, n))
+
+
+def limit(dataset, n) -> int:
+    """How many items to evaluate: all of them, or the first ``n``."""
+    if n is None:
+        return len(dataset)
+    if int(n) < 1:
+        raise ValueError("n must be at least 1")
+    return min(int(n), len(dataset))
+
+
 class Task:
     """Base of every task: ``name``, what a model needs (``needs``: method names), which dataset kinds and item
     fields it uses, and ``evaluate``. Subclasses register with :func:`robustlab.tasks.registry.register_task`."""
@@ -203,5 +242,5 @@ class Task:
         raise NotImplementedError  # pragma: no cover
 
 
-__all__ = ["Result", "Task", "Condition", "grid", "as_conditions", "normalize", "conditions_json", "label",
+__all__ = ["Result", "Task", "check_conditions", "perturb_one", "perturb_text", "chunks", "limit", "Condition", "grid", "as_conditions", "normalize", "conditions_json", "label",
            "make_result", "versions", "AXES"]

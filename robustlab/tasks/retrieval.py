@@ -1,172 +1,350 @@
-"""Clean-vs-perturbed text↔image retrieval over one gallery (the engine behind the Retrieval page).
+"""Retrieval: text↔image or text↔video over one dataset, clean vs perturbed — the bench and the task.
 
-``RetrievalBench`` holds a model and a gallery, and memoises the perturbed gallery images/captions and their
-embeddings per (perturbation, severity, seed); embeddings also go through the on-disk cache, so a gallery is
-encoded once per model and condition, across sessions.
+:class:`RetrievalBench` holds a model and a dataset (images OR videos) and memoises, per condition, the perturbed
+visuals and texts, their records and their embeddings; embeddings also go through the on-disk cache (keyed by the
+model's weights fingerprint), so a dataset is encoded once per model and condition, across sessions. The pages use
+its :meth:`~RetrievalBench.compare` (one query, clean vs perturbed top-k and ground-truth rank) and
+:meth:`~RetrievalBench.score_matrix` (hubness, embeddings); :class:`RetrievalTask` (``rl.tasks.get("retrieval")``)
+turns its :meth:`~RetrievalBench.metrics` into :class:`~robustlab.tasks.base.Result`\\ s. One implementation.
 
-Seeds: gallery item i is perturbed with ``seed + i``; a typed query with ``seed``. Each perturbed item keeps its
-record, so any example on screen can be regenerated exactly.
+Queries and targets: ``texts()`` are every caption of every item (flattened); ``t2i``/``t2v`` — every text queries
+every visual; ``i2t``/``v2t`` — every visual with at least one caption queries every text (uncaptioned visuals
+are distractors only). What counts as a match is the dataset's ``positives`` (its own item; or every item with the
+same caption, for the built-in event videos).
+
+Seeds: visual ``i`` is perturbed with ``condition.seed + i``, text ``j`` with ``condition.seed + j``
+(:func:`robustlab.perturb.condition.perturb_many`), a typed query with ``condition.seed``; every perturbed item
+keeps its record, so anything on screen can be regenerated exactly.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Optional
 
 import numpy as np
 
-from robustlab.datasets.uploads import Gallery
-from robustlab.engine.cache import EmbeddingCache, cached_encode_images, cached_encode_texts
+from robustlab.engine.cache import EmbeddingCache, cached_encode_images, cached_encode_texts, cached_encode_videos
 from robustlab.metrics import ranks, retrieval
+from robustlab.perturb.condition import Condition, perturb_many
+from robustlab.tasks.base import ProgressFn, Task, as_conditions, make_result
+from robustlab.tasks.registry import register_task
+
+DIRECTIONS = {"image": ("t2i", "i2t"), "video": ("t2v", "v2t")}
+DIRECTION_LABELS = {"t2i": "text→image", "i2t": "image→text", "t2v": "text→video", "v2t": "video→text"}
 
 
-@dataclass
-class Condition:
-    """A perturbation setting for one modality; ``name=None`` or ``severity=0`` is clean."""
-
-    name: str | None = None
-    severity: int = 0
-    seed: int = 0
-
-    @property
-    def clean(self) -> bool:
-        return not self.name or int(self.severity) == 0
-
-    def key(self):
-        return None if self.clean else (self.name, int(self.severity), int(self.seed))
-
-    def label(self) -> str:
-        return "clean" if self.clean else f"{self.name} s{self.severity}"
+def check_model(model, kind: str) -> None:
+    """ValueError (one line) unless ``model`` embeds texts and ``kind``s ("image" / "video") into one space."""
+    need = ("encode_texts", "encode_videos" if kind == "video" else "encode_images")
+    if not all(callable(getattr(model, m, None)) for m in need):
+        alt = "builtin:tiny-clip-video-seqtransf" if kind == "video" else "builtin:tiny-clip"
+        raise ValueError(f"model {getattr(model, 'model_id', model)!r} cannot encode {kind}s and texts into one "
+                         f"space (no {'/'.join(need)}); use a retrieval model, e.g. {alt}")
 
 
 @dataclass
 class Ranked:
-    indices: list[int]
+    indices: list[int]  # into the targets (visual items for t2*, texts for *2t)
     scores: list[float]
-    gt_rank: int | None
+    gt_rank: Optional[int]  # 1-based rank of the best-ranked positive (None: no positive known)
 
 
 @dataclass
 class Comparison:
-    query: str
-    perturbed_query: str
-    query_record: dict | None
-    gt_index: int | None
+    """One query, clean vs perturbed: the top-k of each, the ground truth's rank, and the dataset-level metrics
+    of every condition (``"clean"``, ``"<kind> perturbed"``, ``"text perturbed"``, ``"both perturbed"``)."""
+
+    direction: str
+    query: str | int  # the caption, or the query visual's item index (i2t / v2t)
+    perturbed_query: str | int
+    query_record: Optional[dict]
+    gt: list[int]  # the query's positives among the targets
     clean: Ranked
     perturbed: Ranked
-    metrics: dict  # condition label -> {"t2i": {...}, "i2t": {...}}
-    image_condition: Condition
+    metrics: dict
+    visual_condition: Condition
     text_condition: Condition
     k: int
     notes: list[str] = field(default_factory=list)
 
     @property
-    def rank_change(self) -> int | None:
+    def gt_index(self) -> Optional[int]:
+        return self.gt[0] if self.gt else None
+
+    # the older per-kind names
+    @property
+    def image_condition(self) -> Condition:
+        return self.visual_condition
+
+    @property
+    def video_condition(self) -> Condition:
+        return self.visual_condition
+
+    @property
+    def rank_change(self) -> Optional[int]:
         if self.clean.gt_rank is None or self.perturbed.gt_rank is None:
             return None
         return self.perturbed.gt_rank - self.clean.gt_rank
 
 
+@dataclass
+class Scores:
+    """A score matrix queries × targets with its ground truth."""
+
+    scores: np.ndarray
+    positives: object  # per query: one target index (an int array) or a list of target indices
+    gt: np.ndarray  # the query's own target (its item / its first caption): heatmap diagonals
+    queries: np.ndarray  # item index (t2*: text index) of each query row
+    targets: np.ndarray  # item index of each target column (t2*) or text index (*2t)
+
+
+def _gt_array(pos: list[list[int]]):
+    """A scalar ground-truth array when every query has exactly one positive (the usual case), else the lists."""
+    return np.array([p[0] for p in pos], dtype=np.int64) if all(len(p) == 1 for p in pos) else pos
+
+
 class RetrievalBench:
-    def __init__(self, model, gallery: Gallery, cache: EmbeddingCache | None = None):
-        if len(gallery) == 0:
-            raise ValueError("the gallery is empty")
+    def __init__(self, model, dataset, cache: Optional[EmbeddingCache] = None):
+        if len(dataset) == 0:
+            raise ValueError(f"the dataset {getattr(dataset, 'name', '')} is empty".replace("  ", " "))
+        self.kind = dataset.kind
+        check_model(model, self.kind)
         self.model = model
-        self.gallery = gallery
-        # items with a caption are queries (and i2t targets); uncaptioned images are distractors only
-        self.captioned = [i for i, c in enumerate(gallery.captions) if c]
-        if not self.captioned:
-            raise ValueError("no image in the gallery has a caption; add captions to compare retrieval")
+        self.dataset = dataset
+        self._texts0 = dataset.texts()
+        if not self._texts0:
+            raise ValueError(f"no {self.kind} in the dataset has a caption; add captions to compare retrieval")
+        self.text_items = np.asarray(dataset.text_items(), dtype=np.int64)
+        self.text_pos = dataset.text_positives()
+        vpos = dataset.visual_positives()
+        self.captioned = [i for i, p in enumerate(vpos) if p]  # visuals that query in i2t / v2t
+        self.visual_pos = [vpos[i] for i in self.captioned]
+        first: dict[int, int] = {}
+        for j, i in enumerate(self.text_items):
+            first.setdefault(int(i), j)
+        self.caption_of = first  # item -> index of its first own caption in texts()
+        self.directions = DIRECTIONS[self.kind]
         self.cache = cache if cache is not None else EmbeddingCache()
-        self._images: dict = {}
+        self._visuals: dict = {}
         self._texts: dict = {}
 
-    # ---- perturbed gallery -------------------------------------------------------------------------
-    def images(self, cond: Condition, progress=None):
-        """(images, records, embeddings) of the gallery under an image condition (memoised)."""
+    # ---- the dataset under a condition ------------------------------------------------------------------
+    @property
+    def gallery(self):
+        """The dataset (the pages' older name)."""
+        return self.dataset
+
+    def visuals(self, cond: Condition = Condition(), progress: ProgressFn = None):
+        """(visuals, records, embeddings) of every item under a visual condition (memoised)."""
         key = cond.key()
-        if key not in self._images:
-            imgs, recs = self.gallery.images, None
-            if not cond.clean:
-                from robustlab.perturb import perturb
+        if key not in self._visuals:
+            items = self.dataset.visuals()
+            n = len(items)
+            half = (lambda a: (lambda d, t: progress(a + d, 2 * n))) if progress and not cond.clean else None
+            outs, recs = perturb_many(items, cond, self.kind, progress=half(0) if half else None)
+            enc = cached_encode_videos if self.kind == "video" else cached_encode_images
+            emb = enc(self.model, outs, cache=self.cache, records=recs, progress=half(n) if half else progress)
+            self._visuals[key] = (outs, recs, np.asarray(emb, np.float32))
+        return self._visuals[key]
 
-                res = [perturb(im, cond.name, cond.severity, seed=cond.seed + i) for i, im in enumerate(imgs)]
-                imgs, recs = [r.output for r in res], [r.record for r in res]
-            emb = cached_encode_images(self.model, imgs, cache=self.cache, records=recs, progress=progress)
-            self._images[key] = (imgs, recs, emb)
-        return self._images[key]
+    images = videos = visuals  # the older per-kind names
 
-    def texts(self, cond: Condition):
-        """(captions, records, embeddings) of the captioned items under a text condition (memoised); entry j
-        belongs to gallery item ``self.captioned[j]``."""
+    def texts(self, cond: Condition = Condition()):
+        """(texts, records, embeddings) of every caption under a text condition (memoised)."""
         key = cond.key()
         if key not in self._texts:
-            caps, recs = [self.gallery.captions[i] for i in self.captioned], None
-            if not cond.clean:
-                from robustlab.perturb import perturb
-
-                res = [perturb(c, cond.name, cond.severity, seed=cond.seed + i) for i, c in zip(self.captioned, caps)]
-                caps, recs = [r.output for r in res], [r.record for r in res]
-            emb = cached_encode_texts(self.model, caps, cache=self.cache, records=recs)
-            self._texts[key] = (caps, recs, emb)
+            outs, recs = perturb_many(self._texts0, cond, "text")
+            emb = cached_encode_texts(self.model, outs, cache=self.cache, records=recs)
+            self._texts[key] = (outs, recs, np.asarray(emb, np.float32))
         return self._texts[key]
 
-    # ---- metrics ----------------------------------------------------------------------------------
-    def metrics(self, image_cond: Condition, text_cond: Condition) -> dict:
-        """Gallery-level R@1/5/10, MdR, MnR in both directions (every caption queries every image)."""
-        _, _, ie = self.images(image_cond)
+    # ---- scores and metrics -----------------------------------------------------------------------------
+    def scores(self, visual_cond: Condition = Condition(), text_cond: Condition = Condition(),
+               progress: ProgressFn = None) -> np.ndarray:
+        """Texts × visuals similarities."""
+        _, _, ve = self.visuals(visual_cond, progress)
         _, _, te = self.texts(text_cond)
-        q = np.asarray(self.captioned)
-        s = te @ ie.T  # captions × all images
-        return {"t2i": retrieval(s, q), "i2t": retrieval(s[:, q].T, np.arange(len(q)))}
+        return te @ ve.T
 
-    def compare(self, image_cond: Condition, text_cond: Condition, query_index: int | None = None,
-                query_text: str | None = None, gt_index: int | None = None, k: int = 5,
-                progress=None) -> Comparison:
-        """Top-k for one query, clean vs perturbed, plus the gallery-level metrics of each condition."""
-        n = len(self.gallery)
-        k = max(1, min(int(k), n))
-        notes = []
-        if query_index is not None:
-            if not 0 <= query_index < n:
-                raise ValueError(f"query index {query_index} outside the gallery (0..{n - 1})")
-            if not self.gallery.captions[query_index]:
-                raise ValueError(f"gallery item {query_index} has no caption to query with")
-            query = self.gallery.captions[query_index]
-            gt_index = query_index
-            caps_p, recs_p, _ = self.texts(text_cond)
-            j = self.captioned.index(query_index)
-            pq, prec = caps_p[j], (recs_p[j] if recs_p else None)
+    def score_matrix(self, direction: str, visual_cond: Condition = Condition(),
+                     text_cond: Condition = Condition(), progress: ProgressFn = None) -> Scores:
+        """Queries × targets in ``direction`` with the ground truth."""
+        self._check_direction(direction)
+        s = self.scores(visual_cond, text_cond, progress)
+        if direction[0] == "t":
+            return Scores(s, _gt_array(self.text_pos), self.text_items.copy(),
+                          np.arange(len(self._texts0), dtype=np.int64), np.arange(len(self.dataset), dtype=np.int64))
+        q = np.asarray(self.captioned, dtype=np.int64)
+        return Scores(np.ascontiguousarray(s[:, q].T), _gt_array(self.visual_pos),
+                      np.array([self.caption_of[int(i)] for i in q], np.int64), q,
+                      np.arange(len(self._texts0), dtype=np.int64))
+
+    def metrics(self, visual_cond: Condition = Condition(), text_cond: Condition = Condition(),
+                ks=(1, 5, 10), progress: ProgressFn = None) -> dict:
+        """Dataset-level R@K, MdR, MnR in both directions: ``{"t2i": {...}, "i2t": {...}}`` (t2v/v2t for videos)."""
+        out = {}
+        for d in self.directions:
+            m = self.score_matrix(d, visual_cond, text_cond, progress)
+            out[d] = retrieval(m.scores, m.positives, ks)
+        return out
+
+    def condition_metrics(self, visual_cond: Condition, text_cond: Condition) -> dict:
+        """The metrics of clean, visual perturbed, text perturbed and both (what the pages chart)."""
+        c = Condition()
+        return {"clean": self.metrics(c, c), f"{self.kind} perturbed": self.metrics(visual_cond, c),
+                "text perturbed": self.metrics(c, text_cond), "both perturbed": self.metrics(visual_cond, text_cond)}
+
+    def _check_direction(self, direction: str) -> None:
+        if direction not in self.directions:
+            raise ValueError(f"direction must be {' or '.join(self.directions)} for a {self.kind} dataset, "
+                             f"got {direction!r}")
+
+    # ---- one query, clean vs perturbed --------------------------------------------------------------------
+    def compare(self, visual_cond: Condition = Condition(), text_cond: Condition = Condition(),
+                query_index: Optional[int] = None, query_text: Optional[str] = None, gt_index: Optional[int] = None,
+                k: int = 5, direction: Optional[str] = None, progress: ProgressFn = None) -> Comparison:
+        """Top-k for one query, clean vs perturbed, plus the dataset-level metrics of each condition.
+
+        Text→visual: item ``query_index``'s first caption, or a typed ``query_text`` (its positives: ``gt_index``
+        when given, else every item with exactly that caption when the dataset matches by caption).
+        Visual→text: item ``query_index`` queries the texts (the perturbed run perturbs both)."""
+        direction = direction or self.directions[0]
+        self._check_direction(direction)
+        n = len(self.dataset)
+        notes: list[str] = []
+        if query_index is not None and not 0 <= int(query_index) < n:
+            raise ValueError(f"query index {query_index} outside the dataset (0..{n - 1})")
+        if gt_index is not None and not 0 <= int(gt_index) < n:
+            raise ValueError(f"ground-truth index {gt_index} outside the dataset (0..{n - 1})")
+        _, _, ve_c = self.visuals(Condition(), progress)
+        _, vrecs, ve_p = self.visuals(visual_cond, progress)
+        texts_c, _, te_c = self.texts(Condition())
+        texts_p, trecs, te_p = self.texts(text_cond)
+        prec = None
+        if direction[0] == "t":
+            k = max(1, min(int(k), n))
+            if query_index is not None:
+                js = np.flatnonzero(self.text_items == int(query_index))
+                if not len(js):
+                    raise ValueError(f"item {query_index} has no caption to query with")
+                j = int(js[0])
+                query, pq, prec = texts_c[j], texts_p[j], (trecs[j] if trecs else None)
+                q_c, q_p, gt = te_c[j], te_p[j], list(self.text_pos[j])
+            else:
+                from robustlab.io.files import clean_caption
+
+                query = clean_caption(query_text or "", "query")
+                pq = query
+                if not text_cond.clean:
+                    outs, recs = perturb_many([query], text_cond, "text")
+                    pq, prec = outs[0], recs[0]
+                q_c = cached_encode_texts(self.model, [query], cache=self.cache)[0]
+                q_p = cached_encode_texts(self.model, [pq], cache=self.cache, records=[prec] if prec else None)[0]
+                if gt_index is not None:
+                    gt = [int(gt_index)]
+                elif self.dataset.positives == "caption":
+                    gt = sorted({int(self.text_items[j]) for j, t in enumerate(texts_c) if t == query})
+                else:
+                    gt = []
+            if not str(pq).strip():
+                notes.append("the perturbation left the query empty")
+            s_c, s_p = ve_c @ q_c, ve_p @ q_p
         else:
-            from robustlab.io.files import clean_caption
+            if query_index is None:
+                raise ValueError(f"{DIRECTION_LABELS[direction]} needs a dataset {self.kind} as the query")
+            k = max(1, min(int(k), len(texts_c)))
+            query = pq = int(query_index)
+            prec = vrecs[query] if vrecs else None
+            gt = list(self.dataset_visual_positives()[query])
+            s_c, s_p = te_c @ ve_c[query], te_p @ ve_p[query]
+        return Comparison(direction=direction, query=query, perturbed_query=pq, query_record=prec, gt=gt,
+                          clean=_ranked(s_c, gt, k), perturbed=_ranked(s_p, gt, k),
+                          metrics=self.condition_metrics(visual_cond, text_cond), visual_condition=visual_cond,
+                          text_condition=text_cond, k=k, notes=notes)
 
-            query = clean_caption(query_text or "", "query")
-            pq, prec = query, None
-            if not text_cond.clean:
-                from robustlab.perturb import perturb
+    def dataset_visual_positives(self) -> list[list[int]]:
+        vp: list[list[int]] = [[] for _ in range(len(self.dataset))]
+        for i, p in zip(self.captioned, self.visual_pos):
+            vp[i] = list(p)
+        return vp
 
-                r = perturb(query, text_cond.name, text_cond.severity, seed=text_cond.seed)
-                pq, prec = r.output, r.record
-            if gt_index is not None and not 0 <= gt_index < n:
-                raise ValueError(f"ground-truth index {gt_index} outside the gallery (0..{n - 1})")
-        if not pq.strip():
-            notes.append("the perturbation left the query empty")
-        q_clean = cached_encode_texts(self.model, [query], cache=self.cache)[0]
-        q_pert = cached_encode_texts(self.model, [pq], cache=self.cache, records=[prec] if prec else None)[0]
-        _, _, ie_c = self.images(Condition(), progress=progress)
-        _, _, ie_p = self.images(image_cond, progress=progress)
+    # ---- order sensitivity (datasets whose items have a time-reversed caption) ---------------------------
+    def order_metrics(self, visual_cond: Condition = Condition(), text_cond: Condition = Condition()) -> dict:
+        """How much retrieval depends on the order of events (video datasets with ``reversed_captions``).
 
-        def rank_list(q, ie) -> Ranked:
-            s = ie @ q
-            order = np.argsort(-s, kind="stable")[:k]
-            gr = int(ranks(s[None, :], [gt_index])[0]) if gt_index is not None else None
-            return Ranked([int(i) for i in order], [float(s[i]) for i in order], gr)
+        ``t2v_R@1_reversed`` / ``v2t_R@1_reversed``: retrieval with every (perturbed) video played backwards, the
+        captions unchanged; ``order_acc``: the fraction of videos that score their caption above its time
+        reversal; ``order_acc_reversed``: the same for the reversed videos (whose right caption is the reversed
+        one). 0.5 is chance. Only for datasets with one caption per video."""
+        rcaps = getattr(self.dataset, "reversed_captions", None)
+        if self.kind != "video" or rcaps is None or len(self._texts0) != len(self.dataset):
+            return {}
+        vids, _, ve = self.visuals(visual_cond)
+        _, _, te = self.texts(text_cond)
+        rev = [np.ascontiguousarray(np.asarray(v)[::-1]) for v in vids]
+        re = np.asarray(cached_encode_videos(self.model, rev, cache=self.cache), np.float32)
+        sr = te @ re.T
+        pos = _gt_array(self.text_pos)
+        out = {"t2v_R@1_reversed": retrieval(sr, pos)["R@1"],
+               "v2t_R@1_reversed": retrieval(np.ascontiguousarray(sr.T), _gt_array(self.visual_pos))["R@1"]}
+        _, _, te_clean = self.texts(Condition())
+        rte = np.asarray(cached_encode_texts(self.model, list(rcaps), cache=self.cache), np.float32)
+        differs = np.array([a != b for a, b in zip(self._texts0, rcaps)])
+        right, wrong = np.einsum("nd,nd->n", ve, te_clean), np.einsum("nd,nd->n", ve, rte)
+        r_right, r_wrong = np.einsum("nd,nd->n", re, rte), np.einsum("nd,nd->n", re, te_clean)
+        out["order_acc"] = float(np.mean(right[differs] > wrong[differs])) if differs.any() else None
+        out["order_acc_reversed"] = float(np.mean(r_right[differs] > r_wrong[differs])) if differs.any() else None
+        return out
 
-        clean_cond = Condition()
-        metrics = {
-            "clean": self.metrics(clean_cond, clean_cond),
-            "image perturbed": self.metrics(image_cond, clean_cond),
-            "text perturbed": self.metrics(clean_cond, text_cond),
-            "both perturbed": self.metrics(image_cond, text_cond),
-        }
-        return Comparison(query=query, perturbed_query=pq, query_record=prec, gt_index=gt_index,
-                          clean=rank_list(q_clean, ie_c), perturbed=rank_list(q_pert, ie_p), metrics=metrics,
-                          image_condition=image_cond, text_condition=text_cond, k=k, notes=notes)
+
+def _ranked(s: np.ndarray, gt: list[int], k: int) -> Ranked:
+    order = np.argsort(-s, kind="stable")[:k]
+    gr = int(ranks(s[None, :], [gt])[0]) if gt else None
+    return Ranked([int(i) for i in order], [float(s[i]) for i in order], gr)
+
+
+class RetrievalTask(Task):
+    name = "retrieval"
+    description = "text↔image or text↔video retrieval: R@1/5/10, median and mean rank, both directions"
+    kinds = ("image", "video")
+    alternative = "builtin:tiny-clip (images) or builtin:tiny-clip-video-seqtransf (videos)"
+
+    def check_model(self, model, kind: str = "image") -> None:
+        check_model(model, kind)
+
+    def bench(self, model, dataset, cache=None) -> RetrievalBench:
+        self.check_dataset(dataset)
+        return RetrievalBench(model, dataset, cache=cache)
+
+    def evaluate(self, model, dataset, conditions=None, *, progress: ProgressFn = None, cache=None,
+                 ks=(1, 5, 10), order: bool = True, **options) -> list:
+        """One :class:`Result` per condition set: ``metrics = {"t2i": {R@1, R@5, R@10, MdR, MnR}, "i2t": ...}``
+        (t2v / v2t for videos) and, for video datasets with time-reversed captions, ``"order"``."""
+        conds = as_conditions(conditions)
+        self.check_dataset(dataset)
+        check_model(model, dataset.kind)
+        for c in conds:  # refuse a wrong perturbation before any work
+            from robustlab.perturb.condition import check
+
+            if "visual" in c:
+                check(c["visual"], dataset.kind)
+            if "text" in c:
+                check(c["text"], "text")
+        bench = RetrievalBench(model, dataset, cache=cache if cache is not None else EmbeddingCache())
+        out = []
+        for i, c in enumerate(conds):
+            vc, tc = c.get("visual", Condition()), c.get("text", Condition())
+            prog = (lambda d, t, i=i: progress(i * t + d, len(conds) * t)) if progress else None
+            m = bench.metrics(vc, tc, ks=ks, progress=prog)
+            if order:
+                om = bench.order_metrics(vc, tc)
+                if om:
+                    m["order"] = om
+            out.append(make_result(self.name, model, dataset, c, len(dataset), m, texts=len(bench._texts0)))
+        return out
+
+
+TASK = register_task(RetrievalTask())
+
+__all__ = ["RetrievalBench", "RetrievalTask", "Comparison", "Ranked", "Scores", "Condition", "check_model",
+           "DIRECTIONS", "DIRECTION_LABELS", "TASK"]

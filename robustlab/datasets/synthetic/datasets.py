@@ -191,6 +191,11 @@ class SyntheticVideos(_Synthetic):
                           "reversed_caption": v.reversed_caption, "negative_caption": v.reversed_caption},
                     load=lambda i=i: self.visual(i))
 
+    def clavi_pair(self, i: int):
+        """CLAVI's complement pair for video i: (QA on the video, the same question's QA on its time reversal),
+        or None when the video has no before/after question (both events hit one object)."""
+        return qa.clavi_pair(self.scenes[i], np.random.default_rng([self.seed, i, 57]))
+
     @property
     def reversed_captions(self) -> list[str]:
         return [v.reversed_caption for v in self.scenes]

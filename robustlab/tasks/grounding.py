@@ -1,0 +1,146 @@
+"""Grounding: a referring expression -> a box; accuracy at IoU > 0.5 and mean IoU over a dataset.
+
+Every referring expression of every item is grounded once (the built-in scenes have one each; RefCOCO one per
+expression). A visual condition perturbs the images, a text condition the expressions (one that loses every word
+becomes "?"); item ``i`` gets seed ``condition.seed + i``. Accuracy is also split by the kind of expression
+(``Ref.meta["attributes"]``: which attributes it names, when the dataset says).
+
+For one example the Grounding page uses :func:`grounding_compare` (clean vs perturbed boxes) and
+:func:`grounding_sweep` (IoU per severity).
+"""
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import Optional
+
+import numpy as np
+
+from robustlab.io.draw import _box_list
+from robustlab.perturb.condition import Condition
+from robustlab.tasks.base import ProgressFn, Task, as_conditions, check_conditions, chunks, limit, make_result, \
+    perturb_one, perturb_text
+from robustlab.tasks.registry import register_task
+
+CHUNK = 100
+
+
+def ground_many(model, images, expressions) -> list:
+    if hasattr(model, "ground_batch"):
+        return model.ground_batch(images, expressions)
+    return [model.ground(im, e) for im, e in zip(images, expressions)]
+
+
+class GroundingTask(Task):
+    name = "grounding"
+    description = "referring-expression grounding on images: accuracy at IoU > 0.5 and mean IoU"
+    needs = ("ground",)
+    kinds = ("image",)
+    alternative = "builtin:tiny-vilt (or hf-grounding:google/owlv2-base-patch16-ensemble)"
+
+    def evaluate(self, model, dataset, conditions=None, *, progress: ProgressFn = None, n=None, **options) -> list:
+        """``metrics = {"acc@0.5", "mean_iou", "by_expression": {kind: {"acc@0.5", "n"}}}`` per condition set."""
+        self.check_model(model)
+        self.check_dataset(dataset)
+        conds = as_conditions(conditions)
+        check_conditions(conds, "image")
+        m = limit(dataset, n)
+        out = []
+        for ci, c in enumerate(conds):
+            vc, tc = c.get("visual", Condition()), c.get("text", Condition())
+            ious, by_kind = [], defaultdict(list)
+            for idx in chunks(m, CHUNK):
+                images, exprs, boxes, kinds = [], [], [], []
+                for i in idx:
+                    item = dataset.item(i)
+                    if not item.refs:
+                        continue
+                    im = perturb_one(dataset.visual(i), vc, i, "image")
+                    for ref in item.refs:
+                        images.append(im)
+                        exprs.append(perturb_text(ref.expression, tc, i))
+                        boxes.append(ref.box)
+                        kinds.append("+".join(ref.meta.get("attributes", ())) or "all")
+                for p, b, k in zip(ground_many(model, images, exprs), boxes, kinds):
+                    iou = p.iou(b)
+                    ious.append(iou)
+                    by_kind[k].append(iou)
+                if progress:
+                    progress(ci * m + idx[-1] + 1, len(conds) * m)
+            if not ious:
+                raise ValueError(f"dataset {dataset.name} has no referring expressions in its first {m} items")
+            ious = np.array(ious)
+            metrics = {"acc@0.5": float((ious > 0.5).mean()), "mean_iou": float(ious.mean()),
+                       "by_expression": {k: {"acc@0.5": float((np.array(v) > 0.5).mean()), "n": len(v)}
+                                         for k, v in sorted(by_kind.items())}}
+            out.append(make_result(self.name, model, dataset, c, m, metrics, expressions=len(ious)))
+        return out
+
+
+TASK = register_task(GroundingTask())
+
+
+# ---- one example: clean vs perturbed, and a severity sweep (the Grounding page) ------------------------------
+def grounding_compare(model, image, expression: str, gt_box=None, perturb: Optional[str] = None,
+                      severity: int = 0, text_perturb: Optional[str] = None, text_severity: int = 0,
+                      seed: int = 0) -> dict:
+    """Ground ``expression`` on the clean and on the perturbed input.
+
+    Returns the perturbed image and text with their perturbation results (``image_result`` / ``text_result``,
+    None when not perturbed), both predicted boxes, and the IoUs: to ``gt_box`` when given (x0, y0, x1, y1 in
+    image pixels) and between the two predictions."""
+    from robustlab.io.convert import to_uint8_rgb
+    from robustlab.perturb import perturb as run
+
+    TASK.check_model(model)
+    image = to_uint8_rgb(image)
+    img_res = run(image, perturb, int(severity), seed=int(seed)) if perturb and severity else None
+    txt_res = run(expression, text_perturb, int(text_severity), seed=int(seed)) \
+        if text_perturb and text_severity else None
+    p_img = img_res.output if img_res is not None else image
+    p_txt = txt_res.output if txt_res is not None else expression
+    clean = model.ground(image, expression)
+    pert = model.ground(p_img, p_txt if p_txt.strip() else "?")
+    out = {"clean_box": clean, "perturbed_box": pert, "perturbed_image": p_img, "perturbed_text": p_txt,
+           "image_result": img_res, "text_result": txt_res, "iou_clean_vs_perturbed": round(clean.iou(pert), 4),
+           "iou_clean": None, "iou_perturbed": None}
+    if gt_box is not None:
+        out.update(iou_clean=round(clean.iou(gt_box), 4), iou_perturbed=round(pert.iou(gt_box), 4))
+    return out
+
+
+def grounding_sweep(model, image, expression: str, gt_box=None, perturb: Optional[str] = None,
+                    text_perturb: Optional[str] = None, seed: int = 0, severities=range(0, 6)) -> list[dict]:
+    """IoU per severity (0–5) for the image perturbation, the text perturbation and both together.
+
+    The IoU is to ``gt_box`` when given, else to the clean prediction (``reference`` says which)."""
+    from robustlab.io.convert import to_uint8_rgb
+    from robustlab.perturb import perturb as run
+
+    TASK.check_model(model)
+    image = to_uint8_rgb(image)
+    ref = gt_box if gt_box is not None else model.ground(image, expression)
+    reference = "ground truth" if gt_box is not None else "clean prediction"
+    conds = []
+    if perturb:
+        conds.append(("image", True, False))
+    if text_perturb:
+        conds.append(("text", False, True))
+    if perturb and text_perturb:
+        conds.append(("both", True, True))
+    rows = []
+    for cond, use_img, use_txt in conds:
+        imgs, texts = [], []
+        for k in severities:
+            imgs.append(run(image, perturb, k, seed=int(seed)).output if use_img and k else image)
+            t = run(expression, text_perturb, k, seed=int(seed)).output if use_txt and k else expression
+            texts.append(t if t.strip() else "?")
+        boxes = model.ground_batch(imgs, texts) if hasattr(model, "ground_batch") else \
+            [model.ground(i, t) for i, t in zip(imgs, texts)]
+        for k, b, t in zip(severities, boxes, texts):
+            iou = b.iou(ref)
+            rows.append({"condition": cond, "severity": int(k), "iou": round(iou, 4), "hit": bool(iou > 0.5),
+                         "reference": reference, "box": _box_list(b), "text": t})
+    return rows
+
+
+__all__ = ["GroundingTask", "grounding_compare", "grounding_sweep", "ground_many", "TASK"]
