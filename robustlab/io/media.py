@@ -492,3 +492,11 @@ def encode_decode(frames, codec: str, *, qscale: int | None = None, bitrate: int
         raise RuntimeError(f"{codec}: decoded {len(out)} frames from {t} encoded ones")
     rgb = yuv420_to_rgb(np.stack(out), h, w)
     return np.ascontiguousarray(rgb[:, :h0, :w0])
+
+
+def display_mp4(frames: np.ndarray, scale: int = 3, fps: float = 8.0) -> bytes:
+    """H.264 mp4 bytes of a (small) video for the browser, upscaled ``scale``× with nearest neighbour."""
+    v = np.asarray(frames)
+    if scale > 1:
+        v = v.repeat(scale, axis=1).repeat(scale, axis=2)
+    return write_mp4(v, fps=fps)
