@@ -30,12 +30,11 @@ def bench_cache(n: int = 1000, repeats: int = 3) -> dict:
     import numpy as np
 
     from robustlab.engine import EmbeddingCache, cached_encode_images
-    from robustlab.tasks.evaluate import heldout_gallery
+    from robustlab.datasets import build
     from robustlab.models import load_model
 
     model = load_model("builtin:tiny-clip", device="cpu")
-    imgs, _, _ = heldout_gallery(n, seed=4242)
-    imgs = list(imgs)
+    imgs = build("builtin", n=n, seed=4242, cache=False).visuals()
     model.encode_images(imgs[:64])  # warm-up of kernels, outside the timings
     plain, cold, warm = [], [], []
     for r in range(repeats):
@@ -60,7 +59,7 @@ def bench_cache(n: int = 1000, repeats: int = 3) -> dict:
 
 def bench_quality(n: int = 1000) -> list[dict]:
     from robustlab.datasets.synthetic import world
-    from robustlab.tasks.evaluate import eval_retrieval
+    from robustlab.tasks.retrieval import eval_retrieval
     from robustlab.models import load_model
 
     model = load_model("builtin:tiny-clip", device="cpu")

@@ -43,8 +43,10 @@ def main(argv=None) -> int:
     import torch
 
     torch.set_num_threads(args.threads)
-    from robustlab.tasks.evaluate_video import eval_video_retrieval
+    from robustlab.datasets import build
     from robustlab.models import load_model
+    from robustlab.perturb.condition import Condition
+    from robustlab.tasks import get
     from robustlab.perturb import get_perturbation
 
     import tempfile
@@ -56,6 +58,7 @@ def main(argv=None) -> int:
     rows = []
     t0 = time.time()
     models = {s: load_model(s, device="cpu") for s in MODELS}
+    ds = build("builtin-videos", split="test", n=args.n, seed=args.seed)
     for name, sev in CONDITIONS:
         if name is not None:
             try:
@@ -68,7 +71,9 @@ def main(argv=None) -> int:
                 continue
         for s, m in models.items():
             t = time.time()
-            r = eval_video_retrieval(m, n=args.n, seed=args.seed, perturb=name, severity=sev, cache=cache)
+            res = get("retrieval").evaluate(m, ds, {"visual": Condition(name, sev)} if name else None, cache=cache)[0]
+            r = {k: round(v, 4) if isinstance(v, float) else v for k, v in res.flat().items()}
+            r.update(model=s, n=res.n)
             r["condition"] = "clean" if name is None else f"{name} s{sev}"
             r["seconds"] = round(time.time() - t, 1)
             rows.append(r)

@@ -28,7 +28,7 @@ _LAZY = {
     "ModelUnavailable": ("robustlab.models.base", "ModelUnavailable"),
     "InputError": ("robustlab.io.files", "InputError"),
     "builtin_gallery": ("robustlab.datasets.synthetic.datasets", "builtin_gallery"),
-    "eval_retrieval": ("robustlab.tasks.evaluate", "eval_retrieval"),
+    "eval_retrieval": ("robustlab.tasks.retrieval", "eval_retrieval"),
 }
 _SUBMODULES = {"models", "datasets", "io", "tasks", "diagnostics", "engine", "metrics", "export", "training", "cli"}
 _ALIASES = {"analysis": "diagnostics"}  # older names the README documented

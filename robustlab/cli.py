@@ -3,14 +3,16 @@
     robustlab models                                   built-in models and whether their weights are here
     robustlab perturbations [--modality image|text]    the perturbation registry with severity tables
     robustlab train tiny-clip [--seed S] [--out PATH]  train the built-in model on the synthetic world
-    robustlab eval retrieval --model M --dataset builtin --n N --seed S [--perturb NAME --severity K]
-                             [--text-perturb NAME --text-severity K] [--json]
+    robustlab datasets [PATTERN] [--task T]            the datasets and what each needs
+    robustlab tasks                                    the evaluation tasks
+    robustlab eval TASK --model M [--dataset NAME --root PATH --split S --n N] [--perturb NAME --severity K]
+                        [--text-perturb NAME --text-severity K] [--out DIR] [--json]
     robustlab perturb INPUT... --name NAME --severity K [--seed S] [--variant V] --out DIR
                                                        perturb images, videos and caption files (and folders
                                                        of them) into DIR with a manifest.jsonl
     robustlab regenerate EXPORT [--out DIR]            rebuild an export (zip, folder or manifest.jsonl) bit
                                                        for bit and verify it; exit 1 on any mismatch
-    robustlab hubness --model M --dataset builtin|demo|videos --k 15 [--n N] [--seed S] [--direction t2i|i2t|t2v|v2t]
+    robustlab hubness --model M [--dataset NAME --root PATH --split S --n N] --k 15 [--direction t2i|i2t|t2v|v2t]
                       [--perturb NAME --severity K] [--reduce dsl|qbnorm|hsm] [--json]
                                                        k-occurrence hubness indices and R@K, clean vs perturbed
 """
@@ -59,16 +61,6 @@ def cmd_perturbations(args) -> int:
 
 from robustlab.training import RECIPES as TRAIN_RECIPES  # noqa: E402
 
-# evaluation tasks: name -> "module:function"; each takes (model, n, seed, progress=..., **task options) -> dict
-EVAL_TASKS = {
-    "retrieval": "robustlab.tasks.evaluate:eval_retrieval",
-    "video-retrieval": "robustlab.tasks.evaluate_video:eval_video_retrieval",
-    "vqa": "robustlab.tasks.evaluate_fusion:eval_vqa",
-    "grounding": "robustlab.tasks.evaluate_fusion:eval_grounding",
-    "clavi": "robustlab.tasks.evaluate_fusion:eval_clavi",
-}
-
-
 def _resolve(target: str):
     import importlib
 
@@ -102,61 +94,140 @@ def cmd_train(args) -> int:
     return 0
 
 
-def cmd_eval(args) -> int:
+def cmd_datasets(args) -> int:
+    from robustlab.datasets.registry import list_datasets
+
+    rows = list_datasets(args.pattern, task=args.task)
+    if args.json:
+        print(json.dumps(rows, indent=2, default=str))
+        return 0
+    if not rows:
+        return _err(f"no dataset matches {args.pattern or '*'}" + (f" for task {args.task}" if args.task else ""), 1)
+    for r in rows:
+        where = "--root PATH" if r["needs_root"] else "built in"
+        print(f"{r['name']:<16} {r['kind']:<6} {','.join(r['tasks']):<28} splits: {', '.join(r['splits'])}"
+              f" ({where})\n    {r['description']}\n    needs: {r['needs']}")
+    return 0
+
+
+def cmd_tasks(args) -> int:
+    from robustlab.tasks.registry import list_tasks
+
+    rows = list_tasks(args.pattern)
+    if args.json:
+        print(json.dumps(rows, indent=2))
+        return 0
+    for r in rows:
+        print(f"{r['name']:<12} {'/'.join(r['kinds']):<12} {r['description']}")
+    return 0
+
+
+def _add_dataset_args(p, default: str | None = "builtin") -> None:
+    p.add_argument("--dataset", default=default, help="a dataset name (see `robustlab datasets`)")
+    p.add_argument("--root", default=None, help="the dataset's folder (datasets on disk)")
+    p.add_argument("--split", default=None, help="the split (default: the dataset's test split)")
+    p.add_argument("--n", type=int, default=None, help="use the first N items (built-in: generate N)")
+    p.add_argument("--seed", type=int, default=None, help="built-in world seed (default: the split's)")
+    p.add_argument("--trust-pickle", action="store_true",
+                   help="allow reading a pickle annotation file (RefCOCO's refs(*).p): only for files you trust")
+
+
+def _build_dataset(args, name: str):
+    """(dataset, None) or (None, exit code after a one-line message)."""
+    from robustlab.datasets.registry import build
+
+    if args.n is not None and args.n < 1:
+        return None, _err("--n must be at least 1")
+    kw = {k: v for k, v in (("n", args.n), ("seed", args.seed)) if v is not None}
+    if args.trust_pickle:
+        kw["trust_pickle"] = True
+    try:
+        return build(name, root=args.root, split=args.split, **kw), None
+    except (ValueError, OSError) as e:
+        return None, _err(str(e))
+
+
+def _load(args):
     from robustlab.models import ModelUnavailable, load_model
 
-    if args.dataset != "builtin":
-        return _err(f"dataset {args.dataset!r} is not supported yet; use --dataset builtin")
-    if args.n < 2:
-        return _err("--n must be at least 2")
     try:
         model = load_model(args.model, device=args.device)
     except (ModelUnavailable, ValueError) as e:
-        return _err(str(e))
-    if model.random_init:
+        return None, _err(str(e))
+    if getattr(model, "random_init", False):
         print("robustlab: warning: this model is randomly initialised (plumbing test only, not a result)",
               file=sys.stderr)
-    fn = _resolve(EVAL_TASKS[args.task])
-    if fn is None:
-        return _err(f"evaluation task {args.task!r} is not available in this checkout")
+    return model, None
 
-    try:
-        if args.perturb:
-            from robustlab.perturb import get_perturbation
 
-            get_perturbation(args.perturb)
-        if args.text_perturb:
-            from robustlab.perturb import get_perturbation
-
-            get_perturbation(args.text_perturb)
-    except (KeyError, ValueError) as e:
-        return _err(str(e).strip("'\""))
+def _bar(args, desc: str):
     from tqdm.auto import tqdm
 
-    bar = tqdm(total=args.n, desc=f"eval {args.task}", unit="item", disable=args.json or not sys.stderr.isatty())
+    bar = tqdm(desc=desc, unit="item", disable=args.json or not sys.stderr.isatty(), file=sys.stderr)
 
     def progress(done, total):
         bar.total = total
         bar.n = done
         bar.refresh()
+    return bar, progress
 
+
+def cmd_eval(args) -> int:
+    from robustlab.perturb.condition import Condition, check
+    from robustlab.tasks.registry import get
+
+    task = get(args.task)
+    name = args.dataset or ("builtin-videos" if task.kinds == ("video",) else "builtin")
+    visual = Condition(args.perturb, args.severity, args.perturb_seed) if args.perturb else Condition()
+    text = Condition(args.text_perturb, args.text_severity, args.perturb_seed) if args.text_perturb else Condition()
     try:
-        if args.task == "retrieval":
-            res = fn(model, n=args.n, seed=args.seed, image_perturb=args.perturb, image_severity=args.severity,
-                     text_perturb=args.text_perturb, text_severity=args.text_severity, progress=progress)
-        else:  # every other task takes the visual perturbation as perturb/severity (image or video, per task)
-            res = fn(model, n=args.n, seed=args.seed, perturb=args.perturb, severity=args.severity,
-                     text_perturb=args.text_perturb, text_severity=args.text_severity, progress=progress)
-    except ValueError as e:  # e.g. a model that cannot do this task: say so, no traceback
+        check(text, "text")
+        if args.perturb:
+            from robustlab.perturb import get_perturbation
+
+            get_perturbation(args.perturb)
+    except (KeyError, ValueError) as e:
+        return _err(str(e).strip("'\""))
+    dataset, code = _build_dataset(args, name)
+    if dataset is None:
+        return code
+    model, code = _load(args)
+    if model is None:
+        return code
+    conds = [{}] if visual.clean and text.clean else []
+    if not visual.clean or not text.clean:
+        conds.append({k: c for k, c in (("visual", visual), ("text", text)) if not c.clean})
+    bar, progress = _bar(args, f"eval {args.task} on {dataset.name}")
+    try:
+        results = task.evaluate(model, dataset, conds, progress=progress)
+    except ValueError as e:  # a model or dataset that cannot do this task, a perturbation of the wrong kind
         bar.close()
         return _err(str(e))
     bar.close()
+    if args.out:
+        from pathlib import Path
+
+        for r in results:
+            path = Path(args.out) / f"{r.task}_{r.dataset}_{_slug(r)}.json"
+            r.save(path)
+            print(f"wrote {path}", file=sys.stderr)
     if args.json:
-        print(json.dumps(res))
-    else:
-        for k, v in res.items():
-            print(f"{k:<16} {v}")
+        out = [r.to_json() for r in results]
+        print(json.dumps(out[0] if len(out) == 1 else out))
+        return 0
+    for r in results:
+        from robustlab.tasks.base import label
+
+        print(f"{r.task} · {r.model} · {r.dataset} ({r.split}, n={r.n}) · "
+              f"{label({k: Condition.from_dict(v) for k, v in r.conditions.items()})}")
+        for k, v in r.flat().items():
+            print(f"  {k:<28} {round(v, 4) if isinstance(v, float) else v}")
     return 0
+
+
+def _slug(r) -> str:
+    parts = [f"{k}-{v['name']}-s{v['severity']}" for k, v in r.conditions.items() if v.get("name")]
+    return "_".join(parts) or "clean"
 
 
 def cmd_perturb(args) -> int:
@@ -224,36 +295,29 @@ def cmd_regenerate(args) -> int:
 
 
 def cmd_hubness(args) -> int:
-    from robustlab.diagnostics.hubness_eval import eval_hubness
-    from robustlab.models import ModelUnavailable, load_model
+    from robustlab.diagnostics.hubness_eval import condition_axis, eval_hubness
+    from robustlab.perturb.condition import Condition
 
-    if args.n < 2:
-        return _err("--n must be at least 2")
-    video = args.dataset == "videos"
-    if args.direction is None:
-        args.direction = "t2v" if video else "t2i"
-    if video != (args.direction in ("t2v", "v2t")):
-        return _err(f"--direction {args.direction} does not go with --dataset {args.dataset} "
-                    f"(use {'t2v or v2t' if video else 't2i or i2t'})")
-    if not 1 <= args.k <= args.n:
-        return _err(f"--k must be between 1 and --n ({args.n})")
-    if args.perturb:
-        try:
-            from robustlab.diagnostics.hubness_eval import _perturb_modality
-
-            _perturb_modality(args.perturb, "video" if video else "image")
-        except (KeyError, ValueError) as e:
-            return _err(str(e).strip("'\""))
+    dataset, code = _build_dataset(args, args.dataset)
+    if dataset is None:
+        return code
+    cond = Condition(args.perturb, args.severity, args.perturb_seed) if args.perturb else Condition()
+    dirs = ("t2v", "v2t") if dataset.kind == "video" else ("t2i", "i2t")
+    if args.direction is not None and args.direction not in dirs:
+        return _err(f"--direction {args.direction} does not go with the {dataset.kind} dataset {dataset.name} "
+                    f"(use {' or '.join(dirs)})")
+    if not 1 <= args.k <= len(dataset):
+        return _err(f"--k must be between 1 and the number of items ({len(dataset)})")
     try:
-        model = load_model(args.model, device=args.device)
-    except (ModelUnavailable, ValueError) as e:
-        return _err(str(e))
-    if model.random_init:
-        print("robustlab: warning: this model is randomly initialised (plumbing test only, not a result)",
-              file=sys.stderr)
+        condition_axis(cond, dataset.kind)
+    except (KeyError, ValueError) as e:
+        return _err(str(e).strip("'\""))
+    model, code = _load(args)
+    if model is None:
+        return code
     from tqdm.auto import tqdm
 
-    bar = tqdm(total=args.n, unit="item", disable=not sys.stderr.isatty(), file=sys.stderr)
+    bar = tqdm(unit="item", disable=args.json or not sys.stderr.isatty(), file=sys.stderr)
 
     def progress(stage, done, total):
         bar.set_description(stage, refresh=False)
@@ -262,9 +326,7 @@ def cmd_hubness(args) -> int:
         bar.refresh()
 
     try:
-        res = eval_hubness(model, n=args.n, seed=args.seed, k=args.k, direction=args.direction,
-                           perturb=args.perturb, severity=args.severity, reduce=args.reduce, dataset=args.dataset,
-                           progress=progress)
+        res = eval_hubness(model, dataset, args.direction, cond, k=args.k, reduce=args.reduce, progress=progress)
     except ValueError as e:
         bar.close()
         return _err(str(e))
@@ -311,17 +373,34 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("--out", default=None, help="checkpoint path (default: assets/NAME.safetensors)")
     t.set_defaults(fn=cmd_train)
 
-    e = sub.add_parser("eval", help="evaluate a model on a freshly generated held-out split")
-    e.add_argument("task", choices=list(EVAL_TASKS))
+    d = sub.add_parser("datasets", help="list the datasets and what each needs")
+    d.add_argument("pattern", nargs="?", default=None, help="a wildcard, e.g. 'ref*'")
+    d.add_argument("--task", default=None, help="only datasets for this task")
+    d.add_argument("--json", action="store_true")
+    d.set_defaults(fn=cmd_datasets)
+
+    tk = sub.add_parser("tasks", help="list the evaluation tasks")
+    tk.add_argument("pattern", nargs="?", default=None)
+    tk.add_argument("--json", action="store_true")
+    tk.set_defaults(fn=cmd_tasks)
+
+    from robustlab.tasks.registry import names as task_names
+
+    e = sub.add_parser("eval", help="evaluate a model on a dataset, clean and perturbed",
+                       description="Evaluate a model on a dataset (built-in by default: the held-out test split, "
+                                   "1000 items) with a task; prints the metrics of the clean run, or of the "
+                                   "perturbed run with --perturb / --text-perturb (item i gets seed "
+                                   "--perturb-seed + i). --out DIR writes one JSON Result per run.")
+    e.add_argument("task", choices=task_names())
     e.add_argument("--model", default="builtin:tiny-clip")
-    e.add_argument("--dataset", default="builtin")
-    e.add_argument("--n", type=int, default=1000)
-    e.add_argument("--seed", type=int, default=1000)
-    e.add_argument("--perturb", default=None, help="image (or, for video tasks, video) perturbation name")
-    e.add_argument("--severity", type=int, default=3)
-    e.add_argument("--text-perturb", default=None, help="text perturbation name")
-    e.add_argument("--text-severity", type=int, default=3)
+    _add_dataset_args(e, default=None)
+    e.add_argument("--perturb", default=None, help="image or video perturbation of the dataset's visuals")
+    e.add_argument("--severity", type=int, default=3, choices=range(1, 6), metavar="K", help="1..5")
+    e.add_argument("--text-perturb", default=None, help="text perturbation of captions / questions / expressions")
+    e.add_argument("--text-severity", type=int, default=3, choices=range(1, 6), metavar="K", help="1..5")
+    e.add_argument("--perturb-seed", type=int, default=0)
     e.add_argument("--device", default=None)
+    e.add_argument("--out", default=None, help="write each Result as JSON into this folder")
     e.add_argument("--json", action="store_true")
     e.set_defaults(fn=cmd_eval)
 
@@ -353,24 +432,20 @@ def build_parser() -> argparse.ArgumentParser:
     rg.set_defaults(fn=cmd_regenerate)
 
     hb = sub.add_parser("hubness", help="k-occurrence hubness of retrieval, clean vs perturbed",
-                        description="Hubness of a model's text-image retrieval on the synthetic world: the "
+                        description="Hubness of a model's text-image or text-video retrieval on a dataset: the "
                                     "k-occurrence N_k of every gallery item (how many queries rank it in their "
                                     "top k) and its skewness, truncated-normal skewness, Atkinson, Robin Hood and "
                                     "Gini indices, antihub and hub occurrence, with R@1/5/10, clean and (with "
                                     "--perturb) perturbed; --reduce adds the scores after a hubness reduction.")
     hb.add_argument("--model", default="builtin:tiny-clip")
-    hb.add_argument("--dataset", default="builtin", choices=["builtin", "demo", "videos"],
-                    help="builtin: n freshly generated held-out scenes (world seed --seed); demo: the dashboard's "
-                         "demo gallery; videos: n freshly generated held-out event videos (needs a video model, "
-                         "e.g. builtin:tiny-clip-video-seqtransf, or an image model that pools frames)")
+    _add_dataset_args(hb)
     hb.add_argument("--k", type=int, default=15, help="top-k of the k-occurrence (HAT-VTR uses 15)")
-    hb.add_argument("--n", type=int, default=1000)
-    hb.add_argument("--seed", type=int, default=None, help="world seed (default: 1000 held-out, 7 demo)")
     hb.add_argument("--direction", choices=["t2i", "i2t", "t2v", "v2t"], default=None,
-                    help="t2i: captions query images (N_k per image); i2t: images query captions; with --dataset "
-                         "videos, t2v / v2t (default: t2i, or t2v for videos)")
-    hb.add_argument("--perturb", default=None, help="an image (video, with --dataset videos) or text perturbation, "
-                                                    "applied to that modality")
+                    help="t2i: captions query images (N_k per image); i2t: images query captions; t2v / v2t for "
+                         "a video dataset (default: t2i, or t2v for videos)")
+    hb.add_argument("--perturb", default=None, help="an image / video or text perturbation, applied to that "
+                                                    "modality")
+    hb.add_argument("--perturb-seed", type=int, default=0)
     hb.add_argument("--severity", type=int, default=3, choices=range(1, 6), metavar="K", help="1..5")
     hb.add_argument("--reduce", default=None, choices=["dsl", "qbnorm", "hsm"],
                     help="also report the scores after this hubness reduction (default parameters)")

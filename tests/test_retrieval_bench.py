@@ -59,5 +59,103 @@ def test_uncaptioned_images_are_distractors(tiny_clip, bench):
     assert 0 < m["t2i"]["R@1"] <= 1
     with pytest.raises(ValueError, match="no caption"):
         b.compare(Condition(), Condition(), query_index=0)
-    with pytest.raises(ValueError, match="no image in the gallery has a caption"):
+    with pytest.raises(ValueError, match="no image in the dataset has a caption"):
         RetrievalBench(tiny_clip, Gallery(g.images[:2], [None, None], g.names[:2], "upload"))
+
+
+# ---- one bench for images and videos, several captions per item, the task's Results ----------------------
+@pytest.fixture(scope="module")
+def video_model():
+    from robustlab.models import load_model
+
+    return load_model("builtin:tiny-clip-video-meanp", device="cpu")
+
+
+def test_one_bench_for_videos_both_directions(video_model, tmp_path_factory):
+    from robustlab.datasets import build
+
+    ds = build("builtin-videos", n=24)
+    b = RetrievalBench(video_model, ds, cache=EmbeddingCache(tmp_path_factory.mktemp("vemb")))
+    assert b.kind == "video" and b.directions == ("t2v", "v2t")
+    vc, tc = Condition("jumble", 3, 5), Condition("keyboard", 2, 5)
+    c = b.compare(vc, tc, query_index=4, direction="t2v", k=24)
+    # caption positives: every video with exactly the same caption is ground truth
+    same = [i for i in range(len(ds)) if ds.captions[i] == ds.captions[4]]
+    assert c.gt == same and c.perturbed.indices[c.perturbed.gt_rank - 1] in same
+    assert set(c.metrics) == {"clean", "video perturbed", "text perturbed", "both perturbed"}
+    vids, recs, _ = b.videos(vc)
+    assert recs[4]["seed"] == 5 + 4 and recs[4]["name"] == "jumble"
+    v = b.compare(vc, tc, query_index=4, direction="v2t", k=5)
+    assert v.query == 4 and v.query_record == recs[4] and v.gt == same  # captions of item i are text i here
+    with pytest.raises(ValueError, match="t2v or v2t"):
+        b.compare(direction="t2i", query_index=0)
+    with pytest.raises(ValueError, match="needs a dataset video"):
+        b.compare(direction="v2t")
+    # a typed query's positives are the videos with exactly that caption
+    typed = b.compare(query_text=ds.captions[4], k=3)
+    assert typed.gt == same
+    # an image model cannot search videos... unless it encodes them; a video-less model is refused in one line
+    class TextOnly:
+        model_id = "text-only"
+
+        def encode_texts(self, t):
+            return np.zeros((len(t), 4), np.float32)
+    with pytest.raises(ValueError, match="cannot encode videos and texts"):
+        RetrievalBench(TextOnly(), ds)
+
+
+def test_several_captions_per_image_and_i2t(tiny_clip, bench):
+    from robustlab.datasets.base import InMemoryDataset
+    from robustlab.tasks import get
+
+    g = bench.gallery
+    imgs = g.images[:12]
+    caps = [[g.captions[i], g.captions[i].upper()] if i % 2 == 0 else g.captions[i] for i in range(12)]
+    ds = InMemoryDataset(imgs, caps, name="multi")
+    b = RetrievalBench(tiny_clip, ds)
+    assert len(b.texts()[0]) == 18 and b.caption_of[2] == 3  # item 2's first caption follows item 0's two and item 1's
+    m = b.score_matrix("i2t")
+    assert m.scores.shape == (12, 18) and m.positives[0] == [0, 1] and m.gt[0] == 0
+    c = b.compare(query_index=0, direction="i2t", k=18)
+    assert c.gt == [0, 1] and {c.perturbed.indices[c.perturbed.gt_rank - 1]} <= {0, 1}
+    r = get("retrieval").evaluate(tiny_clip, ds, [None, {"visual": "gaussian_noise:2"}])
+    assert [x.conditions["visual"].get("name") for x in r] == [None, "gaussian_noise"]
+    assert r[0].metrics["t2i"] == b.metrics()["t2i"] and r[0].extra["texts"] == 18
+
+
+def test_task_results_are_plain_json_and_refuse_bad_input(tiny_clip, tmp_path):
+    import json
+
+    from robustlab.datasets import build
+    from robustlab.tasks import Result, get, grid
+
+    ds = build("builtin", n=20)
+    conds = grid(visual=[None, "gaussian_noise:3"], text=[None, "keyboard:2"])
+    assert len(conds) == 4 and conds[0] == {} and set(conds[3]) == {"visual", "text"}
+    rs = get("retrieval").evaluate(tiny_clip, ds, conds)
+    assert len(rs) == 4 and all(r.n == 20 and r.dataset == "builtin" and r.split == "test" for r in rs)
+    r = rs[3]
+    d = json.loads(json.dumps(r.to_json()))
+    assert set(d) >= {"model", "model_fingerprint", "dataset", "split", "task", "conditions", "n", "metrics",
+                      "versions"}
+    assert d["conditions"]["text"] == {"name": "keyboard", "severity": 2, "seed": 0}
+    p = r.save(tmp_path / "r.json")
+    assert Result.load(p) == Result.from_json(d) and Result.load(p).metrics == r.metrics
+    assert rs[0].metrics["t2i"]["R@1"] >= rs[1].metrics["t2i"]["R@1"]
+    with pytest.raises(ValueError, match="not to texts|text perturbation"):
+        get("retrieval").evaluate(tiny_clip, ds, {"text": "gaussian_noise:3"})
+    with pytest.raises(ValueError, match="unknown condition axis"):
+        get("retrieval").evaluate(tiny_clip, ds, {"audio": "gaussian_noise:3"})
+    with pytest.raises(ValueError, match="cannot do grounding"):
+        get("grounding").evaluate(tiny_clip, ds)
+    with pytest.raises(ValueError, match="unknown task"):
+        get("captioning")
+    vids = build("builtin-videos", n=4)
+
+    class Grounder:
+        model_id = "grounder"
+
+        def ground(self, image, expression):
+            raise AssertionError("never called: the dataset is refused first")
+    with pytest.raises(ValueError, match="runs on images"):
+        get("grounding").evaluate(Grounder(), vids)

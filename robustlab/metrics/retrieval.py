@@ -85,6 +85,15 @@ def retrieval(scores: np.ndarray, gt, ks: Sequence[int] = DEFAULT_KS) -> dict:
     return summarize_ranks(ranks(scores, gt), ks)
 
 
+def caption_groups(captions: Sequence[str]) -> list[list[int]]:
+    """For every caption, the indices of all items with exactly the same caption (itself included): the ground
+    truth when several items can share a caption."""
+    where: dict[str, list[int]] = {}
+    for i, c in enumerate(captions):
+        where.setdefault(c, []).append(i)
+    return [where[c] for c in captions]
+
+
 def invert_gt(gt, n_gallery: int | None = None) -> list[list[int]]:
     """The ground truth of the other direction: ``gt[i]`` is the gallery item (or items) of query i; returns for
     every gallery item the list of queries whose ground truth it is (e.g. image → its captions for i2t when

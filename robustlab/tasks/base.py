@@ -211,6 +211,19 @@ def limit(dataset, n) -> int:
     return min(int(n), len(dataset))
 
 
+def heldout_quality(task: str, model, dataset: str, n: int, pairs: int | None = None) -> dict:
+    """Flat metrics (rounded to 4 places) of ``task`` on the first ``n`` items of a built-in dataset's held-out
+    test split (world seed 1000), clean: what a training recipe stores in its checkpoint's metadata."""
+    from robustlab.datasets import build
+    from robustlab.tasks.registry import get
+
+    opts = {"n": pairs} if pairs is not None else {}
+    ds = build(dataset, split="test", n=int(n))
+    r = get(task).evaluate(model, ds, **opts)[0]
+    flat = {k: round(v, 4) if isinstance(v, float) else v for k, v in r.flat().items()}
+    return {**flat, "n": r.n, "dataset": r.dataset, "seed": ds.params.get("seed")}
+
+
 class Task:
     """Base of every task: ``name``, what a model needs (``needs``: method names), which dataset kinds and item
     fields it uses, and ``evaluate``. Subclasses register with :func:`robustlab.tasks.registry.register_task`."""
@@ -242,5 +255,5 @@ class Task:
         raise NotImplementedError  # pragma: no cover
 
 
-__all__ = ["Result", "Task", "check_conditions", "perturb_one", "perturb_text", "chunks", "limit", "Condition", "grid", "as_conditions", "normalize", "conditions_json", "label",
+__all__ = ["Result", "Task", "check_conditions", "heldout_quality", "perturb_one", "perturb_text", "chunks", "limit", "Condition", "grid", "as_conditions", "normalize", "conditions_json", "label",
            "make_result", "versions", "AXES"]

@@ -307,6 +307,7 @@ class RetrievalTask(Task):
     name = "retrieval"
     description = "text↔image or text↔video retrieval: R@1/5/10, median and mean rank, both directions"
     kinds = ("image", "video")
+    needs = ("encode_texts",)  # and encode_images or encode_videos, by the dataset's kind
     alternative = "builtin:tiny-clip (images) or builtin:tiny-clip-video-seqtransf (videos)"
 
     def check_model(self, model, kind: str = "image") -> None:
@@ -319,7 +320,8 @@ class RetrievalTask(Task):
     def evaluate(self, model, dataset, conditions=None, *, progress: ProgressFn = None, cache=None,
                  ks=(1, 5, 10), order: bool = True, **options) -> list:
         """One :class:`Result` per condition set: ``metrics = {"t2i": {R@1, R@5, R@10, MdR, MnR}, "i2t": ...}``
-        (t2v / v2t for videos) and, for video datasets with time-reversed captions, ``"order"``."""
+        (t2v / v2t for videos) and, for video datasets with time-reversed captions, the order-sensitivity numbers of
+        :meth:`RetrievalBench.order_metrics` (``t2v_R@1_reversed``, ``order_acc``...)."""
         conds = as_conditions(conditions)
         self.check_dataset(dataset)
         check_model(model, dataset.kind)
@@ -337,14 +339,34 @@ class RetrievalTask(Task):
             prog = (lambda d, t, i=i: progress(i * t + d, len(conds) * t)) if progress else None
             m = bench.metrics(vc, tc, ks=ks, progress=prog)
             if order:
-                om = bench.order_metrics(vc, tc)
-                if om:
-                    m["order"] = om
+                m.update(bench.order_metrics(vc, tc))
             out.append(make_result(self.name, model, dataset, c, len(dataset), m, texts=len(bench._texts0)))
         return out
 
 
 TASK = register_task(RetrievalTask())
 
-__all__ = ["RetrievalBench", "RetrievalTask", "Comparison", "Ranked", "Scores", "Condition", "check_model",
+
+def eval_retrieval(model, n: int = 1000, seed: Optional[int] = None, image_perturb: Optional[str] = None,
+                   image_severity: int = 0, text_perturb: Optional[str] = None, text_severity: int = 0,
+                   perturb_seed: int = 0, dataset: str = "builtin", cache=None, progress: ProgressFn = None) -> dict:
+    """One-call retrieval on the first ``n`` items of a built-in held-out split: flat metrics
+    (``t2i_R@1`` ... ``i2t_MnR``) with the settings. The task layer does the work
+    (``rl.tasks.get("retrieval").evaluate``); this is its shortcut for notebooks."""
+    from robustlab.datasets import build
+
+    ds = build(dataset, split="test", n=int(n), **({"seed": int(seed)} if seed is not None else {}))
+    conds = {k: Condition(name, sev, perturb_seed) for k, name, sev in
+             (("visual", image_perturb, image_severity), ("text", text_perturb, text_severity)) if name and sev}
+    r = TASK.evaluate(model, ds, conds, cache=cache if cache is not None else EmbeddingCache(enabled=False),
+                      progress=progress)[0]
+    out = {k: round(v, 4) if isinstance(v, float) else v for k, v in r.flat().items()}
+    out.update(n=r.n, seed=ds.params.get("seed"), model=r.model)
+    if "visual" in conds:
+        out.update(image_perturb=image_perturb, image_severity=int(image_severity))
+    if "text" in conds:
+        out.update(text_perturb=text_perturb, text_severity=int(text_severity))
+    return out
+
+__all__ = ["RetrievalBench", "RetrievalTask", "eval_retrieval", "Comparison", "Ranked", "Scores", "Condition", "check_model",
            "DIRECTIONS", "DIRECTION_LABELS", "TASK"]

@@ -136,9 +136,9 @@ def train_tiny_clip(out: str | Path | None = None, seed: int = 0, n_train: int =
                   train_world_seed=world.TRAIN_SEED, seconds=round(time.time() - t0, 1),
                   final_loss=round(float(np.mean(losses[-20:])), 4), threads=torch.get_num_threads())
     model = TinyClip(device="cpu", net=net)
-    from robustlab.tasks.evaluate import eval_retrieval
+    from robustlab.tasks.base import heldout_quality
 
-    quality = eval_retrieval(model, n=eval_n, seed=world.HELDOUT_SEED) if eval_n else {}
+    quality = heldout_quality("retrieval", model, "builtin", eval_n) if eval_n else {}
     log(f"held-out ({eval_n} scenes, seed {world.HELDOUT_SEED}): {json.dumps(quality)}")
     out = Path(out) if out else checkpoint_path("tiny-clip.safetensors")
     save_tiny_clip(net, out, {"train": recipe, "quality": quality})

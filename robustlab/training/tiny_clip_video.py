@@ -108,8 +108,7 @@ VAL_SEED = 2  # a validation world for the training log only (never the held-out
 @torch.no_grad()
 def _validate(net, feats, caps, ci, ri, states, lengths, text_emb=None) -> dict:
     """t2v R@1 and own-vs-reversed caption accuracy of both variants on cached validation features."""
-    from robustlab.tasks.evaluate_video import caption_groups
-    from robustlab.metrics import retrieval
+    from robustlab.metrics import caption_groups, retrieval
 
     net.eval()
     n, T = feats.shape[:2]
@@ -245,11 +244,11 @@ def train_tiny_clip_video(out: str | Path | None = None, seed: int = 0, n_train:
                   final_loss_seqtransf=round(float(np.mean(ls[-20:])), 4), threads=torch.get_num_threads())
     quality = {}
     if eval_n:
-        from robustlab.tasks.evaluate_video import eval_video_retrieval
+        from robustlab.tasks.base import heldout_quality
 
         for cls in (TinyClipVideoMeanP, TinyClipVideoSeqTransf):
             m = cls(device="cpu", net=net)
-            q = eval_video_retrieval(m, n=eval_n, seed=world.HELDOUT_SEED)
+            q = heldout_quality("retrieval", m, "builtin-videos", eval_n)
             quality[cls.aggregator] = q
             log(f"held-out {cls.name} ({eval_n} videos, seed {world.HELDOUT_SEED}): {json.dumps(q)}")
     out = Path(out) if out else checkpoint_path(CHECKPOINT)

@@ -36,7 +36,7 @@ One call, on CPU (``threads`` torch threads; ``robustlab train tiny-vilt --threa
    true: :func:`robustlab.datasets.synthetic.qa.relation_flip`). Jointly trained heads left before/after at chance.
 7. The checkpoint keeps the fusion transformer, heads and the CNN copy (the MiniLM word-embedding table is
    read from its package), with the config, the answer vocabulary, the recipe and the held-out figures
-   (measured with :mod:`robustlab.tasks.evaluate_fusion` on ``eval_n`` fresh items) in its metadata.
+   (measured with :mod:`robustlab.tasks` on ``eval_n`` fresh items of the held-out split) in its metadata.
 """
 from __future__ import annotations
 
@@ -538,14 +538,16 @@ def train_tiny_vilt(out: str | Path | None = None, seed: int = 0, n_train: int =
         save_tiny_vilt(net, out, {"train": recipe})
         quality = {}
         if eval_n and eval_n > 0:
-            from robustlab.tasks.evaluate_fusion import HELDOUT_SEED, eval_clavi, eval_grounding, eval_vqa
+            from robustlab.datasets.synthetic.world import HELDOUT_SEED
+            from robustlab.tasks.base import heldout_quality
 
             model = TinyVilt(device="cpu", net=net, meta={"train": recipe})
             te = time.time()
             quality = {"seed": HELDOUT_SEED, "n": int(eval_n),
-                       "vqa": eval_vqa(model, n=eval_n, seed=HELDOUT_SEED),
-                       "grounding": eval_grounding(model, n=eval_n, seed=HELDOUT_SEED),
-                       "clavi": eval_clavi(model, n=eval_n, seed=HELDOUT_SEED),
+                       "vqa_images": heldout_quality("vqa", model, "builtin", eval_n),
+                       "vqa_videos": heldout_quality("vqa", model, "builtin-videos", eval_n),
+                       "grounding": heldout_quality("grounding", model, "builtin", eval_n),
+                       "clavi": heldout_quality("clavi", model, "builtin-videos", 20 * eval_n + 100, pairs=eval_n),
                        "eval_seconds": round(time.time() - te, 1)}
             save_tiny_vilt(net, out, {"train": recipe, "quality": quality})
         size_mb = out.stat().st_size / 1e6

@@ -3,6 +3,7 @@ import json, sys
 import torch
 torch.set_num_threads(2)
 import robustlab as rl
+# run on commit 93efafd (the module paths of that time): python tests/data/make_pre_move_numbers.py OUT.json
 from robustlab.evaluate import eval_retrieval
 from robustlab.evaluate_video import eval_video_retrieval
 from robustlab.evaluate_fusion import eval_vqa, eval_grounding, eval_clavi, eval_itm
