@@ -2,7 +2,11 @@
 
     hf-vilt:dandelin/vilt-b32-finetuned-vqa     ViltForQuestionAnswering  -> vqa(), forward_with_attention()
     hf-vilt:dandelin/vilt-b32-finetuned-coco    ViltForImageAndTextRetrieval -> itm_score(), forward_with_attention()
+    hf-vilt:dandelin/vilt-b32-finetuned-nlvr2   ViltForImagesAndTextClassification -> reason() (NLVR2: two images)
     hf-vilt:/path/to/folder                     a local save_pretrained folder (head from config.architectures)
+
+A ViltForQuestionAnswering checkpoint whose labels are exactly SNLI-VE's three (entailment, neutral,
+contradiction) is a visual-entailment head (``entail()``): how ViLT's classifier is fine-tuned on SNLI-VE.
 
 One checkpoint carries one head; calling the other head's method raises ``NotImplementedError`` with the spec to
 load instead. Frames (T×H×W×3) are fed as T images side by side in the sequence: each frame is patch-embedded on
@@ -30,7 +34,11 @@ from robustlab.models.base import ModelInfo
 from robustlab.models.hf_backend import _float32_kw, _load_image_processor, hub_access, seeded, unavailable
 from robustlab.models.tasks import as_frames, hf_source, load_config
 
-HEADS = {"ViltForQuestionAnswering": "vqa", "ViltForImageAndTextRetrieval": "itm"}
+HEADS = {"ViltForQuestionAnswering": "vqa", "ViltForImageAndTextRetrieval": "itm",
+         "ViltForImagesAndTextClassification": "nlvr2"}
+VE_LABELS = frozenset({"entailment", "neutral", "contradiction"})
+# the robustlab tasks each head serves (Task.check_model reads ``supported_tasks``)
+HEAD_TASKS = {"vqa": ("vqa", "clavi"), "itm": ("itm",), "nlvr2": ("reasoning",), "ve": ("entailment",)}
 CLS, SEP, PAD, UNK, MASK = "[CLS]", "[SEP]", "[PAD]", "[UNK]", "[MASK]"
 
 
@@ -104,7 +112,8 @@ class HFViltModel:
         head = HEADS.get(type(model).__name__)
         if head is None:
             raise ValueError(f"unsupported ViLT class {type(model).__name__} (supported: {', '.join(HEADS)})")
-        self.head = head
+        labels = {str(v).lower() for v in (getattr(model.config, "id2label", None) or {}).values()}
+        self.head = "ve" if head == "vqa" and labels == VE_LABELS else head
         self.model = model.to(self.device, dtype=self.dtype).eval()
         self.image_processor = image_processor
         self.tokenizer = tokenizer
@@ -123,12 +132,15 @@ class HFViltModel:
     def from_pretrained(cls, repo_or_dir: str, device=None, half: bool | None = None) -> "HFViltModel":
         src, offline, cache_only, local, what = hf_source("hf-vilt", repo_or_dir)
         with hub_access(what, offline, local=local):
-            from transformers import AutoTokenizer, ViltForImageAndTextRetrieval, ViltForQuestionAnswering
+            from transformers import (AutoTokenizer, ViltForImageAndTextRetrieval, ViltForImagesAndTextClassification,
+                                      ViltForQuestionAnswering)
 
             config = load_config(src, cache_only, what, ("vilt",))
             arch = (getattr(config, "architectures", None) or [""])[0]
             if arch == "ViltForImageAndTextRetrieval":
                 model_cls = ViltForImageAndTextRetrieval
+            elif arch == "ViltForImagesAndTextClassification":
+                model_cls = ViltForImagesAndTextClassification
             elif arch == "ViltForQuestionAnswering" or getattr(config, "id2label", None):
                 model_cls = ViltForQuestionAnswering
             else:
@@ -143,7 +155,8 @@ class HFViltModel:
     def from_config(cls, config, head: str = "vqa", device=None, half: bool | None = None,
                     seed: int = 0) -> "HFViltModel":
         """A random-init ViLT from an in-memory ``ViltConfig`` (plumbing tests; never results)."""
-        from transformers import ViltForImageAndTextRetrieval, ViltForQuestionAnswering
+        from transformers import ViltForImageAndTextRetrieval, ViltForImagesAndTextClassification, \
+            ViltForQuestionAnswering
 
         if getattr(config, "model_type", None) != "vilt":
             raise ValueError(f"from_config builds ViLT models only, got {getattr(config, 'model_type', None)!r}")
@@ -152,7 +165,15 @@ class HFViltModel:
         if config.vocab_size < len(tok):
             raise ValueError(f"vocab_size={config.vocab_size} is smaller than the tokenizer's {len(tok)} ids")
         config.pad_token_id = tok.pad_token_id
-        model_cls = {"vqa": ViltForQuestionAnswering, "itm": ViltForImageAndTextRetrieval}[head]
+        if head == "ve":
+            config.id2label = {0: "entailment", 1: "neutral", 2: "contradiction"}
+            config.label2id = {v: k for k, v in config.id2label.items()}
+        if head == "nlvr2":
+            config.num_images = 2
+            config.modality_type_vocab_size = max(int(config.modality_type_vocab_size), 3)  # text, image 1, image 2
+            config.id2label, config.label2id = {0: "False", 1: "True"}, {"False": 0, "True": 1}
+        model_cls = {"vqa": ViltForQuestionAnswering, "ve": ViltForQuestionAnswering,
+                     "itm": ViltForImageAndTextRetrieval, "nlvr2": ViltForImagesAndTextClassification}[head]
         with seeded(seed):
             model = model_cls(config)
         return cls(model, vilt_image_processor(int(config.image_size), int(config.patch_size)), tok, device=device,
@@ -170,6 +191,10 @@ class HFViltModel:
                          dtype=str(self.dtype).replace("torch.", ""), n_params=self.n_params(),
                          description=self.description, random_init=self.random_init,
                          extra={"head": self.head, "layers": self.n_layers, "heads": self.n_heads})
+
+    @property
+    def supported_tasks(self) -> tuple[str, ...]:
+        return HEAD_TASKS[self.head]
 
     @property
     def labels(self) -> list[str]:
@@ -275,7 +300,9 @@ class HFViltModel:
     def _need(self, head: str) -> None:
         if self.head != head:
             other = {"vqa": "hf-vilt:dandelin/vilt-b32-finetuned-vqa",
-                     "itm": "hf-vilt:dandelin/vilt-b32-finetuned-coco"}[head]
+                     "itm": "hf-vilt:dandelin/vilt-b32-finetuned-coco",
+                     "nlvr2": "hf-vilt:dandelin/vilt-b32-finetuned-nlvr2",
+                     "ve": "a ViLT checkpoint fine-tuned on SNLI-VE (labels entailment/neutral/contradiction)"}[head]
             raise NotImplementedError(f"{self.model_id} has a {self.head} head, not {head}; load e.g. {other}")
 
     def itm_score(self, image_or_frames, text: str) -> float:
@@ -286,6 +313,35 @@ class HFViltModel:
         self._need("vqa")
         o = self.forward_with_attention(image_or_frames, question).outputs
         return o["answer"], o["scores"]
+
+    def entail(self, image, hypothesis: str) -> tuple[str, dict[str, float]]:
+        """SNLI-VE: ("entailment" | "neutral" | "contradiction", softmax scores) for an image and a hypothesis."""
+        self._need("ve")
+        logits = self.forward_with_attention(image, hypothesis).outputs["logits"].astype(np.float64)
+        p = np.exp(logits - logits.max())
+        p /= p.sum()
+        labels = [s.lower() for s in self.labels]
+        return labels[int(np.argmax(p))], {labels[i]: float(p[i]) for i in range(len(p))}
+
+    def reason(self, images: Sequence[np.ndarray], sentence: str) -> tuple[bool, float]:
+        """NLVR2: is ``sentence`` true of the two images? (answer, probability of True)."""
+        self._need("nlvr2")
+        from robustlab.io.convert import to_uint8_rgb
+
+        pair = [to_uint8_rgb(np.asarray(im)) for im in images]
+        if len(pair) != 2:
+            raise ValueError(f"NLVR2 reasons over two images, got {len(pair)}")
+        enc = self.image_processor(images=pair, return_tensors="pt", input_data_format="channels_last")
+        pix = enc["pixel_values"].to(self.device, dtype=self.dtype).unsqueeze(0)
+        pmask = enc.get("pixel_mask")
+        pmask = torch.ones(1, 2, *pix.shape[3:], dtype=torch.long) if pmask is None else pmask.unsqueeze(0)
+        text = self._text_inputs(sentence, None)
+        with torch.inference_mode(), seeded(0):
+            logits = self.model(**text, pixel_values=pix, pixel_mask=pmask.to(self.device)).logits[0].float()
+        p = torch.softmax(logits, -1).cpu().numpy()
+        labels = [s.lower() for s in self.labels] or ["false", "true"]
+        p_true = float(p[labels.index("true")]) if "true" in labels else float(p[-1])
+        return p_true > 0.5, p_true
 
 
 __all__ = ["HFViltModel", "bert_byte_tokenizer", "vilt_image_processor"]

@@ -236,11 +236,17 @@ class Task:
     alternative: str = ""  # a model that can do it, for the one-line refusal
 
     def check_model(self, model) -> None:
+        """ValueError (one line) unless the model has the methods this task calls and, when it declares the tasks
+        its head serves (``model.supported_tasks``, e.g. a ViLT checkpoint with one head), this one is among them."""
+        mid = getattr(model, "model_id", type(model).__name__)
+        alt = f"; use {self.alternative}" if self.alternative else ""
         missing = [m for m in self.needs if not callable(getattr(model, m, None))]
         if missing:
-            mid = getattr(model, "model_id", type(model).__name__)
             raise ValueError(f"model {mid} cannot do {self.name} (it has no {', '.join(m + '()' for m in missing)})"
-                             + (f"; use {self.alternative}" if self.alternative else ""))
+                             + alt)
+        declared = getattr(model, "supported_tasks", None)
+        if declared is not None and self.name not in declared:
+            raise ValueError(f"model {mid} cannot do {self.name} (its head serves {', '.join(declared)})" + alt)
 
     def check_dataset(self, dataset) -> None:
         need = self.dataset_task or self.name
