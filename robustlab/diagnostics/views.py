@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from robustlab.tasks.retrieval import DIRECTION_LABELS, Condition, RetrievalBench
+from robustlab.tasks.retrieval import Condition, RetrievalBench
 
 DIRECTIONS = {"t2i": "text→image", "i2t": "image→text"}
 VIDEO_DIRECTIONS = {"t2v": "text→video", "v2t": "video→text"}

@@ -20,7 +20,7 @@ import json
 import platform
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterable, Mapping, Optional, Sequence
+from typing import Any, Callable, Iterable, Mapping, Optional
 
 from robustlab.perturb.condition import Condition
 
@@ -257,9 +257,33 @@ class Task:
             raise ValueError(f"dataset {dataset.name} has nothing for {self.name} (its items support "
                              f"{', '.join(dataset.tasks) or 'nothing'})")
 
-    def evaluate(self, model, dataset, conditions=None, *, progress: ProgressFn = None, **options) -> list[Result]:
+    def evaluate(self, model, dataset, conditions=None, *, progress: ProgressFn = None, n=None,
+                 **options) -> list[Result]:
+        """One :class:`Result` per condition set (None: clean only) on the first ``n`` items (all by default).
+        Checks everything first (model, dataset, every condition), then runs :meth:`run` per condition set."""
+        self.check_model(model)
+        self.check_dataset(dataset)
+        conds = as_conditions(conditions)
+        check_conditions(conds, self.visual_kind(dataset))
+        m = limit(dataset, n)
+        out = []
+        for ci, c in enumerate(conds):
+            prog = (lambda d, t, ci=ci: progress(ci * t + d, len(conds) * t)) if progress else None
+            count, metrics, extra = self.run(model, dataset, c.get("visual", Condition()), c.get("text", Condition()),
+                                             m, prog, **options)
+            out.append(make_result(self.name, model, dataset, c, count, metrics, **extra))
+        return out
+
+    def visual_kind(self, dataset) -> str:
+        """What a visual perturbation must apply to (the dataset's kind; "image" for image-only tasks)."""
+        return dataset.kind if len(self.kinds) > 1 else self.kinds[0]
+
+    def run(self, model, dataset, visual: Condition, text: Condition, m: int, progress: ProgressFn,
+            **options) -> tuple[int, dict, dict]:
+        """(items evaluated, metrics, extra fields of the Result) of the first ``m`` items under one condition set."""
         raise NotImplementedError  # pragma: no cover
 
 
-__all__ = ["Result", "Task", "check_conditions", "heldout_quality", "perturb_one", "perturb_text", "chunks", "limit", "Condition", "grid", "as_conditions", "normalize", "conditions_json", "label",
-           "make_result", "versions", "AXES"]
+__all__ = ["Result", "Task", "Condition", "grid", "as_conditions", "normalize", "conditions_json", "label",
+           "make_result", "versions", "check_conditions", "heldout_quality", "perturb_one", "perturb_text", "chunks",
+           "limit", "AXES"]

@@ -12,9 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from robustlab.perturb.condition import Condition
-from robustlab.tasks.base import ProgressFn, Task, as_conditions, check_conditions, chunks, make_result, \
-    perturb_one, perturb_text
+from robustlab.tasks.base import Task, chunks, perturb_one, perturb_text
 from robustlab.tasks.registry import register_task
 from robustlab.tasks.vqa import answer_many
 
@@ -41,45 +39,40 @@ class ClaviTask(Task):
     kinds = ("video",)
     alternative = "builtin:tiny-vilt"
 
-    def evaluate(self, model, dataset, conditions=None, *, progress: ProgressFn = None, n=None, **options) -> list:
+    def evaluate(self, model, dataset, conditions=None, *, progress=None, n=None, **options) -> list:
         """``metrics = {"acc_original", "acc_complement", "acc", "pair_consistency", "chance_acc",
-        "chance_pair_consistency", "yes_rate"}``; ``n`` caps the number of pairs."""
-        self.check_model(model)
-        self.check_dataset(dataset)
+        "chance_pair_consistency", "yes_rate"}``; ``n`` caps the number of pairs (not of videos)."""
         if not callable(getattr(dataset, "clavi_pair", None)):
+            self.check_model(model)
             raise ValueError(f"dataset {dataset.name} has no CLAVI pairs (use builtin-videos)")
-        conds = as_conditions(conditions)
-        check_conditions(conds, "video")
-        items = pairs(dataset, n)
+        return super().evaluate(model, dataset, conditions, progress=progress, max_pairs=n, **options)
+
+    def run(self, model, dataset, vc, tc, m, progress, max_pairs=None, **options):
+        items = pairs(dataset, max_pairs)
         if not items:
             raise ValueError(f"dataset {dataset.name} has no video with a before/after question")
-        out = []
-        for ci, c in enumerate(conds):
-            vc, tc = c.get("visual", Condition()), c.get("text", Condition())
-            o_right, c_right, yes = [], [], []
-            for idx in chunks(len(items), CHUNK):
-                visuals, questions, answers = [], [], []
-                for j in idx:
-                    i, q, q_rev = items[j]
-                    frames = dataset.visual(i)
-                    rev = frames[::-1].copy()
-                    qt = perturb_text(q.question, tc, i)
-                    visuals += [perturb_one(frames, vc, i, "video"), perturb_one(rev, vc, i, "video")]
-                    questions += [qt, qt]
-                    answers += [q.answer, q_rev.answer]
-                preds = answer_many(model, visuals, questions)
-                for k in range(0, len(preds), 2):
-                    o_right.append(int(preds[k] == answers[k]))
-                    c_right.append(int(preds[k + 1] == answers[k + 1]))
-                    yes += [int(preds[k] == "yes"), int(preds[k + 1] == "yes")]
-                if progress:
-                    progress(ci * len(items) + idx[-1] + 1, len(conds) * len(items))
-            o, cc = np.array(o_right), np.array(c_right)
-            metrics = {"acc_original": float(o.mean()), "acc_complement": float(cc.mean()),
-                       "acc": float(np.concatenate([o, cc]).mean()), "pair_consistency": float((o & cc).mean()),
-                       "chance_acc": 0.5, "chance_pair_consistency": 0.25, "yes_rate": float(np.mean(yes))}
-            out.append(make_result(self.name, model, dataset, c, len(items), metrics))
-        return out
+        o_right, c_right, yes = [], [], []
+        for idx in chunks(len(items), CHUNK):
+            visuals, questions, answers = [], [], []
+            for j in idx:
+                i, q, q_rev = items[j]
+                frames = dataset.visual(i)
+                rev = frames[::-1].copy()
+                qt = perturb_text(q.question, tc, i)
+                visuals += [perturb_one(frames, vc, i, "video"), perturb_one(rev, vc, i, "video")]
+                questions += [qt, qt]
+                answers += [q.answer, q_rev.answer]
+            preds = answer_many(model, visuals, questions)
+            for k in range(0, len(preds), 2):
+                o_right.append(int(preds[k] == answers[k]))
+                c_right.append(int(preds[k + 1] == answers[k + 1]))
+                yes += [int(preds[k] == "yes"), int(preds[k + 1] == "yes")]
+            if progress:
+                progress(idx[-1] + 1, len(items))
+        o, cc = np.array(o_right), np.array(c_right)
+        return len(items), {"acc_original": float(o.mean()), "acc_complement": float(cc.mean()),
+                            "acc": float(np.concatenate([o, cc]).mean()), "pair_consistency": float((o & cc).mean()),
+                            "chance_acc": 0.5, "chance_pair_consistency": 0.25, "yes_rate": float(np.mean(yes))}, {}
 
 
 TASK = register_task(ClaviTask())

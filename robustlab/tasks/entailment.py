@@ -12,9 +12,7 @@ from collections import defaultdict
 
 import numpy as np
 
-from robustlab.perturb.condition import Condition
-from robustlab.tasks.base import ProgressFn, Task, as_conditions, check_conditions, limit, make_result, perturb_one, \
-    perturb_text
+from robustlab.tasks.base import Task, perturb_one, perturb_text
 from robustlab.tasks.registry import register_task
 
 
@@ -25,35 +23,26 @@ class EntailmentTask(Task):
     kinds = ("image",)
     alternative = "a hub ViLT checkpoint fine-tuned on SNLI-VE (hf-vilt:PATH; no built-in model has this head)"
 
-    def evaluate(self, model, dataset, conditions=None, *, progress: ProgressFn = None, n=None, **options) -> list:
-        """``metrics = {"acc", "per_label": {label: {"acc", "n"}}, "chance_acc"}`` per condition set."""
-        self.check_model(model)
-        self.check_dataset(dataset)
-        conds = as_conditions(conditions)
-        check_conditions(conds, "image")
-        m = limit(dataset, n)
-        out = []
-        for ci, c in enumerate(conds):
-            vc, tc = c.get("visual", Condition()), c.get("text", Condition())
-            right, per_label = [], defaultdict(list)
-            for i in range(m):
-                item = dataset.item(i)
-                if not item.questions:
-                    continue
-                im = perturb_one(dataset.visual(i), vc, i, "image")
-                for q in item.questions:
-                    pred, _ = model.entail(im, perturb_text(q.question, tc, i))
-                    ok = int(str(pred).lower() == str(q.answer).lower())
-                    right.append(ok)
-                    per_label[str(q.answer).lower()].append(ok)
-                if progress:
-                    progress(ci * m + i + 1, len(conds) * m)
-            if not right:
-                raise ValueError(f"dataset {dataset.name} has no hypotheses in its first {m} items")
-            metrics = {"acc": float(np.mean(right)), "chance_acc": 1 / 3,
-                       "per_label": {k: {"acc": float(np.mean(v)), "n": len(v)} for k, v in sorted(per_label.items())}}
-            out.append(make_result(self.name, model, dataset, c, m, metrics, hypotheses=len(right)))
-        return out
+    def run(self, model, dataset, vc, tc, m, progress, **options):
+        """``metrics = {"acc", "per_label": {label: {"acc", "n"}}, "chance_acc"}``."""
+        right, per_label = [], defaultdict(list)
+        for i in range(m):
+            item = dataset.item(i)
+            if not item.questions:
+                continue
+            im = perturb_one(dataset.visual(i), vc, i, "image")
+            for q in item.questions:
+                pred, _ = model.entail(im, perturb_text(q.question, tc, i))
+                ok = int(str(pred).lower() == str(q.answer).lower())
+                right.append(ok)
+                per_label[str(q.answer).lower()].append(ok)
+            if progress:
+                progress(i + 1, m)
+        if not right:
+            raise ValueError(f"dataset {dataset.name} has no hypotheses in its first {m} items")
+        return m, {"acc": float(np.mean(right)), "chance_acc": 1 / 3,
+                   "per_label": {k: {"acc": float(np.mean(v)), "n": len(v)} for k, v in sorted(per_label.items())}}, \
+            {"hypotheses": len(right)}
 
 
 TASK = register_task(EntailmentTask())

@@ -16,9 +16,7 @@ from typing import Optional
 import numpy as np
 
 from robustlab.io.draw import _box_list
-from robustlab.perturb.condition import Condition
-from robustlab.tasks.base import ProgressFn, Task, as_conditions, check_conditions, chunks, limit, make_result, \
-    perturb_one, perturb_text
+from robustlab.tasks.base import Task, chunks, perturb_one, perturb_text
 from robustlab.tasks.registry import register_task
 
 CHUNK = 100
@@ -37,43 +35,33 @@ class GroundingTask(Task):
     kinds = ("image",)
     alternative = "builtin:tiny-vilt (or hf-grounding:google/owlv2-base-patch16-ensemble)"
 
-    def evaluate(self, model, dataset, conditions=None, *, progress: ProgressFn = None, n=None, **options) -> list:
-        """``metrics = {"acc@0.5", "mean_iou", "by_expression": {kind: {"acc@0.5", "n"}}}`` per condition set."""
-        self.check_model(model)
-        self.check_dataset(dataset)
-        conds = as_conditions(conditions)
-        check_conditions(conds, "image")
-        m = limit(dataset, n)
-        out = []
-        for ci, c in enumerate(conds):
-            vc, tc = c.get("visual", Condition()), c.get("text", Condition())
-            ious, by_kind = [], defaultdict(list)
-            for idx in chunks(m, CHUNK):
-                images, exprs, boxes, kinds = [], [], [], []
-                for i in idx:
-                    item = dataset.item(i)
-                    if not item.refs:
-                        continue
-                    im = perturb_one(dataset.visual(i), vc, i, "image")
-                    for ref in item.refs:
-                        images.append(im)
-                        exprs.append(perturb_text(ref.expression, tc, i))
-                        boxes.append(ref.box)
-                        kinds.append("+".join(ref.meta.get("attributes", ())) or "all")
-                for p, b, k in zip(ground_many(model, images, exprs), boxes, kinds):
-                    iou = p.iou(b)
-                    ious.append(iou)
-                    by_kind[k].append(iou)
-                if progress:
-                    progress(ci * m + idx[-1] + 1, len(conds) * m)
-            if not ious:
-                raise ValueError(f"dataset {dataset.name} has no referring expressions in its first {m} items")
-            ious = np.array(ious)
-            metrics = {"acc@0.5": float((ious > 0.5).mean()), "mean_iou": float(ious.mean()),
-                       "by_expression": {k: {"acc@0.5": float((np.array(v) > 0.5).mean()), "n": len(v)}
-                                         for k, v in sorted(by_kind.items())}}
-            out.append(make_result(self.name, model, dataset, c, m, metrics, expressions=len(ious)))
-        return out
+    def run(self, model, dataset, vc, tc, m, progress, **options):
+        """``metrics = {"acc@0.5", "mean_iou", "by_expression": {kind: {"acc@0.5", "n"}}}``."""
+        ious, by_kind = [], defaultdict(list)
+        for idx in chunks(m, CHUNK):
+            images, exprs, boxes, kinds = [], [], [], []
+            for i in idx:
+                item = dataset.item(i)
+                if not item.refs:
+                    continue
+                im = perturb_one(dataset.visual(i), vc, i, "image")
+                for ref in item.refs:
+                    images.append(im)
+                    exprs.append(perturb_text(ref.expression, tc, i))
+                    boxes.append(ref.box)
+                    kinds.append("+".join(ref.meta.get("attributes", ())) or "all")
+            for p, b, k in zip(ground_many(model, images, exprs), boxes, kinds):
+                iou = p.iou(b)
+                ious.append(iou)
+                by_kind[k].append(iou)
+            if progress:
+                progress(idx[-1] + 1, m)
+        if not ious:
+            raise ValueError(f"dataset {dataset.name} has no referring expressions in its first {m} items")
+        ious = np.array(ious)
+        return m, {"acc@0.5": float((ious > 0.5).mean()), "mean_iou": float(ious.mean()),
+                   "by_expression": {k: {"acc@0.5": float((np.array(v) > 0.5).mean()), "n": len(v)}
+                                     for k, v in sorted(by_kind.items())}}, {"expressions": len(ious)}
 
 
 TASK = register_task(GroundingTask())

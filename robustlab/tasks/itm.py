@@ -9,9 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from robustlab.perturb.condition import Condition
-from robustlab.tasks.base import ProgressFn, Task, as_conditions, check_conditions, limit, make_result, perturb_one, \
-    perturb_text
+from robustlab.tasks.base import Task, perturb_one, perturb_text
 from robustlab.tasks.registry import register_task
 
 
@@ -27,35 +25,25 @@ class ITMTask(Task):
     needs = ("itm_score",)
     alternative = "builtin:tiny-vilt (or hf-vilt:dandelin/vilt-b32-mlm-itm)"
 
-    def evaluate(self, model, dataset, conditions=None, *, progress: ProgressFn = None, n=None, **options) -> list:
-        """``metrics = {"acc", "pos_over_neg", "chance_acc"}``, one Result per condition set."""
-        self.check_model(model)
-        self.check_dataset(dataset)
-        conds = as_conditions(conditions)
-        check_conditions(conds, dataset.kind)
-        m = limit(dataset, n)
-        out = []
-        for ci, c in enumerate(conds):
-            vc, tc = c.get("visual", Condition()), c.get("text", Condition())
-            visuals, texts = [], []
-            for i in range(m):
-                item = dataset.item(i)
-                neg = item.meta.get("negative_caption")
-                if not item.texts or not neg:
-                    continue
-                v = perturb_one(dataset.visual(i), vc, i, dataset.kind)
-                visuals += [v, v]
-                texts += [perturb_text(item.texts[0], tc, i), perturb_text(neg, tc, i)]
-            if not visuals:
-                raise ValueError(f"dataset {dataset.name} has no items with a caption and a negative caption")
-            s = itm_many(model, visuals, texts)
-            pos, neg = s[0::2], s[1::2]
-            metrics = {"acc": float(np.concatenate([pos > 0.5, neg <= 0.5]).mean()),
-                       "pos_over_neg": float((pos > neg).mean()), "chance_acc": 0.5}
-            out.append(make_result(self.name, model, dataset, c, len(pos), metrics))
+    def run(self, model, dataset, vc, tc, m, progress, **options):
+        """``metrics = {"acc", "pos_over_neg", "chance_acc"}``."""
+        visuals, texts = [], []
+        for i in range(m):
+            item = dataset.item(i)
+            neg = item.meta.get("negative_caption")
+            if not item.texts or not neg:
+                continue
+            v = perturb_one(dataset.visual(i), vc, i, dataset.kind)
+            visuals += [v, v]
+            texts += [perturb_text(item.texts[0], tc, i), perturb_text(neg, tc, i)]
             if progress:
-                progress(ci + 1, len(conds))
-        return out
+                progress(i + 1, 2 * m)
+        if not visuals:
+            raise ValueError(f"dataset {dataset.name} has no items with a caption and a negative caption")
+        s = itm_many(model, visuals, texts)
+        pos, neg = s[0::2], s[1::2]
+        return len(pos), {"acc": float(np.concatenate([pos > 0.5, neg <= 0.5]).mean()),
+                          "pos_over_neg": float((pos > neg).mean()), "chance_acc": 0.5}, {}
 
 
 TASK = register_task(ITMTask())

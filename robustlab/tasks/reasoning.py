@@ -11,9 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from robustlab.perturb.condition import Condition
-from robustlab.tasks.base import ProgressFn, Task, as_conditions, check_conditions, limit, make_result, perturb_one, \
-    perturb_text
+from robustlab.tasks.base import Task, perturb_one, perturb_text
 from robustlab.tasks.registry import register_task
 
 
@@ -32,36 +30,26 @@ class ReasoningTask(Task):
     kinds = ("image",)
     alternative = "hf-vilt:dandelin/vilt-b32-finetuned-nlvr2"
 
-    def evaluate(self, model, dataset, conditions=None, *, progress: ProgressFn = None, n=None, **options) -> list:
-        """``metrics = {"acc", "acc_true", "acc_false", "chance_acc"}`` per condition set."""
-        self.check_model(model)
-        self.check_dataset(dataset)
-        conds = as_conditions(conditions)
-        check_conditions(conds, "image")
-        m = limit(dataset, n)
-        out = []
-        for ci, c in enumerate(conds):
-            vc, tc = c.get("visual", Condition()), c.get("text", Condition())
-            right, labels = [], []
-            for i in range(m):
-                item = dataset.item(i)
-                if not item.texts or "label" not in item.meta:
-                    continue
-                pair = [perturb_one(im, vc, 2 * i + k, "image") for k, im in enumerate(image_pair(dataset, i))]
-                pred, _ = model.reason(pair, perturb_text(item.texts[0], tc, i))
-                label = bool(item.meta["label"])
-                right.append(int(bool(pred) == label))
-                labels.append(label)
-                if progress:
-                    progress(ci * m + i + 1, len(conds) * m)
-            if not right:
-                raise ValueError(f"dataset {dataset.name} has no labelled statements in its first {m} items")
-            r, lab = np.array(right), np.array(labels)
-            metrics = {"acc": float(r.mean()), "chance_acc": 0.5,
-                       "acc_true": float(r[lab].mean()) if lab.any() else None,
-                       "acc_false": float(r[~lab].mean()) if (~lab).any() else None}
-            out.append(make_result(self.name, model, dataset, c, m, metrics, statements=len(right)))
-        return out
+    def run(self, model, dataset, vc, tc, m, progress, **options):
+        """``metrics = {"acc", "acc_true", "acc_false", "chance_acc"}``."""
+        right, labels = [], []
+        for i in range(m):
+            item = dataset.item(i)
+            if not item.texts or "label" not in item.meta:
+                continue
+            pair = [perturb_one(im, vc, 2 * i + k, "image") for k, im in enumerate(image_pair(dataset, i))]
+            pred, _ = model.reason(pair, perturb_text(item.texts[0], tc, i))
+            label = bool(item.meta["label"])
+            right.append(int(bool(pred) == label))
+            labels.append(label)
+            if progress:
+                progress(i + 1, m)
+        if not right:
+            raise ValueError(f"dataset {dataset.name} has no labelled statements in its first {m} items")
+        r, lab = np.array(right), np.array(labels)
+        return m, {"acc": float(r.mean()), "chance_acc": 0.5,
+                   "acc_true": float(r[lab].mean()) if lab.any() else None,
+                   "acc_false": float(r[~lab].mean()) if (~lab).any() else None}, {"statements": len(right)}
 
 
 TASK = register_task(ReasoningTask())

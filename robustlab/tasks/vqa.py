@@ -11,9 +11,7 @@ from collections import defaultdict
 
 import numpy as np
 
-from robustlab.perturb.condition import Condition
-from robustlab.tasks.base import (ProgressFn, Task, as_conditions, check_conditions, chunks, limit, make_result,
-                                  perturb_one, perturb_text)
+from robustlab.tasks.base import Task, chunks, perturb_one, perturb_text
 from robustlab.tasks.registry import register_task
 
 CHUNK = 100  # items per model call (the numbers do not depend on it; memory does)
@@ -35,41 +33,32 @@ class VQATask(Task):
     needs = ("vqa",)
     alternative = "builtin:tiny-vilt (or hf-vilt:dandelin/vilt-b32-finetuned-vqa)"
 
-    def evaluate(self, model, dataset, conditions=None, *, progress: ProgressFn = None, n=None, **options) -> list:
-        """``metrics = {"acc", "per_type": {qtype: {"acc", "n"}}}``, one Result per condition set."""
-        self.check_model(model)
-        self.check_dataset(dataset)
-        conds = as_conditions(conditions)
-        check_conditions(conds, dataset.kind)
-        m = limit(dataset, n)
-        out = []
-        for ci, c in enumerate(conds):
-            vc, tc = c.get("visual", Condition()), c.get("text", Condition())
-            right, per_type = [], defaultdict(list)
-            for idx in chunks(m, CHUNK):
-                visuals, questions, answers, types = [], [], [], []
-                for i in idx:
-                    item = dataset.item(i)
-                    if not item.questions:
-                        continue
-                    v = perturb_one(dataset.visual(i), vc, i, dataset.kind)
-                    for q in item.questions:
-                        visuals.append(v)
-                        questions.append(perturb_text(q.question, tc, i))
-                        answers.append(q.answer)
-                        types.append(q.qtype or "all")
-                for p, a, t in zip(answer_many(model, visuals, questions), answers, types):
-                    ok = int(_norm(p) == _norm(a))
-                    right.append(ok)
-                    per_type[t].append(ok)
-                if progress:
-                    progress(ci * m + idx[-1] + 1, len(conds) * m)
-            if not right:
-                raise ValueError(f"dataset {dataset.name} has no questions in its first {m} items")
-            metrics = {"acc": float(np.mean(right)),
-                       "per_type": {k: {"acc": float(np.mean(v)), "n": len(v)} for k, v in sorted(per_type.items())}}
-            out.append(make_result(self.name, model, dataset, c, m, metrics, questions=len(right)))
-        return out
+    def run(self, model, dataset, vc, tc, m, progress, **options):
+        """``metrics = {"acc", "per_type": {qtype: {"acc", "n"}}}``."""
+        right, per_type = [], defaultdict(list)
+        for idx in chunks(m, CHUNK):
+            visuals, questions, answers, types = [], [], [], []
+            for i in idx:
+                item = dataset.item(i)
+                if not item.questions:
+                    continue
+                v = perturb_one(dataset.visual(i), vc, i, dataset.kind)
+                for q in item.questions:
+                    visuals.append(v)
+                    questions.append(perturb_text(q.question, tc, i))
+                    answers.append(q.answer)
+                    types.append(q.qtype or "all")
+            for p, a, t in zip(answer_many(model, visuals, questions), answers, types):
+                ok = int(_norm(p) == _norm(a))
+                right.append(ok)
+                per_type[t].append(ok)
+            if progress:
+                progress(idx[-1] + 1, m)
+        if not right:
+            raise ValueError(f"dataset {dataset.name} has no questions in its first {m} items")
+        return m, {"acc": float(np.mean(right)), "per_type": {k: {"acc": float(np.mean(v)), "n": len(v)}
+                                                             for k, v in sorted(per_type.items())}}, \
+            {"questions": len(right)}
 
 
 TASK = register_task(VQATask())
