@@ -23,6 +23,11 @@ import json
 import sys
 
 
+def _msg(e: Exception) -> str:
+    """An exception's message (a KeyError's str() would add quotes around it)."""
+    return str(e.args[0]) if isinstance(e, KeyError) and e.args else str(e)
+
+
 def _err(msg: str, code: int = 2) -> int:
     print(f"robustlab: {msg}", file=sys.stderr)
     return code
@@ -187,7 +192,7 @@ def cmd_eval(args) -> int:
 
             get_perturbation(args.perturb)
     except (KeyError, ValueError) as e:
-        return _err(str(e).strip("'\""))
+        return _err(_msg(e))
     dataset, code = _build_dataset(args, name)
     if dataset is None:
         return code
@@ -239,7 +244,7 @@ def cmd_perturb(args) -> int:
         perturber = FilePerturber(args.out, args.name, args.severity, seed=args.seed, variant=args.variant,
                                   same_seed=args.same_seed, max_side=args.max_side)
     except (ValueError, RuntimeError, OSError) as e:
-        return _err(str(e).strip("'\""))
+        return _err(_msg(e))
     files, errors, notes = collect_inputs(args.inputs, perturber.kinds)
     for msg in notes:
         print(f"robustlab: {msg}", file=sys.stderr)
@@ -311,7 +316,7 @@ def cmd_hubness(args) -> int:
     try:
         condition_axis(cond, dataset.kind)
     except (KeyError, ValueError) as e:
-        return _err(str(e).strip("'\""))
+        return _err(_msg(e))
     model, code = _load(args)
     if model is None:
         return code

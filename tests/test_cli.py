@@ -24,13 +24,51 @@ def test_eval_retrieval_json(capsys):
     assert main(["eval", "retrieval", "--model", "builtin:tiny-clip", "--dataset", "builtin", "--n", "50",
                  "--seed", "5", "--json"]) == 0
     res = json.loads(capsys.readouterr().out)
-    for key in ("t2i_R@1", "t2i_R@5", "t2i_R@10", "i2t_R@1", "t2i_MdR"):
-        assert 0 <= res[key] <= 50
-    assert res["n"] == 50 and res["seed"] == 5
+    for d in ("t2i", "i2t"):
+        for key in ("R@1", "R@5", "R@10", "MdR", "MnR"):
+            assert 0 <= res["metrics"][d][key] <= 50
+    assert res["n"] == 50 and res["dataset"] == "builtin" and res["split"] == "test" and res["task"] == "retrieval"
+    assert res["conditions"]["visual"] == {"name": None}
     assert main(["eval", "retrieval", "--n", "50", "--seed", "5", "--perturb", "gaussian_noise", "--severity", "5",
                  "--json"]) == 0
     pert = json.loads(capsys.readouterr().out)
-    assert pert["image_perturb"] == "gaussian_noise" and pert["t2i_R@1"] < res["t2i_R@1"]
+    assert pert["conditions"]["visual"] == {"name": "gaussian_noise", "severity": 5, "seed": 0}
+    assert pert["metrics"]["t2i"]["R@1"] < res["metrics"]["t2i"]["R@1"]
+
+
+def test_eval_any_task_and_dataset_writes_results(capsys, tmp_path):
+    from robustlab.tasks import Result
+
+    assert main(["eval", "retrieval", "--dataset", "builtin-videos", "--model", "builtin:tiny-clip-video-meanp",
+                 "--n", "20", "--text-perturb", "keyboard", "--text-severity", "2", "--out", str(tmp_path),
+                 "--json"]) == 0
+    res = json.loads(capsys.readouterr().out)
+    assert set(res["metrics"]) >= {"t2v", "v2t", "order_acc"} and res["conditions"]["text"]["name"] == "keyboard"
+    files = list(tmp_path.glob("*.json"))
+    assert len(files) == 1 and Result.load(files[0]).to_json() == res
+    assert main(["eval", "vqa", "--dataset", "builtin-videos", "--model", "builtin:tiny-vilt", "--n", "10"]) == 0
+    out = capsys.readouterr().out
+    assert "vqa · builtin:tiny-vilt · builtin-videos (test, n=10) · clean" in out and "acc" in out
+    # clavi runs on videos by default
+    assert main(["eval", "clavi", "--model", "builtin:tiny-vilt", "--n", "12", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["dataset"] == "builtin-videos"
+
+
+def test_datasets_and_tasks_listing(capsys):
+    assert main(["datasets"]) == 0
+    out = capsys.readouterr().out
+    for name in ("builtin ", "builtin-videos", "upload"):
+        assert name in out
+    assert "needs:" in out and "splits: test, demo, train" in out
+    assert main(["datasets", "--json"]) == 0
+    rows = {r["name"]: r for r in json.loads(capsys.readouterr().out)}
+    assert rows["builtin-videos"]["kind"] == "video" and not rows["builtin"]["needs_root"]
+    assert main(["datasets", "builtin*", "--task", "clavi", "--json"]) == 0
+    assert [r["name"] for r in json.loads(capsys.readouterr().out)] == ["builtin-videos"]
+    assert main(["tasks"]) == 0
+    out = capsys.readouterr().out
+    for t in ("retrieval", "grounding", "vqa", "itm", "clavi", "entailment", "reasoning"):
+        assert t in out
 
 
 def test_eval_errors_are_one_line(capsys):
@@ -39,7 +77,21 @@ def test_eval_errors_are_one_line(capsys):
     assert err.startswith("robustlab:") and "\n" not in err and "builtin:tiny-clip" in err
     assert main(["eval", "retrieval", "--perturb", "no_such_thing", "--n", "10"]) == 2
     assert "no_such_thing" in capsys.readouterr().err
-    assert main(["eval", "retrieval", "--dataset", "coco", "--n", "10"]) == 2
+    for argv, says in ((["--dataset", "nosuch"], "unknown dataset 'nosuch'"),
+                       (["--dataset", "upload"], "--root"),
+                       (["--dataset", "upload", "--root", "/no/such/folder"], "/no/such/folder"),
+                       (["--split", "validation"], "no split 'validation'"),
+                       (["--text-perturb", "gaussian_noise"], "not to texts"),
+                       (["--dataset", "builtin-videos", "--perturb", "gaussian_noise", "--model", "builtin:tiny-clip",
+                         "--n", "4"], None)):
+        rc = main(["eval", "retrieval", "--n", "10", *argv])
+        err = capsys.readouterr().err.strip()
+        if says is None:  # an image model pools frames, a per-frame perturbation applies to videos: it runs
+            assert rc == 0, err
+            continue
+        assert rc == 2 and says in err and "\n" not in err and "Traceback" not in err, (argv, err)
+    assert main(["eval", "grounding", "--dataset", "builtin-videos", "--model", "builtin:tiny-vilt", "--n", "2"]) == 2
+    assert "grounding runs on images" in capsys.readouterr().err
 
 
 def test_console_script_is_installed():

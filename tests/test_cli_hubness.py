@@ -32,15 +32,15 @@ def test_hubness_json_clean_perturbed_and_reduced(capsys):
 def test_hubness_text_output_and_same_numbers_as_the_library(capsys, tiny_clip):
     from robustlab.diagnostics.hubness import k_occurrence, measures_from_nk
     from robustlab.engine.cache import cached_encode_images, cached_encode_texts
-    from robustlab.tasks.evaluate import heldout_gallery
+    from robustlab.datasets import build
 
     assert main(["hubness", "--n", "30", "--k", "3", "--seed", "4"]) == 0
     out = capsys.readouterr().out
     assert "k_skewness" in out and "top hubs, clean" in out and "t2i" in out
     assert main(["hubness", "--n", "30", "--k", "3", "--seed", "4", "--json"]) == 0
     res = json.loads(capsys.readouterr().out)
-    imgs, caps, _ = heldout_gallery(30, 4)
-    s = cached_encode_texts(tiny_clip, caps) @ cached_encode_images(tiny_clip, list(imgs)).T
+    ds = build("builtin", n=30, seed=4)
+    s = cached_encode_texts(tiny_clip, ds.captions) @ cached_encode_images(tiny_clip, ds.images).T
     nk = k_occurrence(s, 3)
     ref = measures_from_nk(nk, 3)
     for key in MEASURES:
@@ -57,28 +57,34 @@ def test_hubness_errors_are_one_line(capsys):
     assert "unknown perturbation" in err and "\n" not in err
     assert main(["hubness", "--n", "10", "--k", "20"]) == 2
     assert "--k must be between" in capsys.readouterr().err
-    assert main(["hubness", "--n", "400", "--k", "3", "--dataset", "demo"]) == 2
-    assert "demo gallery has 300" in capsys.readouterr().err
+    assert main(["hubness", "--n", "10", "--k", "3", "--split", "nosuch"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "builtin has no split 'nosuch'" in err and "test, demo, train" in err and "\n" not in err
+    assert main(["hubness", "--n", "10", "--k", "3", "--dataset", "nosuch"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "unknown dataset 'nosuch'" in err and "builtin-videos" in err and "\n" not in err
 
 
 def test_hubness_on_held_out_videos_same_numbers_as_the_library(capsys):
     from robustlab.diagnostics.hubness import k_occurrence, measures_from_nk
     from robustlab.engine.cache import cached_encode_texts, cached_encode_videos
-    from robustlab.tasks.evaluate_video import caption_groups, heldout_videos, perturb_videos
-    from robustlab.metrics import retrieval
+    from robustlab.datasets import build
+    from robustlab.metrics import caption_groups, retrieval
     from robustlab.models import load_model
+    from robustlab.perturb.condition import Condition, perturb_many
 
     spec = "builtin:tiny-clip-video-seqtransf"
-    assert main(["hubness", "--dataset", "videos", "--model", spec, "--n", "24", "--k", "4", "--seed", "5",
+    assert main(["hubness", "--dataset", "builtin-videos", "--model", spec, "--n", "24", "--k", "4", "--seed", "5",
                  "--perturb", "jumble", "--severity", "4", "--reduce", "dsl", "--json"]) == 0
     res = json.loads(capsys.readouterr().out)
-    assert (res["dataset"], res["direction"], res["queries"], res["gallery"]) == ("videos", "t2v", "captions",
-                                                                                   "videos")
+    assert (res["dataset"], res["direction"], res["queries"], res["gallery"]) == ("builtin-videos", "t2v",
+                                                                                   "captions", "videos")
     assert res["perturbed_modality"] == "video" and {"perturbed_reduced", "clean_reduced"} <= set(res)
     model = load_model(spec, device="cpu")
-    vids, caps, _, _ = heldout_videos(24, 5)
+    ds = build("builtin-videos", n=24, seed=5)
+    vids, caps = ds.visuals(), ds.captions
     te = cached_encode_texts(model, caps)
-    pv, _ = perturb_videos(vids, "jumble", 4)
+    pv, _ = perturb_many(vids, Condition("jumble", 4), "video")
     groups = caption_groups(caps)  # identical captions are all positives
     for cond, ve in (("clean", cached_encode_videos(model, vids)), ("perturbed", cached_encode_videos(model, pv))):
         s = te @ ve.T
@@ -87,23 +93,23 @@ def test_hubness_on_held_out_videos_same_numbers_as_the_library(capsys):
             assert np.isclose(res[cond][key], ref[key]), (cond, key)
         assert np.isclose(res[cond]["R@1"], retrieval(s, groups)["R@1"])
     # video→text with a text perturbation, as a table
-    assert main(["hubness", "--dataset", "videos", "--model", spec, "--n", "24", "--k", "4", "--seed", "5",
+    assert main(["hubness", "--dataset", "builtin-videos", "--model", spec, "--n", "24", "--k", "4", "--seed", "5",
                  "--direction", "v2t", "--perturb", "keyboard", "--severity", "2"]) == 0
     out = capsys.readouterr().out
     assert "v2t (videos query captions)" in out and "keyboard s2 (text)" in out and "top hubs, perturbed" in out
 
 
 def test_hubness_video_errors_are_one_line(capsys):
-    assert main(["hubness", "--dataset", "videos", "--direction", "t2i", "--n", "10", "--k", "3"]) == 2
+    assert main(["hubness", "--dataset", "builtin-videos", "--direction", "t2i", "--n", "10", "--k", "3"]) == 2
     err = capsys.readouterr().err.strip()
-    assert "--direction t2i does not go with --dataset videos" in err and "\n" not in err
+    assert "--direction t2i does not go with the video dataset builtin-videos" in err and "\n" not in err
     assert main(["hubness", "--direction", "v2t", "--n", "10", "--k", "3"]) == 2
     assert "use t2i or i2t" in capsys.readouterr().err
     # an image model embeds a video as the mean of its frames: allowed, and a temporal op is a video perturbation
-    assert main(["hubness", "--dataset", "videos", "--perturb", "reverse_sampling", "--n", "10", "--k", "3",
+    assert main(["hubness", "--dataset", "builtin-videos", "--perturb", "reverse_sampling", "--n", "10", "--k", "3",
                  "--model", "builtin:tiny-clip", "--json"]) == 0
     res = json.loads(capsys.readouterr().out)
     assert res["perturbed_modality"] == "video" and res["model"] == "builtin:tiny-clip"
     assert main(["hubness", "--perturb", "jumble", "--n", "10", "--k", "3"]) == 2  # a video-only op on images
     err = capsys.readouterr().err.strip()
-    assert "works on videos" in err and "\n" not in err
+    assert "'jumble' is a video perturbation" in err and "not to images" in err and "\n" not in err

@@ -57,7 +57,7 @@ def test_missing_checkpoint_is_a_clear_message(tmp_path):
 
 def test_quality_on_a_small_heldout_split_and_it_breaks_under_noise_and_blur(tiny_clip):
     """The full bars (1,000 held-out scenes) are measured in benchmarks/; this is the fast guard (300 scenes)."""
-    from robustlab.tasks.evaluate import eval_retrieval
+    from robustlab.tasks.retrieval import eval_retrieval
 
     kw = dict(n=300, seed=world.HELDOUT_SEED + 1)
     clean = eval_retrieval(tiny_clip, **kw)

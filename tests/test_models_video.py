@@ -29,10 +29,10 @@ def models():
 
 @pytest.fixture(scope="module")
 def heldout():
-    from robustlab.tasks.evaluate_video import heldout_videos
+    from robustlab.datasets import build
 
-    vids, caps, rcaps, _ = heldout_videos(200, world.HELDOUT_SEED)
-    return vids, caps, rcaps
+    ds = build("builtin-videos", n=200, seed=world.HELDOUT_SEED)
+    return ds.visuals(), ds.captions, ds.reversed_captions
 
 
 @pytest.fixture(scope="module")
@@ -101,8 +101,7 @@ def test_meanp_is_order_invariant_over_sampled_frames(models, heldout):
 
 
 def test_quality_on_heldout(embeddings, heldout):
-    from robustlab.tasks.evaluate_video import caption_groups
-    from robustlab.metrics import retrieval
+    from robustlab.metrics import caption_groups, retrieval
 
     groups = caption_groups(heldout[1])
     for spec, e in embeddings.items():
@@ -118,8 +117,7 @@ def test_seqtransf_is_order_sensitive_meanp_is_not(embeddings, heldout):
     """Reversing the videos (captions unchanged) must cost seqTransf most of its t2v R@1 and meanP almost nothing,
     and seqTransf must prefer a video's own caption over its time-reversed caption (and the reversed video the
     reversed caption) far more often than chance."""
-    from robustlab.tasks.evaluate_video import caption_groups
-    from robustlab.metrics import ranks
+    from robustlab.metrics import caption_groups, ranks
 
     groups = caption_groups(heldout[1])
     drop, order_acc, acc_rev = {}, {}, {}
@@ -160,27 +158,31 @@ def test_checkpoint_is_small_and_records_its_recipe(models):
     assert q["meanp"]["n"] == 1000 and q["meanp"]["t2v_R@1"] >= 0.5
 
 
-def test_eval_video_retrieval_and_cli(models, capsys):
+def test_video_retrieval_task_and_cli(models, capsys):
     from robustlab.cli import main
-    from robustlab.tasks.evaluate_video import eval_video_retrieval
+    from robustlab.datasets import build
+    from robustlab.tasks import get
 
-    r = eval_video_retrieval(models[SPECS[1]], n=20, seed=world.HELDOUT_SEED, perturb="jumble", severity=3,
-                             text_perturb="char_swap", text_severity=1)
+    ds = build("builtin-videos", n=20, seed=world.HELDOUT_SEED)
+    r = get("retrieval").evaluate(models[SPECS[1]], ds, {"visual": "jumble:3", "text": "char_swap:1"})[0]
+    flat = r.flat()
     for k in ("t2v_R@1", "t2v_R@5", "t2v_R@10", "t2v_MdR", "v2t_R@1", "t2v_R@1_reversed", "order_acc"):
-        assert k in r
-    assert r["perturb"] == "jumble" and r["severity"] == 3 and r["text_perturb"] == "char_swap"
-    with pytest.raises(ValueError, match="not a text one"):
-        eval_video_retrieval(models[SPECS[1]], n=10, text_perturb="jumble", text_severity=2)
+        assert k in flat
+    assert r.conditions["visual"]["name"] == "jumble" and r.conditions["visual"]["severity"] == 3
+    assert r.conditions["text"]["name"] == "char_swap"
+    with pytest.raises(ValueError, match="video perturbation .*not to texts"):
+        get("retrieval").evaluate(models[SPECS[1]], ds, {"text": "jumble:2"})
 
     class NoVideo:
         model_id = "x"
 
     with pytest.raises(ValueError, match="cannot encode videos"):
-        eval_video_retrieval(NoVideo(), n=10)
-    rc = main(["eval", "video-retrieval", "--model", SPECS[0], "--dataset", "builtin", "--n", "20", "--seed", "5",
+        get("retrieval").evaluate(NoVideo(), ds)
+    rc = main(["eval", "retrieval", "--model", SPECS[0], "--dataset", "builtin-videos", "--n", "20", "--seed", "5",
                "--json"])
     assert rc == 0
     import json
 
     out = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
-    assert out["n"] == 20 and out["seed"] == 5 and 0 <= out["t2v_R@1"] <= 1
+    assert out["n"] == 20 and out["dataset"] == "builtin-videos" and 0 <= out["metrics"]["t2v"]["R@1"] <= 1
+    assert "order_acc" in out["metrics"]
