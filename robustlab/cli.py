@@ -213,7 +213,7 @@ def cmd_eval(args) -> int:
         from pathlib import Path
 
         for r in results:
-            path = Path(args.out) / f"{r.task}_{r.dataset}_{_slug(r)}.json"
+            path = Path(args.out) / _filename(r)
             r.save(path)
             print(f"wrote {path}", file=sys.stderr)
     if args.json:
@@ -230,9 +230,16 @@ def cmd_eval(args) -> int:
     return 0
 
 
-def _slug(r) -> str:
-    parts = [f"{k}-{v['name']}-s{v['severity']}" for k, v in r.conditions.items() if v.get("name")]
-    return "_".join(parts) or "clean"
+def _filename(r) -> str:
+    """One file per (task, dataset, split, items, model, condition): runs of other models or seeds never collide."""
+    import re
+
+    cond = "_".join(f"{k}-{v['name']}-s{v['severity']}-seed{v['seed']}" for k, v in r.conditions.items()
+                    if v.get("name")) or "clean"
+    seed = r.dataset_params.get("seed")
+    parts = [r.task, r.dataset, r.split or "", f"n{r.n}" + (f"-seed{seed}" if seed is not None else ""),
+             r.model_fingerprint if r.model_fingerprint != r.model else r.model, cond]
+    return re.sub(r"[^A-Za-z0-9._+-]+", "-", "_".join(p for p in parts if p)) + ".json"
 
 
 def cmd_perturb(args) -> int:

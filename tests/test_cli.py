@@ -29,6 +29,7 @@ def test_eval_retrieval_json(capsys):
             assert 0 <= res["metrics"][d][key] <= 50
     assert res["n"] == 50 and res["dataset"] == "builtin" and res["split"] == "test" and res["task"] == "retrieval"
     assert res["conditions"]["visual"] == {"name": None}
+    assert res["dataset_params"] == {"n": 50, "seed": 5, "size": 128}  # the world seed the items came from
     assert main(["eval", "retrieval", "--n", "50", "--seed", "5", "--perturb", "gaussian_noise", "--severity", "5",
                  "--json"]) == 0
     pert = json.loads(capsys.readouterr().out)
@@ -52,6 +53,19 @@ def test_eval_any_task_and_dataset_writes_results(capsys, tmp_path):
     # clavi runs on videos by default
     assert main(["eval", "clavi", "--model", "builtin:tiny-vilt", "--n", "12", "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["dataset"] == "builtin-videos"
+
+
+def test_eval_on_a_folder_of_uploads(capsys, tmp_path):
+    from PIL import Image
+
+    rng = __import__("numpy").random.default_rng(0)
+    for i in range(4):
+        Image.fromarray(rng.integers(0, 255, (32, 32, 3), dtype="uint8")).save(tmp_path / f"im{i}.png")
+    (tmp_path / "captions.csv").write_text("file,caption\n" + "".join(f"im{i}.png,picture number {i}\n"
+                                                                       for i in range(4)))
+    assert main(["eval", "retrieval", "--dataset", "upload", "--root", str(tmp_path), "--n", "3", "--json"]) == 0
+    res = json.loads(capsys.readouterr().out)
+    assert res["n"] == 3 and res["dataset"] == "upload" and res["dataset_params"]["root"] == str(tmp_path)
 
 
 def test_datasets_and_tasks_listing(capsys):

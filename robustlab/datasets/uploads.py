@@ -185,8 +185,9 @@ def split_by_kind(files: list[tuple[str, bytes]]) -> tuple[dict[str, list], list
                   needs="images or videos, and optionally captions.txt / captions.csv (name,caption) / "
                         "captions.json matched by file name")
 def from_folder(root, split: str = "all", kind: str | None = None, captions: str | None = None,
-                max_items: int = 2000) -> Gallery:
-    """A folder of images or videos (``kind`` picks one when both are present) with an optional captions file."""
+                max_items: int = 2000, n: int | None = None) -> Gallery:
+    """A folder of images or videos (``kind`` picks one when both are present) with an optional captions file;
+    ``n``: only the first n files (by name)."""
     root = Path(root)
     files = sorted(p for p in root.iterdir() if p.is_file() and kind_of_name(p.name))
     by = {"image": [p for p in files if kind_of_name(p.name) == "image"],
@@ -198,7 +199,8 @@ def from_folder(root, split: str = "all", kind: str | None = None, captions: str
     capfile = Path(captions) if captions else next((root / n for n in ("captions.txt", "captions.csv",
                                                                        "captions.json") if (root / n).exists()), None)
     cf = (capfile.name, capfile.read_bytes()) if capfile else None
-    rep = ingest_uploads([(p.name, p.read_bytes()) for p in by[kind]], cf, existing=None, max_items=max_items,
+    chosen = by[kind][:int(n)] if n is not None else by[kind]
+    rep = ingest_uploads([(p.name, p.read_bytes()) for p in chosen], cf, existing=None, max_items=max_items,
                          kind=kind)
     if rep.gallery is None:
         raise DatasetError("upload: " + ("; ".join(rep.errors) or f"no readable {kind} in {str(root)!r}"))

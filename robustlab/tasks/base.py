@@ -4,7 +4,7 @@ A task evaluates a model on a dataset under conditions and returns one :class:`R
 JSON, so a sweep can write one file per cell and a report can read any of them::
 
     {"model", "model_fingerprint", "dataset", "split", "task", "conditions": {...}, "n", "metrics": {...},
-     "versions"}
+     "versions", "dataset_params": {...}, "extra": {...}}
 
 ``conditions`` maps an axis to a perturbation (:class:`robustlab.perturb.condition.Condition`): ``"visual"`` (an
 image or video perturbation of the dataset's visuals) and ``"text"`` (of its captions, questions or expressions);
@@ -104,6 +104,7 @@ class Result:
     metrics: dict
     versions: dict = field(default_factory=versions)
     extra: dict = field(default_factory=dict)
+    dataset_params: dict = field(default_factory=dict)  # what else chose the items: seed, size, root, n...
 
     def to_json(self) -> dict:
         return json.loads(json.dumps(asdict(self), default=_jsonable))
@@ -111,7 +112,8 @@ class Result:
     @classmethod
     def from_json(cls, d: Mapping) -> "Result":
         return cls(**{k: d[k] for k in ("model", "model_fingerprint", "dataset", "split", "task", "conditions", "n",
-                                        "metrics")}, versions=dict(d.get("versions", {})), extra=dict(d.get("extra", {})))
+                                        "metrics")}, versions=dict(d.get("versions", {})), extra=dict(d.get("extra", {})),
+                   dataset_params=dict(d.get("dataset_params", {})))
 
     def save(self, path: str | Path) -> Path:
         """Write the result as JSON atomically (a reader never sees half a file)."""
@@ -167,9 +169,13 @@ def model_identity(model) -> tuple[str, str]:
 
 def make_result(task: str, model, dataset, conds: Conditions, n: int, metrics: dict, **extra) -> Result:
     mid, fp = model_identity(model)
+    params = dict(getattr(dataset, "params", {}) or {})
+    if getattr(dataset, "root", None):
+        params["root"] = str(dataset.root)
     return Result(model=mid, model_fingerprint=fp, dataset=getattr(dataset, "name", str(dataset)),
                   split=getattr(dataset, "split", None), task=task, conditions=conditions_json(conds), n=int(n),
-                  metrics=metrics, extra={k: v for k, v in extra.items() if v is not None})
+                  metrics=metrics, extra={k: v for k, v in extra.items() if v is not None},
+                  dataset_params=json.loads(json.dumps(params, default=str)))
 
 
 def check_conditions(conds: list, visual_kind: str) -> None:
