@@ -44,7 +44,7 @@ def main(argv=None) -> int:
     torch.set_num_threads(1)
     from robustlab.tasks.evaluate_fusion import eval_clavi, eval_grounding, eval_itm, eval_vqa
     from robustlab.models import load_model
-    from robustlab.models.builtin import checkpoint_path
+    from robustlab.models.checkpoints import checkpoint_path
     from robustlab.models.tiny_vilt import CHECKPOINT
 
     fns = {"vqa": eval_vqa, "grounding": eval_grounding, "clavi": eval_clavi, "itm": eval_itm}
