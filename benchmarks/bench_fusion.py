@@ -48,7 +48,7 @@ def main(argv=None) -> int:
     from robustlab.datasets import build
     from robustlab.models import load_model
     from robustlab.tasks import get
-    from robustlab.models.builtin import checkpoint_path
+    from robustlab.models.checkpoints import checkpoint_path
     from robustlab.models.tiny_vilt import CHECKPOINT
 
     model = load_model("builtin:tiny-vilt", device="cpu")

@@ -10,7 +10,7 @@ from robustlab.datasets.synthetic import world
 from robustlab.io.files import InputError
 from robustlab.tasks.evaluate_fusion import draw_boxes, grounding_compare, grounding_sweep
 from robustlab.models import ModelUnavailable, load_model
-from robustlab.models.tasks import KNOWN_MODELS, availability
+from robustlab.models.registry import KNOWN_MODELS, availability
 from robustlab.perturb import list_perturbations
 from robustlab.perturb.record import hash_value
 

@@ -7,6 +7,7 @@ Public interface (see README):
     rl.perturb(x, name, severity, seed=0, variant=None)   # -> result with .output and .record
     rl.regenerate(record, x)                 # -> the same output, bit for bit
     rl.load_model("builtin:tiny-clip")       # also "open_clip:ARCH/TAG", "hf:REPO_ID", a local path
+    rl.list_models("tiny-clip*", task=None)  # built-ins (and backends=True: backend prefixes), wildcards, task filter
     rl.metrics.retrieval(scores, gt)         # R@K, MdR, MnR;  rl.metrics.robustness(clean, perturbed): γᵃ, γʳ, MMI
     rl.analysis.hubness.measures(scores, k=15)   # k-occurrence hubness indices (also .k_occurrence)
 

@@ -1,6 +1,8 @@
 """The ``robustlab`` command line.
 
-    robustlab models                                   built-in models and whether their weights are here
+    robustlab models [PATTERN] [--task T] [--backends] built-in models (and whether their weights are here) and
+                                                       the backend prefixes; PATTERN a wildcard ("*video*"),
+                                                       T a task (retrieval, grounding, vqa, ...)
     robustlab perturbations [--modality image|text]    the perturbation registry with severity tables
     robustlab train tiny-clip [--seed S] [--out PATH]  train the built-in model on the synthetic world
     robustlab datasets [PATTERN] [--task T]            the datasets and what each needs
@@ -36,14 +38,27 @@ def _err(msg: str, code: int = 2) -> int:
 def cmd_models(args) -> int:
     from robustlab.models import list_models
 
-    rows = list_models()
-    if args.json:
-        print(json.dumps(rows, indent=2))
+    try:
+        rows = list_models(args.pattern, task=args.task, backends=True)
+    except ValueError as e:
+        return _err(str(e))
+    builtin = [r for r in rows if r["kind"] == "builtin"]
+    backends = [r for r in rows if r["kind"] == "backend"]
+    if args.json:  # the built-ins; the backend rows too with --backends
+        print(json.dumps(builtin + (backends if args.backends else []), indent=2))
         return 0
-    for r in rows:
+    if not rows:
+        print("no model matches" + (f" {args.pattern!r}" if args.pattern else "")
+              + (f" for task {args.task}" if args.task else ""))
+        return 0
+    for r in builtin:
         state = "available" if r["available"] else f"unavailable: {r['reason']}"
-        print(f"{r['spec']:<24} {r['task']:<10} {state}\n    {r['description']}")
-    print("\nHub models (need network or a local checkpoint): open_clip:ARCH/TAG, hf:REPO_ID, /local/path")
+        print(f"{r['spec']:<24} {r['task']:<10} {state}\n    {r['description']}\n    tasks: {', '.join(r['tasks'])}")
+    if backends:
+        print("\nBackends (hub models need network or a local copy; a local folder or file also works as a bare path):")
+        for r in backends:
+            state = "" if r["available"] else f"  [unavailable: {r['reason']}]"
+            print(f"{r['prefix']:<14} e.g. {r['spec']}{state}\n    {r['description']}\n    tasks: {', '.join(r['tasks'])}")
     return 0
 
 
@@ -366,7 +381,11 @@ def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="robustlab", description="Perturb, compare and diagnose vision-language models.")
     sub = p.add_subparsers(dest="cmd", required=True)
 
-    m = sub.add_parser("models", help="list built-in models")
+    m = sub.add_parser("models", help="list built-in models and backends")
+    m.add_argument("pattern", nargs="?", default=None, help='a wildcard on the spec or name, e.g. "*video*"')
+    m.add_argument("--task", default=None, help="only models declaring this task (retrieval, video-retrieval, "
+                                                "grounding, vqa, clavi, itm, entailment, reasoning)")
+    m.add_argument("--backends", action="store_true", help="with --json: list the backend prefixes too")
     m.add_argument("--json", action="store_true")
     m.set_defaults(fn=cmd_models)
 

@@ -6,7 +6,7 @@ import pytest
 from PIL import Image
 from streamlit.testing.v1 import AppTest
 
-from robustlab.models.builtin import checkpoint_path
+from robustlab.models.checkpoints import checkpoint_path
 from robustlab.models.tiny_vilt import CHECKPOINT
 
 pytestmark = pytest.mark.skipif(not checkpoint_path(CHECKPOINT).exists(),

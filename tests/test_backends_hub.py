@@ -92,6 +92,9 @@ def test_open_clip_checkpoint_roundtrip(vit_b32, tmp_path):
             p.add_(torch.randn(p.shape, generator=g) * 0.02)
     ref_e, ref_t = m.encode_images(imgs), m.encode_texts(texts)
     assert not np.allclose(ref_e, base_e, atol=1e-3)
+    # one architecture, one model_id: the fingerprint tells the perturbed weights from the seeded random init
+    ref_fp = m.fingerprint
+    assert m.model_id == vit_b32.model_id and ref_fp != vit_b32.fingerprint
     sd = {k: v.detach().contiguous() for k, v in m.model.state_dict().items()}
     st, pt = tmp_path / "vitb32.safetensors", tmp_path / "vitb32.pt"
     save_file(sd, str(st))
@@ -100,6 +103,7 @@ def test_open_clip_checkpoint_roundtrip(vit_b32, tmp_path):
     for path in (st, pt):
         r = load_model(f"open_clip:ViT-B-32/{path}", device="cpu")
         assert r.info().random_init is False
+        assert r.fingerprint == ref_fp  # the same weights, whichever file format they came in
         np.testing.assert_allclose(r.encode_images(imgs), ref_e, atol=1e-5)
         np.testing.assert_allclose(r.encode_texts(texts), ref_t, atol=1e-5)
         del r
@@ -202,6 +206,7 @@ def test_hf_local_folder_roundtrip(tiny_hf, tmp_path):
     tiny_hf.image_processor.save_pretrained(d)
     r = load_model(str(d), device="cpu")  # a folder with config.json -> hf backend, local files only
     assert r.backend == "hf" and r.info().random_init is False
+    assert r.fingerprint == tiny_hf.fingerprint  # same weights, processor and tokenizer settings
     imgs = _images()
     np.testing.assert_allclose(r.encode_images(imgs), tiny_hf.encode_images(imgs), atol=1e-5)
     np.testing.assert_allclose(r.encode_texts(TEXTS), tiny_hf.encode_texts(TEXTS), atol=1e-5)

@@ -16,7 +16,7 @@ from robustlab.models.base import ModelUnavailable
 transformers = pytest.importorskip("transformers")
 
 from robustlab.models import attention as A  # noqa: E402
-from robustlab.models.tasks import Box, FusionModel, GroundingModel, as_frames, sample_frames  # noqa: E402
+from robustlab.models.protocols import Box, FusionModel, GroundingModel, as_frames, sample_frames  # noqa: E402
 
 COMMON = dict(hidden_size=32, intermediate_size=37, num_hidden_layers=2, num_attention_heads=4)
 RNG = np.random.default_rng(0)
@@ -149,6 +149,24 @@ def test_vilt_frames_and_heads(vilt, vilt_itm):
         vilt_itm.vqa(IMG, "x")
 
 
+def test_what_each_checkpoint_can_do_and_its_fingerprint(vilt, vilt_itm):
+    from robustlab.models import can, model_tasks
+    from robustlab.models.hf_fusion import HFViltModel
+    from robustlab.models.hf_grounding import HFGroundingModel
+    from robustlab.models.hf_video import HFXClipModel
+
+    # both ViLT heads have both methods; each checkpoint serves only its own head's tasks
+    assert model_tasks(vilt) == ("vqa", "clavi") and model_tasks(vilt_itm) == ("itm",)
+    assert can(vilt, "vqa") and not can(vilt, "itm") and not can(vilt_itm, "grounding")
+    assert vilt.fingerprint != vilt_itm.fingerprint and vilt.info().fingerprint == vilt.fingerprint
+    other = HFViltModel.from_config(_vilt_config(), head="vqa", device="cpu", seed=1)
+    assert other.model_id == vilt.model_id and other.fingerprint != vilt.fingerprint
+    g0, g1 = (HFGroundingModel.from_config(_owl_config("owlvit"), device="cpu", seed=s) for s in (0, 1))
+    assert model_tasks(g0) == ("grounding",) and g0.model_id == g1.model_id and g0.fingerprint != g1.fingerprint
+    x = HFXClipModel.from_config(_xclip_config(), device="cpu")
+    assert model_tasks(x) == ("retrieval", "video-retrieval") and len(x.fingerprint) == 16
+
+
 def test_vilt_local_folder_roundtrip(vilt, tmp_path):
     d = tmp_path / "tiny-vilt"
     vilt.model.save_pretrained(d)
@@ -156,6 +174,7 @@ def test_vilt_local_folder_roundtrip(vilt, tmp_path):
     vilt.image_processor.save_pretrained(d)
     r = load_model(f"hf-vilt:{d}", device="cpu")
     assert r.head == "vqa" and r.random_init is False and r.labels == vilt.labels
+    assert load_model(f"hf-vilt:{d}", device="cpu").fingerprint == r.fingerprint  # the same files: the same key
     a, b = r.forward_with_attention(IMG, "is it red?"), vilt.forward_with_attention(IMG, "is it red?")
     np.testing.assert_allclose(a.outputs["logits"], b.outputs["logits"], atol=1e-5)
     np.testing.assert_allclose(a.attentions, b.attentions, atol=1e-5)
@@ -331,7 +350,7 @@ def test_xclip_local_folder_roundtrip(tmp_path):
 
 
 def test_availability_offline_and_local(offline, tmp_path):
-    from robustlab.models.tasks import KNOWN_MODELS, availability
+    from robustlab.models.registry import KNOWN_MODELS, availability
 
     for specs in KNOWN_MODELS.values():
         for spec in specs:

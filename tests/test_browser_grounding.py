@@ -6,7 +6,7 @@ import re
 import pytest
 
 from browser_helpers import choose_radio, settle
-from robustlab.models.builtin import checkpoint_path
+from robustlab.models.checkpoints import checkpoint_path
 from robustlab.models.tiny_vilt import CHECKPOINT
 
 pytestmark = [pytest.mark.browser,

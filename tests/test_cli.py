@@ -20,6 +20,24 @@ def test_models_and_perturbations_listing(capsys):
                for s in specs)
 
 
+def test_models_pattern_task_and_backends(capsys):
+    assert main(["models", "*clip*", "--task", "video-retrieval"]) == 0
+    out = capsys.readouterr().out
+    assert "builtin:tiny-clip-video-meanp" in out and "builtin:tiny-vilt" not in out
+    assert "hf-xclip:" in out and "hf-grounding:" not in out  # backends are listed from the registry too
+    assert main(["models", "--task", "grounding", "--json"]) == 0
+    assert [r["spec"] for r in json.loads(capsys.readouterr().out)] == ["builtin:tiny-vilt"]
+    assert main(["models", "--task", "grounding", "--json", "--backends"]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    assert [(r["kind"], r["spec"]) for r in rows] == [("builtin", "builtin:tiny-vilt"),
+                                                      ("backend", "hf-grounding:google/owlv2-base-patch16-ensemble")]
+    assert main(["models", "--task", "ground"]) == 2
+    err = capsys.readouterr().err
+    assert "unknown task 'ground'" in err and len(err.strip().splitlines()) == 1
+    assert main(["models", "nothing-like-this*"]) == 0
+    assert "no model matches" in capsys.readouterr().out
+
+
 def test_eval_retrieval_json(capsys):
     assert main(["eval", "retrieval", "--model", "builtin:tiny-clip", "--dataset", "builtin", "--n", "50",
                  "--seed", "5", "--json"]) == 0

@@ -12,6 +12,20 @@ def test_public_names():
         assert hasattr(rl, name), name
 
 
+def test_model_registry_interface():
+    import robustlab as rl
+    import robustlab.models as M
+    from robustlab.models.tasks import (KNOWN_MODELS, Box, FusionModel, GroundingModel,  # noqa: F401 - older home
+                                        VideoRetrievalModel, as_frames, availability, hf_source, sample_frames)
+
+    assert rl.load_model is M.load_model and rl.list_models is M.list_models
+    for name in ("load_model", "list_models", "parse_spec", "register_backend", "register_builtin", "model_tasks",
+                 "can", "ModelUnavailable", "OFFLINE_ALTERNATIVES", "EmbeddingModel"):
+        assert hasattr(M, name), name
+    assert [r["spec"] for r in rl.list_models("tiny-clip", task="retrieval")] == ["builtin:tiny-clip"]
+    assert rl.ModelUnavailable is M.ModelUnavailable
+
+
 def test_perturb_and_regenerate_round_trip_through_json():
     import robustlab as rl
 

@@ -6,9 +6,9 @@ import torch
 from robustlab.datasets.synthetic import world
 from robustlab.models import ModelUnavailable, load_model
 from robustlab.models.attention import AttentionCapture, identity, only_layers, uniform
-from robustlab.models.tasks import Box, FusionModel, GroundingModel
+from robustlab.models.protocols import Box, FusionModel, GroundingModel
 from robustlab.models.tiny_vilt import CHECKPOINT
-from robustlab.models.builtin import checkpoint_path
+from robustlab.models.checkpoints import checkpoint_path
 
 pytestmark = pytest.mark.skipif(not checkpoint_path(CHECKPOINT).exists(),
                                 reason="assets/tiny-vilt.safetensors missing; run `robustlab train tiny-vilt`")

@@ -1,4 +1,10 @@
-"""On-disk embedding cache, keyed by model id + content hash + perturbation record.
+"""On-disk embedding cache, keyed by the model's weights fingerprint + content hash + perturbation record.
+
+The model part of the key is ``model.fingerprint`` (:class:`robustlab.models.base.Fingerprinted`: a digest of the
+weights and of what else decides the outputs), not ``model.model_id``: the id is the same for every
+``builtin:tiny-clip`` checkpoint (before and after ``robustlab train tiny-clip``) and for every random-init model
+of one architecture, so keying by it could serve stale embeddings. A model without a ``fingerprint`` (a bare test
+double) falls back to its id (:func:`model_key`).
 
 One ``.npy`` file per (model, item, perturbation) key for small calls, and one per whole gallery (keyed by all
 its items' keys), written atomically (temp file + ``os.replace``) so a crash mid-write never leaves a half file
@@ -120,8 +126,10 @@ class EmbeddingCache:
         self.evicted = 0
         self._state = _state_for(self.root)
 
-    def _path(self, model_id: str, chash: str, rkey: str) -> Path:
-        mid = hashlib.blake2b(model_id.encode(), digest_size=8).hexdigest()
+    def _path(self, model_key: str, chash: str, rkey: str) -> Path:
+        # the salt keeps the folders of the old layout (keyed by bare model ids) out of reach: never read again,
+        # they age out through the LRU bound
+        mid = hashlib.blake2b(f"fp:{model_key}".encode(), digest_size=8).hexdigest()
         return self.root / mid / rkey / chash[:2] / f"{chash}.npy"
 
     def _touch(self, p: Path) -> None:
@@ -133,10 +141,11 @@ class EmbeddingCache:
         except OSError:
             pass
 
-    def get(self, model_id: str, chash: str, rkey: str = "clean") -> np.ndarray | None:
+    def get(self, model_key: str, chash: str, rkey: str = "clean") -> np.ndarray | None:
+        """The entry of (model key, content hash, record key); ``model_key`` is :func:`model_key` of the model."""
         if not self.enabled:
             return None
-        p = self._path(model_id, chash, rkey)
+        p = self._path(model_key, chash, rkey)
         try:
             v = np.load(p, allow_pickle=False)
         except (OSError, ValueError, EOFError):
@@ -145,13 +154,13 @@ class EmbeddingCache:
             self._touch(p)
         return v
 
-    def put(self, model_id: str, chash: str, rkey: str, value: np.ndarray) -> None:
+    def put(self, model_key: str, chash: str, rkey: str, value: np.ndarray) -> None:
         if not self.enabled:
             return
         value = np.asarray(value, np.float32)
         if self.max_bytes and value.nbytes + 128 > self.max_bytes:
             return  # an entry bigger than the whole cache is not kept
-        p = self._path(model_id, chash, rkey)
+        p = self._path(model_key, chash, rkey)
         p.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(dir=p.parent, suffix=".tmp")
         try:
@@ -268,21 +277,32 @@ class EmbeddingCache:
 PER_ITEM_MAX = 64
 
 
+def model_key(model) -> str:
+    """The model part of a cache key: its weights fingerprint (``"fp:…"``), or its id (``"id:…"``) for a model
+    that has no ``fingerprint`` (a test double). Read once per encode call: cheap (the fingerprint is memoised
+    and only re-hashed when the weights changed)."""
+    fp = getattr(model, "fingerprint", None)
+    if isinstance(fp, str) and fp:
+        return f"fp:{fp}"
+    return f"id:{getattr(model, 'model_id', type(model).__name__)}"
+
+
 def _cached_encode(model, items, encode_fn, hash_fn, cache, records, batch_size, progress):
     cache = cache if cache is not None else EmbeddingCache()
+    mkey = model_key(model) if cache.enabled else ""  # a disabled cache reads and writes nothing: no key needed
     n = len(items)
     if records is None:
         records = [None] * n
     keys = [(hash_fn(it), record_key(r)) for it, r in zip(items, records)]
     # a whole gallery seen before is one file; otherwise fall back to per-item entries
     gkey = hashlib.blake2b("|".join(h + r for h, r in keys).encode(), digest_size=16).hexdigest()
-    whole = cache.get(model.model_id, gkey, "gallery") if n > 1 else None
+    whole = cache.get(mkey, gkey, "gallery") if n > 1 else None
     if whole is not None and whole.shape[0] == n:
         cache.hits += n
         if progress:
             progress(n, n)
         return whole
-    out: list[np.ndarray | None] = [cache.get(model.model_id, h, r) for h, r in keys]
+    out: list[np.ndarray | None] = [cache.get(mkey, h, r) for h, r in keys]
     missing = [i for i, v in enumerate(out) if v is None]
     cache.hits += n - len(missing)
     cache.misses += len(missing)
@@ -296,14 +316,14 @@ def _cached_encode(model, items, encode_fn, hash_fn, cache, records, batch_size,
         for j, i in enumerate(missing):
             out[i] = emb[j]
             if per_item:
-                cache.put(model.model_id, keys[i][0], keys[i][1], emb[j])
+                cache.put(mkey, keys[i][0], keys[i][1], emb[j])
     elif progress:
         progress(n, n)
     if n == 0:
         return np.zeros((0, model.embed_dim), np.float32)
     res = np.stack(out).astype(np.float32)
     if n > 1:
-        cache.put(model.model_id, gkey, "gallery", res)
+        cache.put(mkey, gkey, "gallery", res)
     return res
 
 

@@ -11,11 +11,21 @@ the same way.
 
 Videos are encoded by frame pooling (mean of the normalised frame embeddings) unless a backend overrides
 ``encode_videos``.
+
+Every model (dual encoders here, and the fusion / grounding models that do not embed) also has a weights
+**fingerprint** (:class:`Fingerprinted`): the embedding cache and the result records key on it, not on the
+display id ``model_id`` (which is the same for every ``builtin:tiny-clip`` checkpoint and for every random-init
+model of one architecture).
 """
 from __future__ import annotations
 
+import hashlib
+import json
+import re
+import threading
+import weakref
 from dataclasses import dataclass, field
-from typing import Callable, Sequence
+from typing import Any, Callable, Sequence
 
 import numpy as np
 import torch
@@ -39,9 +49,154 @@ class ModelInfo:
     description: str = ""
     random_init: bool = False  # plumbing-test models: never shown as results
     extra: dict = field(default_factory=dict)
+    fingerprint: str = ""  # weights fingerprint (see Fingerprinted); model_id is for display
 
 
-class EmbeddingModel:
+FINGERPRINT_VERSION = "robustlab-fingerprint-v1"
+FINGERPRINT_CHARS = 16
+
+
+def _tensors(module: torch.nn.Module):
+    """(name, tensor) of every parameter and buffer (persistent or not) of a module, each tensor once."""
+    seen: set[int] = set()
+    for name, t in list(module.named_parameters(remove_duplicate=False)) + \
+            list(module.named_buffers(remove_duplicate=False)):
+        if t is None or id(t) in seen:
+            continue
+        seen.add(id(t))
+        yield name, t
+
+
+def _version(t: torch.Tensor) -> int:
+    try:
+        return int(t._version)
+    except RuntimeError:  # an inference-mode tensor has no version counter (and cannot be changed in place)
+        return -1
+
+
+def _state_token(module: torch.nn.Module) -> tuple:
+    """Cheap (microseconds per tensor) token of a module's tensors: which objects, where their data is, and
+    their version counters. Any in-place change through autograd-visible ops (``p.add_``, ``copy_``,
+    ``load_state_dict``, an optimizer step) bumps a version; ``module.to`` / ``half`` / assigning a new
+    Parameter change the object or the data pointer. Changes through ``p.data`` bypass the version counter:
+    call :meth:`Fingerprinted.refresh_fingerprint` after those."""
+    return tuple((name, id(t), _version(t), t.data_ptr() if t.device.type != "meta" else 0, t.dtype,
+                  tuple(t.shape)) for name, t in _tensors(module))
+
+
+def module_digest(module: torch.nn.Module) -> str:
+    """sha256 (hex) of a module's parameters and buffers: names, dtypes, shapes and bytes, in module order.
+
+    Independent of the device (the bytes are read back to the CPU), dependent on the dtype (a half-precision
+    copy computes different embeddings, so it has a different digest).
+    """
+    h = hashlib.sha256()
+    for name, t in _tensors(module):
+        t = t.detach()
+        h.update(f"{name}|{str(t.dtype).replace('torch.', '')}|{tuple(t.shape)}|".encode())
+        if t.device.type == "meta" or t.numel() == 0:
+            continue
+        if t.is_quantized:
+            t = t.dequantize()
+        flat = t.reshape(-1)
+        if flat.device.type != "cpu":
+            flat = flat.cpu()
+        flat = flat.contiguous()
+        if flat.dtype == torch.bool:
+            flat = flat.to(torch.uint8)
+        h.update(flat.view(torch.uint8).numpy().data)
+    return h.hexdigest()
+
+
+# digests of modules, shared by every model that holds them (e.g. the frozen MiniLM text tower of the built-ins):
+# module -> (state token, digest); the token decides whether the digest is still valid
+_DIGESTS: "weakref.WeakKeyDictionary[torch.nn.Module, tuple[tuple, str]]" = weakref.WeakKeyDictionary()
+_DIGESTS_LOCK = threading.Lock()
+
+
+def _memo_digest(module: torch.nn.Module, token: tuple, force: bool = False) -> str:
+    with _DIGESTS_LOCK:
+        hit = None if force else _DIGESTS.get(module)
+    if hit is not None and hit[0] == token:
+        return hit[1]
+    d = module_digest(module)
+    with _DIGESTS_LOCK:
+        _DIGESTS[module] = (token, d)
+    return d
+
+
+def _config_json(cfg: Any) -> str:
+    s = json.dumps(cfg, sort_keys=True, default=str)
+    return re.sub(r" at 0x[0-9a-fA-F]+", "", s)  # reprs of functions / objects: no per-process addresses
+
+
+class Fingerprinted:
+    """A short hex digest of what decides a model's outputs: its weights (every parameter and buffer of
+    :meth:`fingerprint_modules`: names, shapes, dtypes, bytes), its class and :meth:`fingerprint_config`
+    (preprocessing, aggregator, frame count…; whatever the backend's outputs depend on besides weights).
+
+    * Computed once and memoised: sha256 over the bytes (about 1.7 GB/s here; well under a second for a
+      ViT-B-32), and each module's digest is shared by every model holding that module.
+    * Kept valid cheaply: every access compares a token of the tensors (object ids, data pointers, version
+      counters) with the one the digest was made from, so weights changed in place through torch ops
+      (``p.add_``, ``copy_``, ``load_state_dict``, an optimizer step), moved or cast, or replaced by new
+      Parameters, get a new fingerprint on the next access, without rehashing when nothing changed.
+    * Writes through ``p.data`` (and raw storage writes) bypass the version counters: call
+      :meth:`refresh_fingerprint` after those. It rehashes everything.
+
+    Two random-init models of one architecture (one ``model_id``) with different seeds have different
+    fingerprints; the same weights loaded twice (same checkpoint, same dtype) have the same one, whatever their
+    ``model_id`` says. A model without torch modules (a test double) is told apart by its ``model_id``.
+    """
+
+    def modules(self) -> list[torch.nn.Module]:
+        """The torch modules of the backend."""
+        return []
+
+    def fingerprint_modules(self) -> list[torch.nn.Module]:
+        """The modules whose weights decide the outputs (default :meth:`modules`; the built-ins add the frozen
+        text encoder they share)."""
+        return list(self.modules())
+
+    def fingerprint_config(self) -> dict:
+        """What besides the weights decides the outputs (JSON-able; ``str`` is applied to anything else)."""
+        return {}
+
+    def _fingerprint_identity(self, mods: list) -> str:
+        ident = {"class": f"{type(self).__module__}.{type(self).__qualname__}", "config": self.fingerprint_config()}
+        if not mods:  # a model without torch weights (a test double, a rule): its id is all there is to tell
+            ident["model_id"] = str(getattr(self, "model_id", ""))
+        return _config_json(ident)
+
+    def _compute_fingerprint(self, force: bool) -> str:
+        mods = self.fingerprint_modules()
+        tokens = tuple(_state_token(m) for m in mods)
+        ident = self._fingerprint_identity(mods)
+        h = hashlib.sha256(FINGERPRINT_VERSION.encode())
+        h.update(ident.encode())
+        for m, tok in zip(mods, tokens):
+            h.update(b"|" + _memo_digest(m, tok, force=force).encode())
+        fp = h.hexdigest()[:FINGERPRINT_CHARS]
+        self.__dict__["_fp_memo"] = (tokens, ident, fp)
+        return fp
+
+    @property
+    def fingerprint(self) -> str:
+        """16 hex characters; see the class docstring for what it covers and when it is recomputed."""
+        memo = self.__dict__.get("_fp_memo")
+        if memo is not None:
+            mods = self.fingerprint_modules()
+            if memo[0] == tuple(_state_token(m) for m in mods) and memo[1] == self._fingerprint_identity(mods):
+                return memo[2]
+        return self._compute_fingerprint(force=False)
+
+    def refresh_fingerprint(self) -> str:
+        """Rehash every weight (bypassing all memos) and return the new fingerprint. Needed only after writes
+        the version counters do not see (``p.data[...] = …``, ``p.data.copy_(…)``)."""
+        return self._compute_fingerprint(force=True)
+
+
+class EmbeddingModel(Fingerprinted):
     """Base class of every dual-encoder backend (builtin, open_clip, hf)."""
 
     model_id: str = "abstract"
@@ -75,6 +230,9 @@ class EmbeddingModel:
         """The torch modules of the backend (moved to device/dtype once by ``_place``)."""
         return []
 
+    def fingerprint_config(self) -> dict:
+        return {"embed_dim": int(self.embed_dim), "image_size": int(self.image_size)}
+
     # ---- shared plumbing --------------------------------------------------------------------------
     def _place(self) -> None:
         for m in self.modules():
@@ -97,6 +255,7 @@ class EmbeddingModel:
             n_params=self.n_params(),
             description=self.description,
             random_init=self.random_init,
+            fingerprint=self.fingerprint,
         )
 
     def encode_images(self, images, batch_size: int | None = None, progress: ProgressFn | None = None) -> np.ndarray:
@@ -129,3 +288,15 @@ class EmbeddingModel:
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.model_id} on {self.device} {str(self.dtype)}>"
+
+
+class VideoRetrievalModel(EmbeddingModel):
+    """An EmbeddingModel whose ``encode_videos`` is native (not frame pooling of ``encode_images``)."""
+
+    num_frames: int = 8
+
+    def encode_videos(self, videos, batch_size=None, progress=None) -> np.ndarray:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def fingerprint_config(self) -> dict:
+        return {**super().fingerprint_config(), "num_frames": int(self.num_frames)}

@@ -21,9 +21,8 @@ import torch
 from torch import nn
 
 from robustlab.models.base import EmbeddingModel, ModelUnavailable
+from robustlab.models.checkpoints import ASSETS, checkpoint_path  # noqa: F401 - re-exported (older imports)
 from robustlab.models.registry import register_builtin
-
-ASSETS = Path(__file__).resolve().parents[2] / "assets"
 
 TINY_CLIP_CONFIG = dict(
     image_size=64,
@@ -37,10 +36,6 @@ TINY_CLIP_CONFIG = dict(
     mean=0.5,
     std=0.25,
 )
-
-
-def checkpoint_path(name: str) -> Path:
-    return ASSETS / name
 
 
 def minilm_path() -> Path:
@@ -153,7 +148,8 @@ def minilm_tokens(texts: list[str], device, max_tokens: int = 64, dtype=torch.fl
     return states.to(dtype), batch["attention_mask"]
 
 
-@register_builtin("tiny-clip", task="retrieval", checkpoint="tiny-clip.safetensors",
+@register_builtin("tiny-clip", task="retrieval", tasks=("retrieval", "video-retrieval"),
+                  checkpoint="tiny-clip.safetensors",
                   description="CLIP-style dual encoder: frozen all-MiniLM-L6-v2 text tower + small CNN image tower "
                               "(64 px), trained on robustlab's synthetic world",
                   tags=("image", "text", "contrastive", "offline"))
@@ -181,6 +177,12 @@ class TinyClip(EmbeddingModel):
 
     def modules(self):
         return [self.net]
+
+    def fingerprint_modules(self):
+        return [self.net, load_minilm()[1]]  # the frozen text encoder decides the text embeddings too
+
+    def fingerprint_config(self):
+        return {**super().fingerprint_config(), "cfg": self.cfg}
 
     def preprocess_images(self, images):
         return preprocess_64(images, self.image_size, self.cfg["mean"], self.cfg["std"])

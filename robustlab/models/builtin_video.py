@@ -4,7 +4,7 @@ Both are tiny-clip (:mod:`robustlab.models.builtin`) with CLIP4Clip's temporal a
 (Luo et al., "CLIP4Clip", 2021, §3.3):
 
 * frame tower: tiny-clip's 64-px CNN image tower plus a residual MLP adapter, applied to ``num_frames`` frames
-  sampled uniformly over the video (:func:`robustlab.models.tasks.sample_frames`);
+  sampled uniformly over the video (:func:`robustlab.models.protocols.sample_frames`);
 * **meanP** (parameter-free): the mean of the L2-normalised frame embeddings. It is invariant to the order of
   the sampled frames, so it *cannot* tell a video from its time reversal beyond what the set of frames says;
 * **seqTransf**: the frame embeddings (L2-normalised, scaled to unit variance per dimension) plus learned
@@ -27,11 +27,11 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from robustlab.models.base import ModelUnavailable
-from robustlab.models.builtin import (TINY_CLIP_CONFIG, ImageTower, TextHead, checkpoint_path, load_minilm,
-                                      minilm_tokens, preprocess_64)
+from robustlab.models.base import ModelUnavailable, VideoRetrievalModel
+from robustlab.models.builtin import TINY_CLIP_CONFIG, ImageTower, TextHead, load_minilm, minilm_tokens, preprocess_64
+from robustlab.models.checkpoints import checkpoint_path
+from robustlab.models.protocols import sample_frames
 from robustlab.models.registry import register_builtin
-from robustlab.models.tasks import VideoRetrievalModel, sample_frames
 
 CHECKPOINT = "tiny-clip-video.safetensors"
 AGGREGATORS = ("meanp", "seqtransf")
@@ -142,6 +142,13 @@ class _TinyClipVideo(VideoRetrievalModel):
     def modules(self):
         return [self.net]
 
+    def fingerprint_modules(self):
+        return [self.net, load_minilm()[1]]
+
+    def fingerprint_config(self):
+        # both variants share one net: the aggregator (and the text head it picks) tells them apart
+        return {**super().fingerprint_config(), "cfg": self.cfg, "aggregator": self.aggregator}
+
     # images: a one-frame video (the frame repeated num_frames times)
     def preprocess_images(self, images):
         return preprocess_64(images, self.image_size, self.cfg["mean"], self.cfg["std"])
@@ -189,7 +196,8 @@ class _TinyClipVideo(VideoRetrievalModel):
         return i
 
 
-@register_builtin("tiny-clip-video-meanp", task="video-retrieval", checkpoint=CHECKPOINT,
+@register_builtin("tiny-clip-video-meanp", task="video-retrieval", tasks=("video-retrieval", "retrieval"),
+                  checkpoint=CHECKPOINT,
                   description="tiny-clip frame tower (64 px, 8 frames) + CLIP4Clip meanP: mean of frame embeddings "
                               "(order-invariant); frozen all-MiniLM-L6-v2 text tower with a trained head",
                   tags=("video", "image", "text", "contrastive", "offline", "meanP"))
@@ -199,7 +207,8 @@ class TinyClipVideoMeanP(_TinyClipVideo):
     description = "tiny-clip-video (meanP): mean of 8 frame embeddings of the 64-px CNN; order-invariant"
 
 
-@register_builtin("tiny-clip-video-seqtransf", task="video-retrieval", checkpoint=CHECKPOINT,
+@register_builtin("tiny-clip-video-seqtransf", task="video-retrieval", tasks=("video-retrieval", "retrieval"),
+                  checkpoint=CHECKPOINT,
                   description="tiny-clip frame tower (64 px, 8 frames) + CLIP4Clip seqTransf: 2-layer temporal "
                               "transformer with frame positions (order-sensitive); frozen MiniLM text tower + head",
                   tags=("video", "image", "text", "contrastive", "offline", "seqTransf"))

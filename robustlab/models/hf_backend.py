@@ -38,7 +38,7 @@ _TRUE = {"1", "on", "yes", "true"}
 
 
 def offline_alternatives() -> str:
-    from robustlab.models import OFFLINE_ALTERNATIVES  # lazy: robustlab.models imports the backends lazily too
+    from robustlab.models.registry import OFFLINE_ALTERNATIVES  # lazy: the registry names this module
 
     return OFFLINE_ALTERNATIVES
 
@@ -232,6 +232,33 @@ def tokenizer_for_text_config(tcfg):
     return tok
 
 
+def processor_identity(image_processor) -> dict:
+    """What of an image processor decides the pixels (its class and settings), for fingerprints."""
+    try:
+        d = image_processor.to_dict()
+    except Exception:  # noqa: BLE001 - an unusual processor: its repr is the best we have
+        d = {"repr": repr(image_processor)}
+    d = {k: v for k, v in d.items() if k not in ("processor_class", "_processor_class")}
+    return {"class": type(image_processor).__name__, "settings": d}
+
+
+def tokenizer_identity(tokenizer) -> dict:
+    """A tokenizer's class, size and special tokens (for fingerprints; the vocab comes with the weights' repo)."""
+    out: dict = {"class": type(tokenizer).__name__}
+    try:
+        out["size"] = len(tokenizer)
+    except TypeError:
+        pass
+    for k in ("model_max_length", "context_length", "padding_side"):
+        v = getattr(tokenizer, k, None)
+        if isinstance(v, (int, str)):
+            out[k] = v
+    special = getattr(tokenizer, "all_special_tokens", None)
+    if isinstance(special, list):
+        out["special"] = [str(t) for t in special]
+    return out
+
+
 def processor_pixels(image_processor, images) -> torch.Tensor:
     """H×W×3 uint8 images through a transformers image processor -> float32 CPU pixel tensor."""
     arrs = [np.ascontiguousarray(np.asarray(im, dtype=np.uint8)) for im in images]
@@ -323,6 +350,11 @@ class HFClipModel(EmbeddingModel):
     def modules(self) -> list[torch.nn.Module]:
         return [self.model]
 
+    def fingerprint_config(self) -> dict:
+        return {**super().fingerprint_config(), "model_type": self.model_type, "context_length": self.context_length,
+                "image_processor": processor_identity(self.image_processor),
+                "tokenizer": tokenizer_identity(self.tokenizer)}
+
     def preprocess_images(self, images: Sequence[np.ndarray]) -> torch.Tensor:
         return processor_pixels(self.image_processor, images)
 
@@ -335,3 +367,39 @@ class HFClipModel(EmbeddingModel):
                              return_tensors="pt")
         inputs = {k: v.to(self.device) for k, v in enc.items() if k in ("input_ids", "attention_mask")}
         return _features(self.model.get_text_features(**inputs))
+
+
+# ---- loading helpers shared by the transformers task backends (hf-xclip, hf-vilt, hf-grounding) --------------
+
+def hf_source(prefix: str, repo_or_dir: str) -> tuple[str, str | None, bool, bool, str]:
+    """(src, offline_reason, local_files_only, is_local, what) for a hub repo id or a local folder.
+
+    Same rules as ``hf:``: a local folder loads local files only; a repo id is checked against the hub in
+    seconds and loads cache-only when offline. Raises a one-line ModelUnavailable for a missing local folder.
+    """
+    src = str(repo_or_dir).strip()
+    p = Path(src).expanduser()
+    what = f"{prefix}:{src}"
+    if p.is_dir():
+        return str(p), None, True, True, what
+    if src.startswith(("/", "./", "../", "~", ".")) or src.count("/") > 1:
+        raise unavailable(what, "no such local folder (and not a hub repo id of the form org/name)")
+    offline = offline_reason()
+    return src, offline, offline is not None, False, what
+
+
+def load_config(src: str, cache_only: bool, what: str, supported: Sequence[str]):
+    """A transformers config (local files only when ``cache_only``), refused in one line unless its model_type
+    is one of ``supported``."""
+    from transformers import AutoConfig
+
+    config = AutoConfig.from_pretrained(src, local_files_only=cache_only, trust_remote_code=False)
+    if config.model_type not in supported:
+        raise unavailable(what, f"model_type {config.model_type!r} is not supported here "
+                                f"(supported: {', '.join(supported)})")
+    return config
+
+
+def load_spec(rest: str, device=None, **kwargs) -> "HFClipModel":
+    """The ``hf:`` loader of the model registry."""
+    return HFClipModel.from_pretrained(rest, device=device, **kwargs)

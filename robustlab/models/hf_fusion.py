@@ -30,9 +30,10 @@ import torch
 
 from robustlab.models.attention import (TEXT, VISUAL, AttentionCapture, AttentionRecorder, ReplaceFn,
                                         TokenLayout, patched_forwards)
-from robustlab.models.base import ModelInfo
-from robustlab.models.hf_backend import _float32_kw, _load_image_processor, hub_access, seeded, unavailable
-from robustlab.models.tasks import as_frames, hf_source, load_config
+from robustlab.models.base import Fingerprinted, ModelInfo
+from robustlab.models.hf_backend import (_float32_kw, _load_image_processor, hf_source, hub_access, load_config,
+                                         processor_identity, seeded, tokenizer_identity, unavailable)
+from robustlab.models.protocols import as_frames
 
 HEADS = {"ViltForQuestionAnswering": "vqa", "ViltForImageAndTextRetrieval": "itm",
          "ViltForImagesAndTextClassification": "nlvr2"}
@@ -97,7 +98,7 @@ def _vilt_attention_forward(mod, layer_idx: int, hook):
     return forward
 
 
-class HFViltModel:
+class HFViltModel(Fingerprinted):
     """A transformers ViLT checkpoint with its head (VQA or ITM), processor pieces and attention capture."""
 
     backend = "hf-vilt"
@@ -182,6 +183,19 @@ class HFViltModel:
                    description=f"random-init transformers {model_cls.__name__} (plumbing only, never results)")
 
     # ---- info -----------------------------------------------------------------------------------
+    def modules(self) -> list[torch.nn.Module]:
+        return [self.model]
+
+    def fingerprint_config(self) -> dict:
+        return {"head": self.head, "image_size": self.image_size, "max_text": self.max_text,
+                "image_processor": processor_identity(self.image_processor),
+                "tokenizer": tokenizer_identity(self.tokenizer)}
+
+    @property
+    def supported_tasks(self) -> tuple[str, ...]:
+        """The tasks this checkpoint's one head serves (both methods exist; the other head's raises)."""
+        return HEAD_TASKS[self.head]
+
     def n_params(self) -> int:
         return sum(p.numel() for p in self.model.parameters())
 
@@ -189,7 +203,7 @@ class HFViltModel:
         return ModelInfo(model_id=self.model_id, backend=self.backend, embed_dim=int(self.model.config.hidden_size),
                          image_size=self.image_size, device=str(self.device),
                          dtype=str(self.dtype).replace("torch.", ""), n_params=self.n_params(),
-                         description=self.description, random_init=self.random_init,
+                         description=self.description, random_init=self.random_init, fingerprint=self.fingerprint,
                          extra={"head": self.head, "layers": self.n_layers, "heads": self.n_heads})
 
     @property
@@ -344,4 +358,9 @@ class HFViltModel:
         return p_true > 0.5, p_true
 
 
-__all__ = ["HFViltModel", "bert_byte_tokenizer", "vilt_image_processor"]
+def load_spec(rest: str, device=None, **kwargs) -> HFViltModel:
+    """The ``hf-vilt:`` loader of the model registry."""
+    return HFViltModel.from_pretrained(rest, device=device, **kwargs)
+
+
+__all__ = ["HFViltModel", "bert_byte_tokenizer", "vilt_image_processor", "load_spec"]

@@ -21,9 +21,10 @@ import numpy as np
 import torch
 
 from robustlab.io.convert import to_uint8_rgb
-from robustlab.models.base import ModelInfo
-from robustlab.models.hf_backend import _float32_kw, _load_image_processor, byte_tokenizer, hub_access, seeded
-from robustlab.models.tasks import Box, hf_source, load_config
+from robustlab.models.base import Fingerprinted, ModelInfo
+from robustlab.models.hf_backend import (_float32_kw, _load_image_processor, byte_tokenizer, hf_source, hub_access,
+                                         load_config, processor_identity, seeded, tokenizer_identity)
+from robustlab.models.protocols import Box
 
 KINDS = ("owlvit", "owlv2", "grounding-dino")
 
@@ -60,7 +61,7 @@ def _cxcywh_to_xyxy(b: np.ndarray) -> np.ndarray:
     return np.stack([cx - w / 2, cy - h / 2, cx + w / 2, cy + h / 2], -1)
 
 
-class HFGroundingModel:
+class HFGroundingModel(Fingerprinted):
     """A transformers open-vocabulary detector used for referring-expression grounding (one box per query)."""
 
     backend = "hf-grounding"
@@ -141,6 +142,14 @@ class HFGroundingModel:
                    description=f"random-init transformers {type(model).__name__} (plumbing only, never results)")
 
     # ---- info -----------------------------------------------------------------------------------
+    def modules(self) -> list[torch.nn.Module]:
+        return [self.model]
+
+    def fingerprint_config(self) -> dict:
+        return {"kind": self.kind, "image_size": self.image_size, "text_length": self.text_length,
+                "image_processor": processor_identity(self.image_processor),
+                "tokenizer": tokenizer_identity(self.tokenizer)}
+
     def n_params(self) -> int:
         return sum(p.numel() for p in self.model.parameters())
 
@@ -148,7 +157,7 @@ class HFGroundingModel:
         return ModelInfo(model_id=self.model_id, backend=self.backend, embed_dim=0, image_size=self.image_size,
                          device=str(self.device), dtype=str(self.dtype).replace("torch.", ""),
                          n_params=self.n_params(), description=self.description, random_init=self.random_init,
-                         extra={"kind": self.kind})
+                         fingerprint=self.fingerprint, extra={"kind": self.kind})
 
     def __repr__(self) -> str:
         return f"<HFGroundingModel {self.model_id} ({self.kind}) on {self.device}>"
@@ -202,4 +211,9 @@ class HFGroundingModel:
         return Box(x0, y0, x1, y1, float(scores[i]))
 
 
-__all__ = ["HFGroundingModel", "owl_image_processor", "dino_image_processor", "KINDS"]
+def load_spec(rest: str, device=None, **kwargs) -> HFGroundingModel:
+    """The ``hf-grounding:`` loader of the model registry."""
+    return HFGroundingModel.from_pretrained(rest, device=device, **kwargs)
+
+
+__all__ = ["HFGroundingModel", "owl_image_processor", "dino_image_processor", "KINDS", "load_spec"]

@@ -21,10 +21,11 @@ import numpy as np
 import torch
 
 from robustlab.io.convert import to_uint8_rgb
+from robustlab.models.base import VideoRetrievalModel
 from robustlab.models.hf_backend import (_clip_image_processor, _features, _float32_kw, _image_size,
-                                         _load_image_processor, hub_access, processor_pixels, seeded,
-                                         tokenizer_for_text_config)
-from robustlab.models.tasks import VideoRetrievalModel, hf_source, load_config, sample_frames
+                                         _load_image_processor, hf_source, hub_access, load_config, processor_identity,
+                                         processor_pixels, seeded, tokenizer_for_text_config, tokenizer_identity)
+from robustlab.models.protocols import sample_frames
 
 
 def _normalise(x: torch.Tensor) -> np.ndarray:
@@ -87,6 +88,11 @@ class HFXClipModel(VideoRetrievalModel):
     def modules(self) -> list[torch.nn.Module]:
         return [self.model]
 
+    def fingerprint_config(self) -> dict:
+        return {**super().fingerprint_config(), "context_length": self.context_length,
+                "image_processor": processor_identity(self.image_processor),
+                "tokenizer": tokenizer_identity(self.tokenizer)}
+
     def preprocess_images(self, images: Sequence[np.ndarray]) -> torch.Tensor:
         return processor_pixels(self.image_processor, images)
 
@@ -135,4 +141,9 @@ class HFXClipModel(VideoRetrievalModel):
         return out.logits_per_video.float().cpu().numpy()
 
 
-__all__ = ["HFXClipModel"]
+def load_spec(rest: str, device=None, **kwargs) -> HFXClipModel:
+    """The ``hf-xclip:`` loader of the model registry."""
+    return HFXClipModel.from_pretrained(rest, device=device, **kwargs)
+
+
+__all__ = ["HFXClipModel", "load_spec"]

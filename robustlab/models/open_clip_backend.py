@@ -231,6 +231,13 @@ class OpenClipModel(EmbeddingModel):
     def modules(self) -> list[torch.nn.Module]:
         return [self.model]
 
+    def fingerprint_config(self) -> dict:
+        tok = self.tokenizer
+        inner = getattr(tok, "tokenizer", None)  # open_clip's HFTokenizer wraps a transformers tokenizer
+        return {**super().fingerprint_config(), "preprocess": repr(self.preprocess),
+                "tokenizer": {"class": type(tok).__name__, "context_length": getattr(tok, "context_length", None),
+                              "source": getattr(inner, "name_or_path", None)}}
+
     def preprocess_images(self, images: Sequence[np.ndarray]) -> torch.Tensor:
         return torch.stack([self.preprocess(Image.fromarray(np.asarray(im, dtype=np.uint8))) for im in images]).float()
 
@@ -246,4 +253,15 @@ class OpenClipModel(EmbeddingModel):
         return f"<{type(self).__name__} {self.model_id} on {self.device} {str(self.dtype)}{tail}>"
 
 
-__all__ = ["OpenClipModel"]
+def load_spec(rest: str, device=None, **kwargs) -> OpenClipModel:
+    """The ``open_clip:`` loader of the model registry: ``ARCH``, ``ARCH/TAG`` or ``ARCH/path/to/weights``."""
+    arch, _, tag = rest.partition("/")
+    return OpenClipModel.from_spec(arch, tag or None, device=device, **kwargs)
+
+
+def load_path(rest: str, device=None, **kwargs) -> OpenClipModel:
+    """A local open_clip folder (``open_clip_config.json`` + weights) or checkpoint file, given as a bare path."""
+    return OpenClipModel.from_checkpoint(rest, device=device, **kwargs)
+
+
+__all__ = ["OpenClipModel", "load_spec", "load_path"]

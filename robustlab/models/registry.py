@@ -1,18 +1,122 @@
-"""Registry of built-in models (decorator-registered, listable, with availability)."""
+"""The model registry: one place for the built-in models and the backends, dispatching by spec prefix.
+
+    builtin:NAME            robustlab's own models (assets/), trained offline on the synthetic world
+    open_clip:ARCH/TAG      any open_clip architecture and pretrained tag (or open_clip:ARCH/path/to/ckpt.pt)
+    hf:REPO_ID              transformers CLIP / SigLIP (a repo id or a local folder)
+    hf-xclip:REPO_ID        X-CLIP text<->video retrieval
+    hf-vilt:REPO_ID         ViLT fusion: VQA or image-text matching head, attention capture/replacement
+    hf-grounding:REPO_ID    OWL-ViT / OWLv2 / Grounding DINO: best box for a referring expression
+    /path/to/dir_or_file    a local transformers folder (routed by its config.json model_type) or open_clip files
+
+A backend is registered by its prefix with :func:`register_backend`; its loader is named as ``"module:attr"`` and
+imported only when a spec with that prefix is loaded, so importing robustlab never imports transformers or
+open_clip. Built-in models register by name with :func:`register_builtin` (a decorator on the class) in the
+modules of :data:`BUILTIN_MODULES`. :func:`list_models` lists both, with timm-style wildcards and a task filter
+(the task names of :data:`robustlab.models.protocols.TASKS`).
+"""
 from __future__ import annotations
 
-from typing import Callable
+import fnmatch
+import importlib
+import importlib.util
+import json
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Union
 
 from robustlab.models.base import ModelUnavailable
+from robustlab.models.checkpoints import checkpoint_path
+from robustlab.models.protocols import TASKS, check_task
 
+OFFLINE_ALTERNATIVES = "offline alternatives: builtin:tiny-clip (see `robustlab models`)"
+
+Loader = Union[str, Callable[..., Any]]  # "package.module:function" (imported lazily) or a callable
+_PREFIX_RE = re.compile(r"^[A-Za-z][A-Za-z0-9_.+-]*$")
+
+
+# ---- backends ---------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Backend:
+    """A spec prefix and how to load the rest of the spec: ``loader(rest, device=None, **kwargs) -> model``."""
+
+    prefix: str
+    loader: Loader
+    description: str = ""
+    tasks: tuple[str, ...] = ()
+    example: str = ""
+    requires: tuple[str, ...] = ()  # importable packages it needs (checked without importing them)
+    model_types: tuple[str, ...] = ()  # transformers model_type values of local folders routed here
+    listed: bool = True
+
+    def resolve(self) -> Callable[..., Any]:
+        if callable(self.loader):
+            return self.loader
+        mod, _, attr = str(self.loader).partition(":")
+        return getattr(importlib.import_module(mod), attr)
+
+    def missing(self) -> list[str]:
+        """The required packages that are not installed here."""
+        out = []
+        for pkg in self.requires:
+            try:
+                found = importlib.util.find_spec(pkg) is not None
+            except (ImportError, ValueError):
+                found = False
+            if not found:
+                out.append(pkg)
+        return out
+
+
+_BACKENDS: dict[str, Backend] = {}
+
+
+def register_backend(prefix: str, loader: Loader, *, description: str = "", tasks=(), example: str = "",
+                     requires=(), model_types=(), listed: bool = True) -> Backend:
+    """Register (or replace) the backend for specs ``PREFIX:REST``.
+
+    ``loader`` is a callable ``loader(rest, device=None, **kwargs)`` or a ``"module:attr"`` string naming one,
+    imported at the first load (keep heavy imports out of import time). ``tasks`` are the task names its models
+    can serve (:data:`robustlab.models.protocols.TASKS`), ``example`` a spec to show, ``requires`` the packages
+    it needs, ``model_types`` the transformers ``model_type`` values of local folders that go to it.
+    """
+    p = str(prefix).strip()
+    p = p[:-1] if p.endswith(":") else p
+    if not _PREFIX_RE.match(p):
+        raise ValueError(f"bad backend prefix {prefix!r} (letters, digits, _ . + -; starting with a letter)")
+    if not (callable(loader) or (isinstance(loader, str) and ":" in loader)):
+        raise ValueError(f"the loader of backend {p!r} must be a callable or a 'module:attr' string, got {loader!r}")
+    b = Backend(prefix=p, loader=loader, description=description, tasks=tuple(check_task(t) for t in tasks),
+                example=example or f"{p}:NAME", requires=tuple(requires), model_types=tuple(model_types),
+                listed=bool(listed))
+    _BACKENDS[p] = b
+    return b
+
+
+def get_backend(prefix: str) -> Backend:
+    p = prefix[:-1] if prefix.endswith(":") else prefix
+    if p not in _BACKENDS:
+        raise ValueError(f"no backend {p!r}; backends: {', '.join(_prefixes())}")
+    return _BACKENDS[p]
+
+
+def _prefixes(listed_only: bool = True) -> list[str]:
+    return [p for p, b in _BACKENDS.items() if b.listed or not listed_only]
+
+
+# ---- built-in models ---------------------------------------------------------------------------------------
 _BUILTIN: dict[str, dict] = {}
 
 
 def register_builtin(name: str, *, task: str, description: str, checkpoint: str | None = None,
-                     tags: tuple[str, ...] = ()) -> Callable:
+                     tags: tuple[str, ...] = (), tasks: tuple[str, ...] | None = None) -> Callable:
+    """Class decorator: the built-in model ``builtin:NAME``. ``task`` is its family (as listed so far),
+    ``tasks`` the task names it serves (default ``(task,)``), ``checkpoint`` its file under ``assets/``."""
+    served = tuple(check_task(t) for t in (tasks if tasks is not None else (task,)))
+
     def deco(cls):
-        _BUILTIN[name] = dict(name=name, cls=cls, task=task, description=description, checkpoint=checkpoint,
-                              tags=tuple(tags))
+        _BUILTIN[name] = dict(name=name, cls=cls, task=task, tasks=served, description=description,
+                              checkpoint=checkpoint, tags=tuple(tags))
         return cls
     return deco
 
@@ -26,28 +130,12 @@ BUILTIN_MODULES = (
 
 
 def _ensure_loaded() -> None:
-    import importlib
-
     for mod in BUILTIN_MODULES:
         try:
             importlib.import_module(mod)
         except ModuleNotFoundError as e:  # a family not built yet in this checkout; never hide other errors
             if e.name != mod:
                 raise
-
-
-def list_builtin() -> list[dict]:
-    _ensure_loaded()
-    from robustlab.models.builtin import checkpoint_path
-
-    out = []
-    for name, e in sorted(_BUILTIN.items()):
-        ck = checkpoint_path(e["checkpoint"]) if e["checkpoint"] else None
-        ok = ck is None or ck.exists()
-        out.append(dict(spec=f"builtin:{name}", task=e["task"], description=e["description"], tags=list(e["tags"]),
-                        available=ok,
-                        reason="" if ok else f"checkpoint {ck} missing; run `robustlab train {_recipe(e)}`"))
-    return out
 
 
 def _recipe(e: dict) -> str:
@@ -57,8 +145,191 @@ def _recipe(e: dict) -> str:
     return ck[:-len(".safetensors")] if ck.endswith(".safetensors") else e["name"]
 
 
+def _builtin_row(e: dict) -> dict:
+    ck = checkpoint_path(e["checkpoint"]) if e["checkpoint"] else None
+    ok = ck is None or ck.exists()
+    return dict(spec=f"builtin:{e['name']}", name=e["name"], kind="builtin", task=e["task"], tasks=list(e["tasks"]),
+                description=e["description"], tags=list(e["tags"]), available=ok,
+                reason="" if ok else f"checkpoint {ck} missing; run `robustlab train {_recipe(e)}`")
+
+
+def list_builtin() -> list[dict]:
+    """Every built-in model, with whether its checkpoint is here (and how to make it when not)."""
+    _ensure_loaded()
+    return [_builtin_row(e) for _, e in sorted(_BUILTIN.items())]
+
+
 def get_builtin(name: str):
     _ensure_loaded()
     if name not in _BUILTIN:
         raise ModelUnavailable(f"no built-in model {name!r}; built-in models: {', '.join(sorted(_BUILTIN)) or 'none'}")
     return _BUILTIN[name]["cls"]
+
+
+def _load_builtin(rest: str, device=None, **kwargs):
+    return get_builtin(rest)(device=device, **kwargs)
+
+
+# ---- the shipped backends (loaders named, not imported) --------------------------------------------------------
+register_backend("builtin", _load_builtin, description="robustlab's own models (listed one by one)",
+                 tasks=TASKS, example="builtin:tiny-clip", listed=False)
+register_backend("open_clip", "robustlab.models.open_clip_backend:load_spec",
+                 description="any open_clip architecture with a pretrained tag or local weights (ARCH alone: random "
+                             "init, plumbing only)",
+                 tasks=("retrieval", "video-retrieval"), example="open_clip:ViT-B-32/openai", requires=("open_clip",))
+register_backend("hf", "robustlab.models.hf_backend:load_spec",
+                 description="transformers CLIP / SigLIP dual encoder (hub repo id or local folder)",
+                 tasks=("retrieval", "video-retrieval"), example="hf:openai/clip-vit-base-patch32",
+                 requires=("transformers",), model_types=("clip", "siglip"))
+register_backend("hf-xclip", "robustlab.models.hf_video:load_spec",
+                 description="transformers X-CLIP text<->video retrieval (native video encoder)",
+                 tasks=("video-retrieval", "retrieval"), example="hf-xclip:microsoft/xclip-base-patch32",
+                 requires=("transformers",), model_types=("xclip",))
+register_backend("hf-vilt", "robustlab.models.hf_fusion:load_spec",
+                 description="transformers ViLT fusion: a VQA or an image-text matching head (one per checkpoint), "
+                             "attention capture/replacement",
+                 tasks=("vqa", "clavi", "itm"), example="hf-vilt:dandelin/vilt-b32-finetuned-vqa",
+                 requires=("transformers",), model_types=("vilt",))
+register_backend("hf-grounding", "robustlab.models.hf_grounding:load_spec",
+                 description="transformers OWL-ViT / OWLv2 / Grounding DINO: best box for a referring expression",
+                 tasks=("grounding",), example="hf-grounding:google/owlv2-base-patch16-ensemble",
+                 requires=("transformers",), model_types=("owlvit", "owlv2", "grounding-dino"))
+# a bare local path that is not a transformers folder: open_clip files (a folder with open_clip_config.json)
+register_backend("open_clip_path", "robustlab.models.open_clip_backend:load_path",
+                 description="a local open_clip folder (open_clip_config.json + weights), given as a bare path",
+                 tasks=("retrieval", "video-retrieval"), example="/path/to/open_clip_folder", requires=("open_clip",),
+                 listed=False)
+
+
+# ---- specs -------------------------------------------------------------------------------------------------
+def _backend_of_folder(folder: Path) -> str:
+    """The backend of a local transformers folder, by the ``model_type`` in its config.json (default ``hf``)."""
+    try:
+        model_type = json.loads((folder / "config.json").read_text()).get("model_type")
+    except (OSError, ValueError, AttributeError):
+        model_type = None
+    for p, b in _BACKENDS.items():
+        if model_type and model_type in b.model_types:
+            return p
+    return "hf"
+
+
+def _spec_help() -> str:
+    shown = ", ".join(f"{p}:" for p in _prefixes())
+    return f"use builtin:NAME, one of the prefixes {shown}, or a local path; {OFFLINE_ALTERNATIVES}"
+
+
+def parse_spec(spec: str) -> tuple[str, str]:
+    """Split a model spec into (backend prefix, rest). A bare existing path is routed to its backend."""
+    spec = str(spec).strip()
+    if not spec:
+        raise ValueError("empty model spec; try builtin:tiny-clip")
+    head, sep, rest = spec.partition(":")
+    if sep and head in _BACKENDS:
+        rest = rest.strip()
+        if not rest:
+            raise ValueError(f"model spec {spec!r} names no model (e.g. {_BACKENDS[head].example})")
+        return head, rest
+    p = Path(spec).expanduser()
+    if p.exists():
+        if p.is_dir() and (p / "config.json").exists():
+            return _backend_of_folder(p), str(p)
+        return "open_clip_path", str(p)
+    if sep and _PREFIX_RE.match(head):
+        raise ValueError(f"unknown model spec {spec!r}: no backend is registered for the prefix '{head}:'; "
+                         + _spec_help())
+    raise ValueError(f"unknown model spec {spec!r}: " + _spec_help())
+
+
+def load_model(spec: str = "builtin:tiny-clip", device: str | None = None, **kwargs):
+    """Load a model from its spec. Raises ModelUnavailable with a one-line reason when it can't be had here,
+    ValueError for a spec no backend takes."""
+    prefix, rest = parse_spec(spec)
+    b = _BACKENDS[prefix]
+    missing = b.missing()
+    if missing:
+        raise ModelUnavailable(f"{spec} unavailable: the {prefix} backend needs {', '.join(missing)} "
+                               f"(pip install it); {OFFLINE_ALTERNATIVES}")
+    return b.resolve()(rest, device=device, **kwargs)
+
+
+# ---- listing -------------------------------------------------------------------------------------------------
+def _backend_row(b: Backend) -> dict:
+    missing = b.missing()
+    return dict(spec=b.example, name=b.prefix, kind="backend", prefix=f"{b.prefix}:",
+                task=b.tasks[0] if b.tasks else "", tasks=list(b.tasks), description=b.description, tags=[],
+                available=not missing,
+                reason=f"needs {', '.join(missing)} (pip install it)" if missing else "")
+
+
+def list_backends() -> list[dict]:
+    """The listed backends (prefixes), with whether their packages are installed (weights are checked at load)."""
+    return [_backend_row(b) for p, b in sorted(_BACKENDS.items()) if b.listed]
+
+
+def _matches(row: dict, pattern: str | None, task: str | None) -> bool:
+    if task is not None and task not in row["tasks"]:
+        return False
+    if not pattern:
+        return True
+    pat = pattern.lower()
+    names = (row["spec"], row["name"], row.get("prefix", ""))
+    return any(n and fnmatch.fnmatchcase(n.lower(), pat) for n in names)
+
+
+def list_models(pattern: str | None = None, task: str | None = None, *, backends: bool = False) -> list[dict]:
+    """The built-in models (each with ``available`` and, when not, a one-line ``reason``), and with
+    ``backends=True`` the backend prefixes too (``kind`` tells which).
+
+    ``pattern`` is an fnmatch wildcard (timm-style, case-insensitive) on the spec or the name:
+    ``list_models("tiny-clip*")``, ``list_models("builtin:*video*")``. ``task`` keeps what declares that task
+    (one of :data:`robustlab.models.protocols.TASKS`): ``list_models(task="grounding", backends=True)``.
+    """
+    if task is not None:
+        check_task(task)
+    rows = list_builtin() + (list_backends() if backends else [])
+    return [r for r in rows if _matches(r, pattern, task)]
+
+
+# ---- the real hub models users know, per task, and whether they can be had here -------------------------------
+KNOWN_MODELS: dict[str, list[str]] = {
+    "video-retrieval": ["hf-xclip:microsoft/xclip-base-patch32", "hf-xclip:microsoft/xclip-base-patch16-zero-shot"],
+    "fusion": ["hf-vilt:dandelin/vilt-b32-finetuned-vqa", "hf-vilt:dandelin/vilt-b32-finetuned-coco"],
+    "grounding": ["hf-grounding:google/owlvit-base-patch32", "hf-grounding:google/owlv2-base-patch16-ensemble",
+                  "hf-grounding:IDEA-Research/grounding-dino-tiny"],
+}
+
+
+def availability(spec: str) -> tuple[bool, str]:
+    """Whether a hub-backend spec can be loaded here, and why not, without loading it (fast; for the UI).
+
+    A local folder is available when it has a config.json; a hub repo when the hub is reachable or its config
+    is in the HF cache (weights are checked at load time).
+    """
+    from robustlab.models.hf_backend import offline_reason
+
+    try:
+        backend, rest = parse_spec(spec)
+    except ValueError as e:
+        return False, str(e)
+    p = Path(rest).expanduser()
+    if p.is_dir():
+        return ((p / "config.json").exists(), "local folder" if (p / "config.json").exists()
+                else f"{p} has no config.json")
+    reason = offline_reason()
+    if reason is None:
+        return True, "hub reachable (downloaded on first use, then cached)"
+    try:
+        from huggingface_hub import try_to_load_from_cache
+
+        hit = try_to_load_from_cache(rest, "config.json")
+    except Exception:  # noqa: BLE001 - a malformed repo id, an unreadable cache: just not available
+        hit = None
+    if isinstance(hit, str):
+        return True, "in the local HF cache"
+    return False, f"{reason} and not in the local HF cache"
+
+
+__all__ = ["Backend", "register_backend", "get_backend", "list_backends", "register_builtin", "list_builtin",
+           "get_builtin", "BUILTIN_MODULES", "parse_spec", "load_model", "list_models", "KNOWN_MODELS",
+           "availability", "OFFLINE_ALTERNATIVES"]

@@ -9,7 +9,7 @@ to each other everywhere (no separate towers after the embeddings):
   * visual tokens: the spatial feature maps of tiny-clip's CNN image tower (a copy of it, frozen during
     training, stored in this checkpoint) at 64 px. An image gives an 8×8 grid (stage-3 features concatenated
     with the upsampled stage-4 features, 64 tokens); a video gives 8 uniformly sampled frames
-    (:func:`robustlab.models.tasks.sample_frames`) of a 4×4 grid each (128 tokens) with frame-index embeddings.
+    (:func:`robustlab.models.protocols.sample_frames`) of a 4×4 grid each (128 tokens) with frame-index embeddings.
     Each visual token also sees its cell's raw pixels (an 8×8×3 patch; video frames at 32 px), as in ViLT's
     patch embedding; a small MLP (``token_mlp``) embeds [CNN features ⊕ pixel patch]. A video token also
     embeds its difference from the same cell in the previous sampled frame (``frame_diff``).
@@ -43,10 +43,11 @@ from torch import nn
 
 from robustlab.models.attention import (TEXT, VISUAL, AttentionCapture, AttentionRecorder, ReplaceFn,
                                         TokenLayout)
-from robustlab.models.base import ModelInfo, ModelUnavailable
-from robustlab.models.builtin import ImageTower, checkpoint_path, load_minilm, preprocess_64
+from robustlab.models.base import Fingerprinted, ModelInfo, ModelUnavailable
+from robustlab.models.builtin import ImageTower, load_minilm, preprocess_64
+from robustlab.models.checkpoints import checkpoint_path
+from robustlab.models.protocols import Box, sample_frames
 from robustlab.models.registry import register_builtin
-from robustlab.models.tasks import Box, sample_frames
 
 CHECKPOINT = "tiny-vilt.safetensors"
 
@@ -402,12 +403,12 @@ def check_visual(image_or_frames) -> list[np.ndarray]:
 _ENC_LOCK = threading.Lock()
 
 
-@register_builtin("tiny-vilt", task="fusion", checkpoint=CHECKPOINT,
+@register_builtin("tiny-vilt", task="fusion", tasks=("itm", "vqa", "clavi", "grounding"), checkpoint=CHECKPOINT,
                   description="ViLT-style single-stream fusion transformer (MiniLM word embeddings + tiny-clip "
                               "CNN feature grid + pixel patches, 4 layers): ITM, image/video VQA, referring-expression "
                               "grounding; attention capture/replacement",
                   tags=("image", "video", "text", "fusion", "vqa", "grounding", "offline"))
-class TinyVilt:
+class TinyVilt(Fingerprinted):
     """The built-in fusion model: ``itm_score``, ``vqa``, ``ground``, ``forward_with_attention``."""
 
     backend = "builtin"
@@ -442,11 +443,20 @@ class TinyVilt:
     def __repr__(self) -> str:
         return f"<TinyVilt {self.model_id} on {self.device}>"
 
+    def modules(self) -> list[nn.Module]:
+        return [self.net]
+
+    def fingerprint_modules(self) -> list[nn.Module]:
+        return [self.net, load_minilm()[1]]  # the word embeddings come from the frozen MiniLM
+
+    def fingerprint_config(self) -> dict:
+        return {"cfg": self.cfg}
+
     def info(self) -> ModelInfo:
         return ModelInfo(model_id=self.model_id, backend=self.backend, embed_dim=int(self.cfg["width"]),
                          image_size=self.image_size, device=str(self.device), dtype="float32",
                          n_params=sum(p.numel() for p in self.net.parameters()), description=self.description,
-                         random_init=self.random_init,
+                         random_init=self.random_init, fingerprint=self.fingerprint,
                          extra={"layers": self.n_layers, "heads": self.n_heads, "answers": len(self.answers),
                                 **{k: v for k, v in self.meta.items() if k in ("quality", "train")}})
 

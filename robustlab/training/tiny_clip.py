@@ -22,8 +22,9 @@ import torch.nn.functional as F
 from tqdm.auto import tqdm
 
 from robustlab.datasets.synthetic import world
-from robustlab.models.builtin import (TINY_CLIP_CONFIG, TinyClip, TinyClipNet, checkpoint_path, minilm_tokens,
-                                      preprocess_64, save_tiny_clip)
+from robustlab.models.builtin import (TINY_CLIP_CONFIG, TinyClip, TinyClipNet, minilm_tokens, preprocess_64,
+                                      save_tiny_clip)
+from robustlab.models.checkpoints import checkpoint_path
 
 
 def _render_chunk(args):

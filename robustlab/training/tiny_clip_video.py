@@ -8,7 +8,7 @@ One run trains both CLIP4Clip variants jointly and writes one checkpoint, ``asse
 * each variant has its own text head (initialised from tiny-clip's) and logit scale; seqTransf has the temporal
   transformer;
 * data: ``n_train`` event videos of the training world (``world.TRAIN_SEED``), ``num_frames`` frames sampled
-  uniformly (exactly :func:`robustlab.models.tasks.sample_frames` of :func:`world.render_video` at 64 px — only
+  uniformly (exactly :func:`robustlab.models.protocols.sample_frames` of :func:`world.render_video` at 64 px — only
   the sampled frames are rendered), their captions and their time-reversed captions
   (:func:`world.reverse_video_caption`);
 * loss: the sum of two symmetric InfoNCE losses. meanP: videos × captions. seqTransf: the batch's videos *and
@@ -35,13 +35,14 @@ import torch.nn.functional as F
 from tqdm.auto import tqdm
 
 from robustlab.datasets.synthetic import world
-from robustlab.models.builtin import checkpoint_path, load_tiny_clip
+from robustlab.models.builtin import load_tiny_clip
+from robustlab.models.checkpoints import checkpoint_path
 from robustlab.models.builtin_video import (CHECKPOINT, TINY_CLIP_VIDEO_CONFIG, TinyClipVideoMeanP,
                                             TinyClipVideoNet, TinyClipVideoSeqTransf, save_tiny_clip_video)
 
 
 def sampled_frame_indices(n_frames: int, num: int) -> np.ndarray:
-    """The frames :func:`robustlab.models.tasks.sample_frames` picks from a video of ``n_frames`` frames."""
+    """The frames :func:`robustlab.models.protocols.sample_frames` picks from a video of ``n_frames`` frames."""
     return np.clip(np.floor((np.arange(num) + 0.5) * n_frames / num).astype(int), 0, n_frames - 1)
 
 

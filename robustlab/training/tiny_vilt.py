@@ -440,7 +440,8 @@ def train_tiny_vilt(out: str | Path | None = None, seed: int = 0, n_train: int =
 
     ``n_videos`` defaults to 0.6 × ``n_train``; ``threads`` sets torch's CPU threads for the run (None: leave
     them as they are). The same seed, sizes and thread count give a bit-identical checkpoint."""
-    from robustlab.models.builtin import checkpoint_path, load_tiny_clip
+    from robustlab.models.builtin import load_tiny_clip
+    from robustlab.models.checkpoints import checkpoint_path
     from robustlab.models.tiny_vilt import CHECKPOINT, TINY_VILT_CONFIG, TinyVilt, TinyViltNet, save_tiny_vilt
 
     t0 = time.time()
