@@ -253,7 +253,7 @@ def _filename(r) -> str:
                     if v.get("name")) or "clean"
     seed = r.dataset_params.get("seed")
     parts = [r.task, r.dataset, r.split or "", f"n{r.n}" + (f"-seed{seed}" if seed is not None else ""),
-             r.model_fingerprint if r.model_fingerprint != r.model else r.model, cond]
+             r.model + (f"-{r.model_fingerprint[:8]}" if r.model_fingerprint != r.model else ""), cond]
     return re.sub(r"[^A-Za-z0-9._+-]+", "-", "_".join(p for p in parts if p)) + ".json"
 
 
