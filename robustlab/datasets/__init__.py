@@ -6,7 +6,11 @@
     rl.datasets.build("msrvtt", root="~/data/msrvtt", split="test")   a local copy in its standard format
 
 Built-in: ``builtin`` and ``builtin-videos`` (synthetic/), ``upload`` (uploads.py: the files a user gives).
-Local copies: coco, flickr30k, msrvtt, youcook2, refcoco / refcoco+ / refcocog, snli-ve, nlvr2.
+Local copies: coco, flickr30k, msrvtt, youcook2, refcoco / refcoco+ / refcocog, snli-ve, nlvr2 — one module each
+(karpathy.py is the shared reader of coco and flickr30k). They parse the annotations when built and decode an
+image or a video clip only when asked (``visual(i)``); ``rl.datasets.list()`` says which files each needs, and
+every failure is one line (DatasetError). A pickled annotation file (RefCOCO's ``refs(unc).p``) is opened only
+with ``trust_pickle=True``.
 """
 from __future__ import annotations
 

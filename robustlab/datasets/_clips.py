@@ -1,0 +1,181 @@
+"""Reading a video file, or a time segment of it, as a few sampled frames (MSR-VTT, YouCook2).
+
+``read_clip(path, start, end, num_frames=12, fps=None, max_frames=64, max_side=256)`` returns T×H×W×3 uint8 RGB.
+It streams the file from disk with PyAV (no size limit, unlike reading an upload into memory) in two passes:
+
+1. demux only (no decoding) from the keyframe before ``start``: the presentation times of the frames in
+   ``[start, end)`` seconds — the clip's frame list;
+2. choose frames from that list — with ``fps``, the frame at or after every ``1/fps`` seconds from ``start``
+   (``num_frames`` is then ignored; CLIP4Clip's sampling is ``fps=1, max_frames=12``); else ``num_frames``
+   uniformly (``np.linspace(0, T-1, num_frames).round()``, as ``robustlab.io.media.read_video`` and the papers
+   do; repeated when the clip is shorter); else (``num_frames=None``) every frame. At most ``max_frames`` in
+   every case (uniformly subsampled). Then seek again and decode up to the last chosen frame only.
+
+Frames are converted by ``robustlab.io.media`` (RGB, FFmpeg's area filter down to ``max_side`` on the long side,
+display rotation applied), so a clip read here matches the same frames read by the project's video reader.
+Times are relative to the stream's first timestamp. Every failure is a one-line DatasetError naming the file.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from robustlab.datasets.base import DatasetError
+
+VIDEO_SUFFIXES = (".mp4", ".mkv", ".webm")
+DEFAULT_NUM_FRAMES = 12  # uniformly over the clip (CLIP4Clip's max_frames for MSR-VTT)
+DEFAULT_MAX_FRAMES = 64  # the cap whatever the sampling (as the uploads' MAX_UPLOAD_FRAMES)
+DEFAULT_MAX_SIDE = 256  # long side, px (as the uploads' MAX_UPLOAD_SIDE)
+_EPS = 1e-6
+_REORDER_MARGIN = 5.0  # s: demuxing stops this far past ``end`` (decode order may run ahead of display order)
+
+
+def check_sampling(who: str, num_frames, fps, max_frames, max_side) -> None:
+    """DatasetError (one line) for sampling parameters a loader cannot use."""
+    def pos_int(v):
+        return isinstance(v, (int, np.integer)) and not isinstance(v, bool) and v >= 1
+
+    if num_frames is not None and not pos_int(num_frames):
+        raise DatasetError(f"{who}: num_frames must be a positive integer or None, got {num_frames!r}")
+    if not pos_int(max_frames):
+        raise DatasetError(f"{who}: max_frames must be a positive integer, got {max_frames!r}")
+    if fps is None and num_frames is not None and num_frames > max_frames:
+        raise DatasetError(f"{who}: num_frames={num_frames} is over max_frames={max_frames}")
+    if fps is not None and (isinstance(fps, bool) or not isinstance(fps, (int, float, np.number)) or
+                            not 0 < float(fps) <= 1000):
+        raise DatasetError(f"{who}: fps must be a number in (0, 1000] or None, got {fps!r}")
+    if max_side is not None and not pos_int(max_side):
+        raise DatasetError(f"{who}: max_side must be a positive integer or None, got {max_side!r}")
+
+
+def _short(e: Exception) -> str:
+    msg = " ".join(str(e).split())
+    return (msg[:160] + "…") if len(msg) > 160 else msg
+
+
+def _seek(c, stream, t0: int, tb, start: float | None) -> None:
+    if start and start > 0:
+        try:
+            c.seek(int(t0 + start / tb), stream=stream, backward=True, any_frame=False)
+        except Exception:  # noqa: BLE001 - a container that cannot seek is read from its beginning
+            pass
+
+
+def choose(times: np.ndarray, lo: float, hi: float, num_frames: int | None, fps: float | None,
+           max_frames: int) -> np.ndarray:
+    """Indices into the clip's frame times (sorted) of the frames to keep (non-decreasing; may repeat)."""
+    from robustlab.io.media import sample_indices
+
+    n = len(times)
+    if fps is not None:
+        targets = lo + np.arange(0.0, max(hi - lo, _EPS), 1.0 / float(fps))
+        idx = np.minimum(np.searchsorted(times, targets - _EPS), n - 1)
+        idx = np.unique(idx)  # a target between two frames of a slow video picks the same frame: keep it once
+    elif num_frames is not None:
+        return sample_indices(n, int(num_frames))
+    else:
+        idx = np.arange(n)
+    if len(idx) > max_frames:
+        idx = idx[sample_indices(len(idx), max_frames)]
+    return idx.astype(np.int64)
+
+
+def read_clip(path: str | Path, start: float | None = None, end: float | None = None, *,
+              num_frames: int | None = DEFAULT_NUM_FRAMES, fps: float | None = None,
+              max_frames: int = DEFAULT_MAX_FRAMES, max_side: int | None = DEFAULT_MAX_SIDE,
+              who: str = "video", get: str = "") -> np.ndarray:
+    """Frames of ``path`` between ``start`` and ``end`` seconds (None: the file's start / end); see the module
+    docstring. Returns T×H×W×3 uint8. ``get`` (where the videos come from) ends the message for a missing file."""
+    import av
+
+    from robustlab.io.files import MAX_IMAGE_PIXELS
+    from robustlab.io.media import _target_size, _to_rgb
+
+    path = Path(path)
+    label = str(path)
+    if not path.is_file():
+        raise DatasetError(f"{who}: video {label!r} is missing" + (f" ({get})" if get else ""))
+    lo = float(start) if start is not None else 0.0
+    hi = float(end) if end is not None else None
+    if hi is not None and hi <= lo:
+        raise DatasetError(f"{who}: {label!r}: empty segment [{lo:g}, {hi:g}] s")
+
+    def open_():
+        try:
+            return av.open(str(path), mode="r")
+        except (av.error.FFmpegError, OSError, ValueError) as e:
+            raise DatasetError(f"{who}: {label!r} is not a video robustlab can read ({_short(e)})") from e
+
+    # pass 1: the presentation times of the clip's frames, from the packets (no decoding)
+    with open_() as c:
+        if not c.streams.video:
+            raise DatasetError(f"{who}: {label!r} has no video stream")
+        s = c.streams.video[0]
+        tb = s.time_base
+        if not tb:
+            raise DatasetError(f"{who}: {label!r}: the video stream has no time base; remux it to mp4")
+        t0 = int(s.start_time or 0)
+        h, w = int(s.codec_context.height or 0), int(s.codec_context.width or 0)
+        if h < 1 or w < 1:
+            raise DatasetError(f"{who}: {label!r}: the video stream has no frame size")
+        if h * w > MAX_IMAGE_PIXELS:
+            raise DatasetError(f"{who}: {label!r}: {w}×{h} pixels per frame is over the "
+                               f"{MAX_IMAGE_PIXELS / 1e6:.0f}-megapixel limit")
+        duration = float(s.duration * tb) if s.duration else (c.duration / 1e6 if c.duration else None)
+        _seek(c, s, t0, tb, lo)
+        pts: set[int] = set()
+        try:
+            for pkt in c.demux(s):
+                p = pkt.pts if pkt.pts is not None else pkt.dts
+                if not pkt.size or p is None:
+                    continue
+                t = float((p - t0) * tb)
+                if hi is not None and t > hi + _REORDER_MARGIN:
+                    break
+                if t >= lo - _EPS and (hi is None or t < hi - _EPS):
+                    pts.add(int(p))
+        except av.error.FFmpegError as e:
+            raise DatasetError(f"{who}: {label!r} is corrupt or truncated ({_short(e)})") from e
+    if not pts:
+        span = f"between {lo:g} and {hi:g} s" if hi is not None else f"after {lo:g} s"
+        lasts = f" (it lasts {duration:.1f} s)" if duration else ""
+        raise DatasetError(f"{who}: {label!r} has no frames {span}{lasts}")
+    order = np.array(sorted(pts), dtype=np.int64)
+    times = (order - t0) * float(tb)
+    keep = choose(times, lo, hi if hi is not None else float(times[-1]) + _EPS, num_frames, fps, max_frames)
+    wanted = order[keep]
+
+    # pass 2: decode from the keyframe before start up to the last wanted frame
+    size = _target_size(h, w, max_side)
+    out: list[np.ndarray | None] = [None] * len(wanted)
+    k, last = 0, None
+    with open_() as c:
+        s = c.streams.video[0]
+        s.thread_type = "AUTO"
+        _seek(c, s, t0, tb, lo)
+        try:
+            for frame in c.decode(s):
+                if frame.pts is None or frame.pts < wanted[0]:
+                    continue
+                arr = None
+                while k < len(wanted) and frame.pts >= wanted[k]:  # a frame the decoder dropped: the next one
+                    arr = _to_rgb(frame, size) if arr is None else arr
+                    out[k] = arr
+                    k += 1
+                last = arr if arr is not None else last
+                if k == len(wanted):
+                    break
+        except av.error.FFmpegError as e:
+            raise DatasetError(f"{who}: {label!r} is corrupt or truncated (decoding failed: {_short(e)})") from e
+    if last is None:
+        raise DatasetError(f"{who}: {label!r}: no frame could be decoded between {lo:g} and "
+                           f"{hi if hi is not None else 'the end'} s")
+    frames = [f if f is not None else last for f in out]
+    if len({f.shape for f in frames}) != 1:
+        raise DatasetError(f"{who}: {label!r}: the frame size changes mid-stream; robustlab needs one frame size")
+    return np.ascontiguousarray(np.stack(frames), dtype=np.uint8)
+
+
+__all__ = ["read_clip", "choose", "check_sampling", "VIDEO_SUFFIXES", "DEFAULT_NUM_FRAMES", "DEFAULT_MAX_FRAMES",
+           "DEFAULT_MAX_SIDE"]

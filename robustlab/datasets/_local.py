@@ -1,0 +1,164 @@
+"""What the loaders of local dataset copies share: finding annotation files, reading JSON / JSON lines / CSV with
+one-line errors, checking fields, picking the media folder, and reading an image file.
+
+Every failure is a :class:`~robustlab.datasets.base.DatasetError` whose message starts with the dataset's name and
+names the exact path (and, for a missing annotation file, where to get it). Nothing here unpickles anything.
+"""
+from __future__ import annotations
+
+import csv
+import json
+from pathlib import Path
+from typing import Any, Iterable, Sequence
+
+import numpy as np
+
+from robustlab.datasets.base import DatasetError
+
+
+def rel(path: Path, root: Path | None) -> str:
+    """``path`` relative to ``root`` when it is under it (for records), else the full path."""
+    try:
+        return str(Path(path).relative_to(root)) if root is not None else str(path)
+    except ValueError:
+        return str(path)
+
+
+def find_file(root: Path, names: Sequence[str], subdirs: Sequence[str] = ("",), override: str | Path | None = None,
+              *, who: str, get: str) -> Path:
+    """The first of ``subdir/name`` under ``root`` that exists; ``override`` (absolute, or relative to ``root``)
+    replaces the search. DatasetError naming the first expected path and where to get the file when none does."""
+    if override is not None:
+        p = Path(override).expanduser()
+        p = p if p.is_absolute() else root / p
+        if not p.is_file():
+            raise DatasetError(f"{who}: annotation file {str(p)!r} does not exist ({get})")
+        return p
+    for d in subdirs:
+        for n in names:
+            p = root / d / n if d else root / n
+            if p.is_file():
+                return p
+    first = root / subdirs[0] / names[0] if subdirs[0] else root / names[0]
+    also = [n for n in names[1:]]
+    hint = f" (or {', '.join(also)})" if also else ""
+    raise DatasetError(f"{who}: missing {str(first)!r}{hint}; {get}")
+
+
+def read_json(path: Path, who: str) -> Any:
+    try:
+        with open(path, "rb") as f:
+            return json.load(f)
+    except json.JSONDecodeError as e:
+        raise DatasetError(f"{who}: {str(path)!r} is not valid JSON (line {e.lineno}: {e.msg})") from e
+    except (OSError, UnicodeDecodeError) as e:
+        raise DatasetError(f"{who}: cannot read {str(path)!r} ({e})") from e
+
+
+def read_jsonl(path: Path, who: str) -> list[dict]:
+    """A JSON-lines file (one object per line; blank lines skipped)."""
+    out = []
+    try:
+        with open(path, encoding="utf-8") as f:
+            for ln, line in enumerate(f, start=1):
+                if not line.strip():
+                    continue
+                try:
+                    obj = json.loads(line)
+                except json.JSONDecodeError as e:
+                    raise DatasetError(f"{who}: {str(path)!r} line {ln} is not a JSON object ({e.msg}); "
+                                       "expected JSON lines (one object per line)") from e
+                if not isinstance(obj, dict):
+                    raise DatasetError(f"{who}: {str(path)!r} line {ln} is a {type(obj).__name__}, not an object")
+                out.append(obj)
+    except (OSError, UnicodeDecodeError) as e:
+        raise DatasetError(f"{who}: cannot read {str(path)!r} ({e})") from e
+    return out
+
+
+def read_csv(path: Path, columns: Iterable[str], who: str) -> list[dict]:
+    """A CSV file with a header row that must hold ``columns``."""
+    try:
+        with open(path, encoding="utf-8-sig", newline="") as f:
+            reader = csv.DictReader(f)
+            have = [c.strip() for c in (reader.fieldnames or [])]
+            missing = [c for c in columns if c not in have]
+            if missing:
+                raise DatasetError(f"{who}: {str(path)!r} has no column {', '.join(map(repr, missing))} "
+                                   f"(columns: {', '.join(have) or 'none'}; expected {', '.join(columns)})")
+            return [{(k or "").strip(): v for k, v in row.items()} for row in reader]
+    except csv.Error as e:
+        raise DatasetError(f"{who}: {str(path)!r} is not a readable CSV ({e})") from e
+    except (OSError, UnicodeDecodeError) as e:
+        raise DatasetError(f"{who}: cannot read {str(path)!r} ({e})") from e
+
+
+def need(rec: Any, key: str | tuple[str, ...], where: str, who: str, fmt: str) -> Any:
+    """``rec[key]`` (the first present of several keys), or DatasetError saying which field is missing where and
+    what the format is."""
+    keys = (key,) if isinstance(key, str) else key
+    if isinstance(rec, dict):
+        for k in keys:
+            if k in rec and rec[k] is not None:
+                return rec[k]
+    what = " / ".join(map(repr, keys))
+    got = f"; it has {', '.join(map(str, list(rec)[:8]))}" if isinstance(rec, dict) else \
+        f"; it is a {type(rec).__name__}"
+    raise DatasetError(f"{who}: {where} has no field {what}{got} (expected {fmt})")
+
+
+def need_int(rec: Any, key: str, where: str, who: str, fmt: str) -> int:
+    """``rec[key]`` as an int (ids: 42 or "42"), or DatasetError."""
+    v = need(rec, key, where, who, fmt)
+    try:
+        if isinstance(v, bool) or float(v) != int(float(v)):
+            raise ValueError
+        return int(float(v))
+    except (TypeError, ValueError):
+        raise DatasetError(f"{who}: {where}[{key!r}] is {v!r}, not an integer id (expected {fmt})") from None
+
+
+def need_list(obj: Any, key: str, where: str, who: str, fmt: str) -> list:
+    v = need(obj, key, where, who, fmt)
+    if not isinstance(v, list):
+        raise DatasetError(f"{who}: {where}[{key!r}] is a {type(v).__name__}, not a list (expected {fmt})")
+    return v
+
+
+def check_n(n: int | None, who: str) -> int | None:
+    if n is None:
+        return None
+    if not isinstance(n, (int, np.integer)) or isinstance(n, bool) or n < 1:
+        raise DatasetError(f"{who}: n must be a positive integer, got {n!r}")
+    return int(n)
+
+
+def pick_dir(root: Path, candidates: Sequence[str], probe: str | None) -> Path:
+    """The first ``root/candidate`` folder that holds ``probe`` (a relative file name); else the first candidate
+    folder that exists; else the first candidate (a missing file is then named when it is read)."""
+    dirs = [root / c if c else root for c in candidates]
+    if probe:
+        for d in dirs:
+            if (d / probe).is_file():
+                return d
+    for d in dirs:
+        if d.is_dir() and d != root:
+            return d
+    return dirs[0]
+
+
+def read_image(path: Path, who: str, get: str = "") -> np.ndarray:
+    """An image file as H×W×3 uint8 (through ``robustlab.io.files.load_image``: pixel limit, any mode); a missing
+    or unreadable file is a DatasetError naming it (and, when missing, ``get``: where the images come from)."""
+    from robustlab.io.files import InputError, load_image
+
+    if not path.is_file():
+        raise DatasetError(f"{who}: image {str(path)!r} is missing" + (f" ({get})" if get else ""))
+    try:
+        return load_image(path)
+    except InputError as e:
+        raise DatasetError(f"{who}: {e}") from e
+
+
+__all__ = ["rel", "find_file", "read_json", "read_jsonl", "read_csv", "need", "need_int", "need_list", "check_n",
+           "pick_dir", "read_image"]
