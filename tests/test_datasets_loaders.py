@@ -520,3 +520,77 @@ def test_nlvr2_failures(tmp_path):
     with pytest.raises(DatasetError, match=r"test1-0-0-img0\.png' is missing .*on request"):
         ds.visual(0)
     raises(r"gap must be an integer >= 0", "nlvr2", root=root, gap=-1)
+
+
+# ---- every loader through its task, end to end (rl.datasets.build -> rl.tasks.get(...).evaluate) --------------
+@pytest.fixture(scope="module")
+def vilt_heads():
+    pytest.importorskip("transformers")
+    from transformers import ViltConfig
+
+    from robustlab.models.hf_fusion import HFViltModel
+
+    cfg = ViltConfig(hidden_size=32, num_hidden_layers=2, num_attention_heads=2, intermediate_size=64, image_size=64,
+                     patch_size=16, max_position_embeddings=40, vocab_size=300)
+    return {h: HFViltModel.from_config(cfg, head=h, device="cpu") for h in ("ve", "nlvr2")}
+
+
+def test_tasks_run_on_the_loaders(coco_root, msrvtt_root, tmp_path, tiny_clip, vilt_heads):
+    import robustlab as rl
+    from robustlab.models import load_model
+
+    # COCO: 5 captions per image (the 6th of image 1 dropped), every caption a query, both directions
+    ds = rl.datasets.build("coco", root=coco_root, split="test")
+    clean, noisy = rl.tasks.get("retrieval").evaluate(tiny_clip, ds, [None, {"visual": "gaussian_noise:2"}])
+    assert clean.n == 2 and clean.extra["texts"] == 10 and set(clean.metrics) == {"t2i", "i2t"}
+    assert clean.dataset == "coco" and clean.split == "test" and clean.dataset_params["root"] == str(coco_root)
+    assert noisy.conditions["visual"]["name"] == "gaussian_noise"
+    # MSRVTT 1k-A layout: text→video with a video model, and a temporal perturbation
+    mv = rl.datasets.build("msrvtt", root=msrvtt_root, split="test")
+    r = rl.tasks.get("retrieval").evaluate(load_model("builtin:tiny-clip-video-meanp", device="cpu"), mv,
+                                           {"visual": "jumble:3"})[0]
+    assert r.n == 3 and set(r.metrics) == {"t2v", "v2t"} and 0 <= r.metrics["t2v"]["R@1"] <= 1
+    # RefCOCO: every expression grounded once by the built-in fusion model
+    root = tmp_path / "refer"
+    (root / "refcoco").mkdir(parents=True)
+    refs = refer_files(root / "refcoco")
+    (root / "refcoco" / "refs(unc).json").write_text(json.dumps(refs))
+    refer_images(root / "images" / "mscoco" / "images" / "train2014")
+    g = rl.tasks.get("grounding").evaluate(load_model("builtin:tiny-vilt", device="cpu"),
+                                           rl.datasets.build("refcoco", root=root, split="val"), {"text": "keyboard:1"})
+    assert g[0].extra["expressions"] == 3 and 0 <= g[0].metrics["mean_iou"] <= 1
+    # SNLI-VE and NLVR2 through hub fusion heads (random-init: plumbing only)
+    sroot = tmp_path / "snli"
+    jsonl(sroot / "snli_ve_test.jsonl", [{"Flikr30kID": "100.jpg", "sentence2": "animals move",
+                                          "gold_label": "entailment"},
+                                         {"Flikr30kID": "100.jpg", "sentence2": "dogs sleep",
+                                          "gold_label": "contradiction"}])
+    image(sroot / "flickr30k-images" / "100.jpg", 90, (32, 40))
+    e = rl.tasks.get("entailment").evaluate(vilt_heads["ve"], rl.datasets.build("snli-ve", root=sroot))[0]
+    assert e.extra["hypotheses"] == 2 and sum(v["n"] for v in e.metrics["per_label"].values()) == 2
+    nroot = tmp_path / "nlvr2"
+    jsonl(nroot / "dev.json", [{"identifier": "dev-1-0-0", "sentence": "two dogs", "label": "True"},
+                               {"identifier": "dev-1-0-1", "sentence": "one dog", "label": "False"}])
+    image(nroot / "dev" / "dev-1-0-img0.png", 60, (32, 40))
+    image(nroot / "dev" / "dev-1-0-img1.png", 200, (40, 32))
+    nl = rl.datasets.build("nlvr2", root=nroot, split="dev")
+    rr = rl.tasks.get("reasoning").evaluate(vilt_heads["nlvr2"], nl, {"visual": "gaussian_noise:1"})[0]
+    assert rr.extra["statements"] == 2 and rr.metrics["acc_true"] is not None and rr.metrics["acc_false"] is not None
+    # the wrong task for a dataset is one line
+    with pytest.raises(ValueError, match="dataset nlvr2 has nothing for retrieval"):
+        rl.tasks.get("retrieval").evaluate(tiny_clip, nl)
+
+
+def test_cli_eval_on_a_local_dataset(coco_root, capsys):
+    from robustlab.cli import main
+
+    assert main(["eval", "retrieval", "--dataset", "coco", "--root", str(coco_root), "--split", "test",
+                 "--json"]) == 0
+    res = json.loads(capsys.readouterr().out)
+    assert res["dataset"] == "coco" and res["n"] == 2
+    assert main(["eval", "retrieval", "--dataset", "coco", "--root", str(coco_root / "nope")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "nope" in err and "\n" not in err
+    assert main(["hubness", "--dataset", "coco", "--root", str(coco_root), "--k", "1", "--direction", "i2t",
+                 "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["gallery"] == "captions"

@@ -26,13 +26,14 @@ def images(n, seed=0):
 
 
 class Pairs(InMemoryDataset):
-    """Two images per item, a statement and a True/False label (the NLVR2 layout)."""
+    """Two images per item and true/false statements about them (the NLVR2 layout)."""
 
     def __init__(self, n=4):
         ims = images(2 * n)
-        super().__init__([np.stack([ims[2 * i][:48], ims[2 * i + 1][:48]]) for i in range(n)],
-                         [f"statement {i}" for i in range(n)], name="pairs", kind="image", meta=[{"label": i % 2 == 0}
-                                                                                   for i in range(n)])
+        super().__init__([np.stack([ims[2 * i][:48], ims[2 * i + 1][:48]]) for i in range(n)], [None] * n,
+                         name="pairs", kind="image",
+                         questions=[[QA(f"statement {i}", "true" if i % 2 == 0 else "false", "reasoning")]
+                                    for i in range(n)])
         self.tasks = ("reasoning",)
 
 

@@ -1,11 +1,11 @@
 """Visual reasoning over two images (NLVR2; Qiu et al. 2022): is a statement true of an image pair? Accuracy.
 
-An item is a pair: its visual is the two images (``dataset.pair(i)`` when the dataset has it, else
-``dataset.visual(i)`` as a sequence of two images), its statement ``texts[0]`` and its label
-``meta["label"]`` (True / False), :mod:`robustlab.datasets.nlvr2`. The model answers with
+An item is a pair: its two images (``dataset.visual_pair(i)``, :mod:`robustlab.datasets.nlvr2`; else
+``dataset.visual(i)`` as a sequence of two images) and its statements as questions
+(``QA(sentence, "true" | "false", "reasoning")``), each evaluated once. The model answers with
 ``reason(images, sentence) -> (bool, p_true)``: a hub fusion model with an NLVR2 head
 (``hf-vilt:dandelin/vilt-b32-finetuned-nlvr2``). A visual condition perturbs both images — image ``k`` (0, 1) of
-item ``i`` with seed ``condition.seed + 2 i + k`` — a text condition the statement (seed ``condition.seed + i``).
+item ``i`` with seed ``condition.seed + 2 i + k`` — a text condition the statements (seed ``condition.seed + i``).
 """
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from robustlab.tasks.registry import register_task
 
 
 def image_pair(dataset, i: int) -> list:
-    pair = dataset.pair(i) if callable(getattr(dataset, "pair", None)) else dataset.visual(i)
+    pair = dataset.visual_pair(i) if callable(getattr(dataset, "visual_pair", None)) else dataset.visual(i)
     pair = list(pair)
     if len(pair) != 2:
         raise ValueError(f"{dataset.name} item {i} has {len(pair)} images; NLVR2 items have two")
@@ -34,14 +34,15 @@ class ReasoningTask(Task):
         """``metrics = {"acc", "acc_true", "acc_false", "chance_acc"}``."""
         right, labels = [], []
         for i in range(m):
-            item = dataset.item(i)
-            if not item.texts or "label" not in item.meta:
+            statements = [(q.question, q.answer.lower() == "true") for q in dataset.item(i).questions
+                          if q.answer.lower() in ("true", "false")]
+            if not statements:
                 continue
             pair = [perturb_one(im, vc, 2 * i + k, "image") for k, im in enumerate(image_pair(dataset, i))]
-            pred, _ = model.reason(pair, perturb_text(item.texts[0], tc, i))
-            label = bool(item.meta["label"])
-            right.append(int(bool(pred) == label))
-            labels.append(label)
+            for sentence, label in statements:
+                pred, _ = model.reason(pair, perturb_text(sentence, tc, i))
+                right.append(int(bool(pred) == label))
+                labels.append(label)
             if progress:
                 progress(i + 1, m)
         if not right:
