@@ -21,7 +21,7 @@ from pathlib import Path
 
 import numpy as np
 
-from robustlab.datasets.base import DatasetError
+from robustlab.datasets.base import Dataset, DatasetError
 
 VIDEO_SUFFIXES = (".mp4", ".mkv", ".webm")
 DEFAULT_NUM_FRAMES = 12  # uniformly over the clip (CLIP4Clip's max_frames for MSR-VTT)
@@ -179,3 +179,30 @@ def read_clip(path: str | Path, start: float | None = None, end: float | None = 
 
 __all__ = ["read_clip", "choose", "check_sampling", "VIDEO_SUFFIXES", "DEFAULT_NUM_FRAMES", "DEFAULT_MAX_FRAMES",
            "DEFAULT_MAX_SIDE"]
+
+
+class ClipDataset(Dataset):
+    """Base of the video-file datasets (MSRVTT, YouCook2): the split check and the frame-sampling settings that
+    :func:`read_clip` takes, in one place."""
+
+    kind = "video"
+    tasks = ("retrieval",)
+    positives = "item"
+    splits: tuple = ()
+
+    def _setup(self, root, split: str, n, num_frames, fps, max_frames, max_side, skip_missing, ann_file):
+        """Check the split and sampling settings, initialise the Dataset; returns the checked ``n``."""
+        from robustlab.datasets._local import check_n
+
+        who = self.name
+        if split not in self.splits:
+            raise DatasetError(f"{who} has no split {split!r}; splits: {', '.join(self.splits)}")
+        n = check_n(n, who)
+        check_sampling(who, num_frames, fps, max_frames, max_side)
+        if fps is not None:
+            num_frames = None
+        Dataset.__init__(self, split=split, root=root, n=n, num_frames=num_frames, fps=fps, max_frames=max_frames,
+                         max_side=max_side, skip_missing=bool(skip_missing) or None,
+                         ann_file=str(ann_file) if ann_file else None)
+        self.num_frames, self.fps, self.max_frames, self.max_side = num_frames, fps, max_frames, max_side
+        return n

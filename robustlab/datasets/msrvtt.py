@@ -31,10 +31,10 @@ from pathlib import Path
 
 import numpy as np
 
-from robustlab.datasets._clips import (DEFAULT_MAX_FRAMES, DEFAULT_MAX_SIDE, DEFAULT_NUM_FRAMES, check_sampling,
+from robustlab.datasets._clips import (DEFAULT_MAX_FRAMES, DEFAULT_MAX_SIDE, DEFAULT_NUM_FRAMES, ClipDataset,
                                        read_clip)
-from robustlab.datasets._local import check_n, find_file, need, need_list, pick_dir, read_csv, read_json, rel
-from robustlab.datasets.base import Dataset, DatasetError, Item
+from robustlab.datasets._local import find_file, need, need_list, pick_dir, read_csv, read_json, rel
+from robustlab.datasets.base import DatasetError, Item
 from robustlab.datasets.registry import register_dataset
 
 CLIP4CLIP_GET = ("it is in CLIP4Clip's msrvtt_data.zip (https://github.com/ArrowLuo/CLIP4Clip, 'Data Preparing')")
@@ -55,27 +55,16 @@ ANN_DIRS = ("", "msrvtt_data", "annotation", "annotations")
                         "videos/<video_id>.mp4 or <video_id>.mp4",
                   paper="Xu et al., MSR-VTT (CVPR 2016); 1k-A test: Yu et al., JSFusion (ECCV 2018), as used by "
                         "CLIP4Clip (Luo et al., 2021)")
-class MSRVTT(Dataset):
+class MSRVTT(ClipDataset):
     name = "msrvtt"
-    kind = "video"
-    tasks = ("retrieval",)
-    positives = "item"
+    splits = tuple(SPLITS)
 
     def __init__(self, root, split: str = "test", n: int | None = None, num_frames: int | None = DEFAULT_NUM_FRAMES,
                  fps: float | None = None, max_frames: int = DEFAULT_MAX_FRAMES,
                  max_side: int | None = DEFAULT_MAX_SIDE, skip_missing: bool = False,
                  ann_file: str | Path | None = None):
         who = self.name
-        if split not in SPLITS:
-            raise DatasetError(f"{who} has no split {split!r}; splits: {', '.join(SPLITS)}")
-        n = check_n(n, who)
-        check_sampling(who, num_frames, fps, max_frames, max_side)
-        if fps is not None:
-            num_frames = None
-        super().__init__(split=split, root=root, n=n, num_frames=num_frames, fps=fps, max_frames=max_frames,
-                         max_side=max_side, skip_missing=bool(skip_missing) or None,
-                         ann_file=str(ann_file) if ann_file else None)
-        self.num_frames, self.fps, self.max_frames, self.max_side = num_frames, fps, max_frames, max_side
+        n = self._setup(root, split, n, num_frames, fps, max_frames, max_side, skip_missing, ann_file)
         if split == "test":
             self.ann_file = find_file(self.root, ("MSRVTT_JSFUSION_test.csv",), ANN_DIRS, ann_file, who=who,
                                       get=CLIP4CLIP_GET)

@@ -31,9 +31,9 @@ from pathlib import Path
 import numpy as np
 
 from robustlab.datasets._clips import (DEFAULT_MAX_FRAMES, DEFAULT_MAX_SIDE, DEFAULT_NUM_FRAMES, VIDEO_SUFFIXES,
-                                       check_sampling, read_clip)
-from robustlab.datasets._local import check_n, find_file, need, need_list, read_json, rel
-from robustlab.datasets.base import Dataset, DatasetError, Item
+                                       ClipDataset, read_clip)
+from robustlab.datasets._local import find_file, need, need_list, read_json, rel
+from robustlab.datasets.base import DatasetError, Item
 from robustlab.datasets.registry import register_dataset
 
 ANN_NAME = "youcookii_annotations_trainval.json"
@@ -60,27 +60,16 @@ def index_videos(root: Path) -> dict[str, Path]:
                         "under the folder (e.g. raw_videos/validation/<recipe>/)",
                   paper="Zhou, Xu & Corso, Towards Automatic Learning of Procedures from Web Instructional Videos "
                         "(AAAI 2018)")
-class YouCook2(Dataset):
+class YouCook2(ClipDataset):
     name = "youcook2"
-    kind = "video"
-    tasks = ("retrieval",)
-    positives = "item"
+    splits = tuple(SPLITS)
 
     def __init__(self, root, split: str = "val", n: int | None = None, num_frames: int | None = DEFAULT_NUM_FRAMES,
                  fps: float | None = None, max_frames: int = DEFAULT_MAX_FRAMES,
                  max_side: int | None = DEFAULT_MAX_SIDE, skip_missing: bool = False,
                  ann_file: str | Path | None = None):
         who = self.name
-        if split not in SPLITS:
-            raise DatasetError(f"{who} has no split {split!r}; splits: {', '.join(SPLITS)}")
-        n = check_n(n, who)
-        check_sampling(who, num_frames, fps, max_frames, max_side)
-        if fps is not None:
-            num_frames = None
-        super().__init__(split=split, root=root, n=n, num_frames=num_frames, fps=fps, max_frames=max_frames,
-                         max_side=max_side, skip_missing=bool(skip_missing) or None,
-                         ann_file=str(ann_file) if ann_file else None)
-        self.num_frames, self.fps, self.max_frames, self.max_side = num_frames, fps, max_frames, max_side
+        n = self._setup(root, split, n, num_frames, fps, max_frames, max_side, skip_missing, ann_file)
         self.ann_file = find_file(self.root, (ANN_NAME,), ("", "annotations", "YouCookII/annotations"), ann_file,
                                   who=who, get=ANN_GET)
         data = read_json(self.ann_file, who)
