@@ -113,6 +113,7 @@ def test_eval_errors_are_one_line(capsys):
                        (["--dataset", "upload"], "--root"),
                        (["--dataset", "upload", "--root", "/no/such/folder"], "/no/such/folder"),
                        (["--split", "validation"], "no split 'validation'"),
+                       (["--trust-pickle"], "builtin takes no option trust_pickle (its options: cache"),
                        (["--text-perturb", "gaussian_noise"], "not to texts"),
                        (["--dataset", "builtin-videos", "--perturb", "gaussian_noise", "--model", "builtin:tiny-clip",
                          "--n", "4"], None)):

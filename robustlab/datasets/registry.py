@@ -87,10 +87,33 @@ def build(name: str, root: str | Path | None = None, split: str | None = None, *
         if not p.is_dir():
             raise DatasetError(f"{name}: folder {str(p)!r} does not exist (it needs {e['needs']})")
         root = p
+    takes = _options(e["builder"])
+    unknown = sorted(k for k in kw if takes is not None and k not in takes)
+    if unknown:
+        raise DatasetError(f"{name} takes no option {', '.join(unknown)}"
+                           + (f" (its options: {', '.join(sorted(takes))})" if takes else ""))
     try:
         return e["builder"](root=root, split=split, **kw) if e["needs_root"] else e["builder"](split=split, **kw)
-    except TypeError as ex:  # an option this loader does not take
+    except TypeError as ex:  # an option the signature could not tell about
         raise DatasetError(f"{name}: {ex}") from ex
+
+
+def _options(builder) -> set | None:
+    """The keyword options a loader takes besides root and split (None: it passes on anything). For a class, the
+    first ``__init__`` along its MRO that names its parameters (``__init__(self, *a, **kw)`` passes them up)."""
+    import inspect
+
+    funcs = [c.__dict__["__init__"] for c in builder.__mro__ if "__init__" in c.__dict__] \
+        if inspect.isclass(builder) else [builder]
+    for f in funcs:
+        try:
+            params = list(inspect.signature(f).parameters.values())
+        except (TypeError, ValueError):  # pragma: no cover - a builtin without a signature
+            return None
+        if not any(p.kind is p.VAR_KEYWORD for p in params):
+            return {p.name for p in params if p.name not in ("self", "root", "split")
+                    and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)}
+    return None
 
 
 __all__ = ["register_dataset", "list_datasets", "get_entry", "build", "DATASET_MODULES"]
