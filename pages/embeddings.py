@@ -58,9 +58,9 @@ with c3:
 with c2:
     vcond, tcond = ui.condition_row(vis, "emb_", seed, DEFAULTS, stacked=True)
 
-pts = ui.compute(bench, vcond, tcond, lambda: projection(ctx.spec, ctx.device, ctx.gid, astuple(vcond), astuple(tcond),
-                                                          n_items, method, perplexity, seed, k, bench),
-                 msg="t-SNE…" if method == "tsne" else "PCA…", failure="Perturbing or projecting the gallery failed")
+key = (ctx.spec, ctx.device, ctx.gid, astuple(vcond), astuple(tcond), n_items, method, perplexity, seed, k)
+pts = ui.compute(bench, vcond, tcond, lambda: projection(*key, bench), msg="t-SNE…" if method == "tsne" else "PCA…",
+                 failure="Perturbing or projecting the gallery failed")
 if pts is None:
     st.stop()
 st.caption(f"{len(pts)} points: {pts.n_items} items · {vis} {vcond.label()} · text {tcond.label()} · "

@@ -139,3 +139,49 @@ def param_inputs(params, key: str) -> dict:
             out[p.name] = cast(st.number_input(p.name, lo, hi, cast(p.default), key=f"{key}_{p.name}", help=p.help,
                                                **({"step": 1} if p.kind == "int" else {"format": "%.4g"})))
     return out
+
+
+def _group(spec) -> str:
+    return f"{spec.modality} · {spec.category}"
+
+
+def perturbation_catalogue(kind: str):
+    """The whole catalogue for an input of ``kind``: category filter, perturbation (searchable; native ones
+    first, then per-frame image ones for videos), variant and seed, its description, and the unavailable ones
+    listed with why. -> (spec, variant, seed), or None after saying why nothing can run."""
+    specs = list_perturbations(modality=kind)
+    if not specs:
+        st.warning(f"No perturbation accepts {kind} input yet.")
+        return None
+    # default: the first available one registered for this modality (e.g. gaussian_noise, keyboard)
+    default = next((s.name for s in specs if s.available and s.modality == kind),
+                   next((s.name for s in specs if s.available), specs[0].name))
+    specs.sort(key=lambda s: (s.modality != kind, _group(s), s.name))
+    by_name = {s.name: s for s in specs}
+    c1, c2, c3, c4 = st.columns([2, 3, 2, 1])
+    groups = ["all"] + list(dict.fromkeys(_group(s) for s in specs))
+    grp = c1.selectbox("Category", groups, key=f"pt_group_{kind}", format_func=lambda g: f"all ({len(specs)})"
+                       if g == "all" else f"{g} ({sum(_group(s) == g for s in specs)})")
+    names = [s.name for s in specs if grp == "all" or _group(s) == grp]
+    spec = by_name[c2.selectbox("Perturbation (type to search)", names, key=f"pt_name_{kind}",
+                                index=names.index(default) if default in names else 0,
+                                format_func=lambda n: f"{_group(by_name[n])} › {n}"
+                                + ("" if by_name[n].available else "  — unavailable"))]
+    variants = list(spec.variants)
+    variant = c3.selectbox("Variant", variants, index=variants.index(spec.default_variant),
+                           key=f"pt_variant_{spec.name}",
+                           format_func=lambda v: f"{v} (default)" if v == spec.default_variant else v)
+    seed = int(c4.number_input("Seed", 0, 2**31 - 1, 0, key="pt_seed"))
+    note = spec.variant_notes.get(variant, "")
+    st.caption(f"**{spec.name}** — {(spec.description or spec.category).rstrip('. ')}. Source: {spec.source}."
+               + (f" Variant: {note}" if note else "")
+               + (" Applied frame by frame to videos." if kind == "video" and spec.modality == "image" else ""))
+    unavailable = [s for s in specs if not s.available]
+    if unavailable:
+        with st.expander(f"{len(unavailable)} perturbation(s) unavailable here (listed, never run)"):
+            st.dataframe(pd.DataFrame([{"perturbation": s.name, "group": _group(s), "why": s.reason}
+                                       for s in unavailable]), hide_index=True, key="pt_unavailable")
+    if not spec.available:
+        st.warning(f"**{spec.name}** is unavailable here: {spec.reason}")
+        return None
+    return spec, variant, seed
