@@ -39,6 +39,24 @@ def models_for(task: str) -> list[str]:
     return out
 
 
+# the hub backends that serve a task (for specs typed in the sidebar, which the registry does not list)
+TASK_BACKENDS = {"grounding": ("hf-grounding",), "vqa": ("hf-vilt",), "itm": ("hf-vilt",),
+                 "retrieval": ("open_clip", "open_clip_path", "hf", "hf-xclip")}
+
+
+def can_do(spec: str, task: str) -> bool:
+    """Whether model ``spec`` can do ``task``, without loading it: a registered model by :func:`models_for`, a
+    typed spec by its backend."""
+    from robustlab.models import parse_spec
+
+    if spec in {m["spec"] for m in list_models()}:
+        return spec in models_for(task)
+    try:
+        return parse_spec(spec)[0] in TASK_BACKENDS.get(task, ())
+    except ValueError:
+        return False
+
+
 def sidebar_models() -> list[str]:
     """The sidebar's model choices: retrieval models first, then the other registered models."""
     ret = models_for("retrieval")
@@ -83,8 +101,16 @@ def get_bench(spec: str, device: str, dataset_id: str, _dataset) -> RetrievalBen
 
 
 # ---- the sidebar's choices --------------------------------------------------------------------------------
+CUSTOM_DEFAULT = "open_clip:ViT-B-32/openai"
+
+
 def spec_device() -> tuple[str, str]:
-    return st.session_state.get("model_spec", DEFAULT_MODEL), st.session_state.get("device", "auto")
+    """The sidebar's model spec and device, read from its widgets' state (so a page run on its own, as AppTest's
+    switch_page does, sees the same choice)."""
+    s = st.session_state
+    choice = s.get("model_choice", DEFAULT_MODEL)
+    spec = (s.get("custom_spec", CUSTOM_DEFAULT) or "").strip() or DEFAULT_MODEL if choice == OTHER_MODEL else choice
+    return spec, s.get("device", "auto")
 
 
 def load(spec: str, what: str = "Model"):
@@ -102,6 +128,35 @@ def load(spec: str, what: str = "Model"):
 def current_model():
     """The sidebar's model, or None after showing why it can't be loaded."""
     return load(spec_device()[0])
+
+
+def task_model(task: str, method: str, key: str):
+    """(spec, model) for a page of one ``task`` ("grounding"): the sidebar's model when it can do it, else (after
+    one line saying so) a model picked here among those that can; None after saying why there is none."""
+    from robustlab.models.tasks import KNOWN_MODELS, availability
+
+    spec = spec_device()[0]
+    if not can_do(spec, task):
+        st.info(f"The sidebar's model {spec} cannot do {task}: pick a {task} model here (or in the sidebar).")
+        capable = models_for(task)
+        options = capable + [s for s in KNOWN_MODELS.get(task, []) if s not in capable]
+        valid(key, options)
+        spec = st.selectbox(f"{task.capitalize()} model", options, key=key,
+                            help="Built-in models run offline; hub models need network access or a local copy.")
+    if not spec.startswith("builtin:"):
+        ok, why = availability(spec)
+        if not ok:
+            st.warning(f"**{spec}** is unavailable here: {why}. The offline alternative is "
+                       f"**{(models_for(task) or ['none'])[0]}**.")
+            return None
+        st.caption(f"{spec}: {why}")
+    model = load(spec, f"{task.capitalize()} model")
+    if model is None:
+        return None
+    if not callable(getattr(model, method, None)):
+        st.error(f"{spec} has no {task} head; pick {(models_for(task) or ['another model'])[0]}.")
+        return None
+    return spec, model
 
 
 def folder_entries() -> list[dict]:
@@ -207,12 +262,9 @@ def sidebar() -> None:
     choice = st.selectbox("Model", options, index=0, key="model_choice",
                           help="Built-in models run offline. Hub models need network access or a local checkpoint.")
     if choice == OTHER_MODEL:
-        spec = st.text_input("Model spec", value=st.session_state.get("custom_spec", "open_clip:ViT-B-32/openai"),
-                             key="custom_spec", help="open_clip:ARCH/TAG, open_clip:ARCH/path/to/weights, "
-                                                     "hf:REPO_ID, hf-grounding:REPO_ID or a local folder")
-        st.session_state["model_spec"] = spec.strip() or DEFAULT_MODEL
-    else:
-        st.session_state["model_spec"] = choice
+        st.text_input("Model spec", value=st.session_state.get("custom_spec", CUSTOM_DEFAULT), key="custom_spec",
+                      help="open_clip:ARCH/TAG, open_clip:ARCH/path/to/weights, hf:REPO_ID, hf-grounding:REPO_ID or "
+                           "a local folder")
     g = st.session_state.get("upload_gallery")
     counts = {"builtin": f" ({DEMO_N})", "builtin-videos": f" ({VIDEO_DEMO_N})",
               "upload": f" ({len(g) if g else 0}{' videos' if g is not None and g.kind == 'video' else ''})"}
