@@ -135,4 +135,4 @@ def test_uploaded_gallery_path():
     m = ranks(at)
     assert m["Ground-truth rank, clean"].isdigit()
     assert at.selectbox(key="query_idx").options[0].startswith("#0 · ")
-    assert "(12 in your gallery)" in at.expander[0].label
+    assert "(12 images in your gallery)" in at.expander[0].label

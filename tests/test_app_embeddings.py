@@ -199,7 +199,7 @@ def test_video_gallery_map_selection_plays_and_adds_to_basket():
     # 20 videos: rows 0-19 video clean, 20-39 text clean, 40-59 video perturbed, 60-79 text perturbed
     sel = {"selection": {"points": [{"customdata": [0]}, {"customdata": [40]}, {"customdata": [65]}],
                          "point_indices": [0], "box": [], "lasso": []}}
-    at = open_page(emb_gallery_kind="videos", model_choice=SEQ, emb_items=20, emb_chart=sel)
+    at = open_page(dataset="builtin-videos", model_choice=SEQ, emb_items=20, emb_chart=sel)
     assert not at.error and not at.warning
     assert at.selectbox(key="emb_vid_pert").value == "motion_blur"
     assert any(c.value.startswith("80 points: 20 items · video motion_blur s3 · text keyboard s2 · PCA")
@@ -228,22 +228,22 @@ def test_video_gallery_map_selection_plays_and_adds_to_basket():
 
 
 def test_video_gallery_keeps_its_own_perturbation_choice():
-    # an image perturbation remembered on the image map is not offered for videos, and back
-    at = open_page(emb_gallery_kind="videos", model_choice=SEQ, emb_items=10, emb_vid_pert="jumble",
-                   emb_img_pert="(none)", emb_txt_pert="(none)")
+    # a video perturbation remembered on the video map is not applied to images, and back
+    state = dict(model_choice=SEQ, emb_items=10, emb_vid_pert="jumble", emb_img_pert="(none)",
+                 emb_txt_pert="(none)")
+    at = open_page(dataset="builtin-videos", **state)
     assert any(c.value.startswith("30 points: 10 items · video jumble s3 · text clean") for c in at.caption)
-    at.radio(key="emb_gallery_kind").set_value("images").run()
-    assert not at.exception
+    at = open_page(dataset="builtin", **state)
     assert any(c.value.startswith("20 points: 10 items · image clean · text clean") for c in at.caption)
 
 
 @pytest.fixture(scope="module")
 def video_bench(tmp_path_factory):
+    from robustlab.datasets.synthetic.datasets import builtin_video_gallery
     from robustlab.models import load_model
-    from robustlab.tasks.video_retrieval import VideoRetrievalBench, builtin_video_gallery
 
     g = builtin_video_gallery(12, cache_dir=tmp_path_factory.mktemp("videos"))
-    return VideoRetrievalBench(load_model("builtin:tiny-clip-video-meanp", device="cpu"), g)
+    return RetrievalBench(load_model("builtin:tiny-clip-video-meanp", device="cpu"), g)
 
 
 def test_video_embedding_points_and_examples_regenerate_exactly(video_bench, tmp_path):

@@ -30,7 +30,7 @@ def test_builtin_scene_defaults(page):
     at = page
     assert not at.error
     assert at.selectbox(key="gr_model").value == "builtin:tiny-vilt"
-    assert at.radio(key="gr_source").value == "builtin"
+    assert at.radio(key="gr_source").value == "dataset"
     assert at.selectbox(key="gr_img_pert").value == "gaussian_noise" and at.slider(key="gr_img_sev").value == 3
     m = metrics(at)
     for label in ("IoU to ground truth, clean", "IoU to ground truth, perturbed", "IoU clean vs perturbed box"):
@@ -93,11 +93,57 @@ def test_upload_and_typed_expression(page):
     assert not at.exception and any("Type a referring expression" in e.value for e in at.error)
 
 
-def test_hf_grounding_spec_unavailable_offline_is_shown(page, monkeypatch):
-    at = page
-    at.selectbox(key="gr_model").set_value("other hf-grounding spec…").run()
-    at.text_input(key="gr_spec").input("hf-grounding:/no/such/folder").run()
-    assert not at.exception
-    assert any("unavailable here" in w.value for w in at.warning)
-    at.text_input(key="gr_spec").input("open_clip:ViT-B-32").run()
-    assert not at.exception and any("not a grounding model spec" in e.value for e in at.error)
+def fresh(**state):
+    at = AppTest.from_file("../app.py", default_timeout=TIMEOUT)
+    for k, v in state.items():
+        at.session_state[k] = v
+    at.switch_page("pages/grounding.py").run()
+    assert not at.exception, at.exception
+    return at
+
+
+def test_sidebar_grounding_model_is_used_directly():
+    at = fresh(model_choice="builtin:tiny-vilt")
+    assert not at.error and not at.info
+    assert not [s for s in at.selectbox if s.key == "gr_model"]  # no separate picker: the sidebar's model grounds
+    assert "IoU clean vs perturbed box" in metrics(at)
+
+
+def test_sidebar_model_that_cannot_ground_offers_the_grounding_models(page):
+    (line,) = [i.value for i in page.info if "cannot do grounding" in i.value]
+    assert line.startswith("The sidebar's model builtin:tiny-clip cannot do grounding")
+    assert page.selectbox(key="gr_model").options[0] == "builtin:tiny-vilt"
+    assert any(o.startswith("hf-grounding:") for o in page.selectbox(key="gr_model").options)
+
+
+def test_hf_grounding_spec_unavailable_offline_is_shown():
+    at = fresh(model_choice="other (open_clip / hf / path)…", custom_spec="hf-grounding:/no/such/folder")
+    assert any("unavailable here" in w.value and "builtin:tiny-vilt" in w.value for w in at.warning)
+    assert not at.get("plotly_chart")
+    at = fresh(model_choice="other (open_clip / hf / path)…", custom_spec="open_clip:ViT-B-32")
+    assert any("cannot do grounding" in i.value for i in at.info)
+    assert at.selectbox(key="gr_model").value == "builtin:tiny-vilt" and "IoU clean vs perturbed box" in metrics(at)
+
+
+def test_uploaded_image_gallery_item_with_a_typed_expression():
+    from robustlab.datasets.synthetic.datasets import builtin_gallery
+    from robustlab.datasets.uploads import ingest_uploads
+
+    g = builtin_gallery(3)
+    files = []
+    for i, im in enumerate(g.images):
+        b = io.BytesIO()
+        Image.fromarray(im).save(b, format="PNG")
+        files.append((f"mine{i}.png", b.getvalue()))
+    rep = ingest_uploads(files, caption_lines="\n".join(g.captions))
+    at = fresh(dataset="upload", upload_gallery=rep.gallery, upload_gallery_id="up-3", gr_scene=2)
+    assert not at.error
+    assert at.number_input(key="gr_scene").max == 2
+    assert any(t.value.startswith("#2 · mine2.png") for t in at.text)
+    at.text_input(key="gr_expr_2_0").input("the small blue square").run()
+    assert not at.exception and not at.error
+    m = metrics(at)
+    assert "IoU to ground truth, clean" not in m and "IoU clean vs perturbed box" in m
+    at.button(key="gr_add").click().run()
+    ex = next(e for e in at.session_state["basket"].items if e.kind == "image")
+    assert ex.source["type"] == "upload" and ex.source["name"] == "mine2.png"

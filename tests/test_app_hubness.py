@@ -173,14 +173,14 @@ def test_small_uploaded_gallery():
 
 
 # ---- video galleries ------------------------------------------------------------------------------------------
-NV = 200  # the built-in demo video gallery (ui.VIDEO_DEMO_N)
+NV = 200  # the built-in demo video gallery (ui.VIDEO_DEMO_N), the sidebar's "Built-in videos"
 
 
 def test_video_gallery_text_to_video():
-    at = open_page(hub_gallery_kind="videos")
+    at = open_page(dataset="builtin-videos")
     assert not at.error and not at.warning
-    assert at.radio(key="hub_v_direction").value == "t2v"
-    assert at.selectbox(key="hub_v_pert").value == "video:gaussian_noise"
+    assert at.radio(key="hub_direction").value == "t2v"
+    assert at.selectbox(key="hub_pert").value == "video:gaussian_noise"
     label = "gaussian_noise s3 (video)"
     assert any(f"perturbed: {label}" in c.value for c in at.caption)
 
@@ -210,7 +210,7 @@ def test_video_gallery_text_to_video():
 
 
 def test_video_gallery_video_to_text_text_perturbation_and_reduction():
-    at = open_page(hub_gallery_kind="videos", hub_v_direction="v2t", hub_v_pert="text:keyboard", hub_k=5,
+    at = open_page(dataset="builtin-videos", hub_direction="v2t", hub_pert="text:keyboard", hub_k=5,
                    hub_reduction="dsl")
     assert not at.error and not at.warning
     label = "keyboard s3 (text)"

@@ -1,4 +1,5 @@
-"""AppTest of the Retrieval page's video path ("Gallery: videos").
+"""AppTest of the Retrieval page on a video dataset (the sidebar's "Built-in videos": the same page and bench as
+images, with text→video and video→text directions).
 
 As in tests/test_app.py, sidebar choices are preset through session state before a fresh app's first run. The
 video gallery is the built-in one (ui.VIDEO_DEMO_N event videos); the model is builtin:tiny-clip-video-seqtransf.
@@ -28,7 +29,7 @@ def app():
     import torch
 
     torch.set_num_threads(2)
-    return fresh(gallery_kind="videos", model_choice=SEQ)
+    return fresh(dataset="builtin-videos", model_choice=SEQ)
 
 
 def test_text_to_video_ranked_videos_and_metrics_table(app):
@@ -46,7 +47,7 @@ def test_text_to_video_ranked_videos_and_metrics_table(app):
     assert clean >= 0.5 and rev < clean - 0.2, (clean, rev)
     # ranked videos, clean and perturbed, each a playable mp4
     videos = app.get("video")
-    assert len(videos) == 2 * app.slider(key="v_topk").value
+    assert len(videos) == 2 * app.slider(key="topk").value
     ranked = [c.value for c in app.caption if c.value.startswith("#")]
     assert len(ranked) == len(videos)
     assert [int(c.split(" · ")[0][1:]) for c in ranked[:len(ranked) // 2]] == list(range(1, len(ranked) // 2 + 1))
@@ -55,7 +56,7 @@ def test_text_to_video_ranked_videos_and_metrics_table(app):
 
 
 def test_video_to_text_and_text_perturbation(app):
-    app.radio(key="v_direction").set_value("video→text").run()
+    app.radio(key="direction").set_value("v2t").run()
     assert not app.exception
     m = metrics(app)
     assert m["Ground-truth rank, clean"].isdigit()
@@ -64,7 +65,7 @@ def test_video_to_text_and_text_perturbation(app):
     if int(m["Ground-truth rank, clean"]) <= len(tables[0].value):
         assert "✓" in set(tables[0].value["ground truth"])
     assert len(app.get("video")) == 2  # the query video, clean and perturbed
-    app.selectbox(key="vtxt_pert").set_value("char_swap").run()
+    app.selectbox(key="txt_pert").set_value("char_swap").run()
     app.selectbox(key="vid_pert").set_value("(none)").run()
     assert not app.exception and not app.error
     df = app.dataframe[-1].value
@@ -74,18 +75,18 @@ def test_video_to_text_and_text_perturbation(app):
 
 
 def test_own_text_query_and_empty_query(app):
-    app.radio(key="v_direction").set_value("text→video").run()
-    app.radio(key="v_query_mode").set_value("my own text").run()
+    app.radio(key="direction").set_value("t2v").run()
+    app.radio(key="query_mode").set_value("my own text").run()
     assert not app.exception
-    assert len(app.get("video")) == 2 * app.slider(key="v_topk").value
-    app.text_input(key="v_query_text").input("   ").run()
+    assert len(app.get("video")) == 2 * app.slider(key="topk").value
+    app.text_input(key="query_text").input("   ").run()
     assert not app.exception
     assert any("empty" in w.value for w in app.warning)
 
 
 def test_image_model_still_works_on_videos():
     """tiny-clip has no temporal model: the page says it pools frames, and still ranks videos."""
-    at = fresh(gallery_kind="videos", model_choice="builtin:tiny-clip", vid_pert="(none)")
+    at = fresh(dataset="builtin-videos", model_choice="builtin:tiny-clip", vid_pert="(none)")
     assert not at.error
     assert any("mean of its frame embeddings" in c.value for c in at.caption)
     assert metrics(at)["Ground-truth rank, clean"].isdigit()

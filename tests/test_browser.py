@@ -13,7 +13,7 @@ import pytest
 
 from browser_helpers import choose_radio, settle
 
-pytestmark = pytest.mark.browser
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 
 def _png(arr) -> bytes:
@@ -49,7 +49,7 @@ def test_ranked_lists_render_and_upload_flow(server, browser, tmp_path):
     choose_radio(page, "My uploads (0)")
     page.get_by_text("Your gallery is empty").wait_for()
     page.locator("input[type=file]").first.set_input_files([str(f) for f in files])
-    page.get_by_label("…or type captions, one per line, in the order of the images").fill(
+    page.get_by_label("…or type captions, one per line, in the order of the files").fill(
         g.captions[0] + "\n" + g.captions[1])
     settle(page)
     page.get_by_role("button", name="Add to my gallery").click()

@@ -1,7 +1,7 @@
 """End-to-end in a real headless Chromium: open the Embeddings page from the sidebar, box-select points of the
 t-SNE map (the default projection) with a real mouse drag on the Plotly chart, add the selection's perturbed
-examples to the basket, and find them on the Export page; then the same on the video gallery's map, where the
-selected videos must play.
+examples to the basket, and find them on the Export page; then the same on the built-in video dataset's map (the
+sidebar's "Built-in videos"), where the selected videos must play.
 
 Debian's chromium driven by Playwright with executable_path (no browser download). Skips with a visible reason
 when Chromium or Playwright is missing, except in CI (CI=true), where that is a failure.
@@ -15,7 +15,7 @@ import pytest
 
 from browser_helpers import VIDEOS_READY, choose_radio, settle, videos_state
 
-pytestmark = pytest.mark.browser
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 
 def _open_embeddings(server, browser, height: int, timeout_ms: int):
@@ -89,7 +89,7 @@ def _drag(page, fx0: float, fy0: float, fx1: float, fy1: float):
 
 def test_video_map_select_play_and_add_to_basket(server, browser, tmp_path):
     page = _open_embeddings(server, browser, 2400, 300_000)
-    choose_radio(page, "videos", scope=page.locator(".st-key-emb_gallery_kind"))
+    choose_radio(page, "Built-in videos", scope=page.locator('[data-testid="stSidebar"]'))
     choose_radio(page, "PCA (instant)", scope=page.locator(".st-key-emb_method"))
     page.get_by_text(re.compile(r"^800 points: 200 items · video motion_blur s3 · text keyboard s2 · PCA")).wait_for()
     settle(page)

@@ -9,7 +9,7 @@ from browser_helpers import choose_radio, settle
 from robustlab.models.checkpoints import checkpoint_path
 from robustlab.models.tiny_vilt import CHECKPOINT
 
-pytestmark = [pytest.mark.browser,
+pytestmark = [pytest.mark.browser, pytest.mark.slow,
               pytest.mark.skipif(not checkpoint_path(CHECKPOINT).exists(),
                                  reason="assets/tiny-vilt.safetensors missing; run `robustlab train tiny-vilt`")]
 
@@ -44,7 +44,7 @@ def test_grounding_upload_and_typed_expression(server, browser, tmp_path):
     page.locator('.st-key-gr_sweep [data-testid="stPlotlyChart"], .st-key-gr_sweep .js-plotly-plot').first.wait_for()
 
     choose_radio(page, "Upload", scope=page.locator(".st-key-gr_source"))
-    page.get_by_text("Upload an image, or pick a built-in scene.").wait_for()
+    page.get_by_text("Upload an image, or pick an item of the sidebar's dataset.").wait_for()
     page.locator(".st-key-gr_upload input[type=file]").set_input_files(str(png))
     page.get_by_text(re.compile(r"my scene\.png: 128×128 px")).wait_for()
     settle(page)

@@ -15,7 +15,7 @@ import pytest
 
 from browser_helpers import VIDEOS_READY, choose_radio, settle, videos_state
 
-pytestmark = pytest.mark.browser
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 
 def _video_perturbations() -> tuple[str, str]:

@@ -1,10 +1,12 @@
 """`robustlab train tiny-clip-video` is reproducible from its seed (a small recipe; the full one is in the README)."""
+import pytest
 import torch
 from safetensors.torch import load_file
 
 from robustlab.training.tiny_clip_video import train_tiny_clip_video
 
 
+@pytest.mark.slow  # trains
 def test_video_training_is_reproducible_from_the_seed(tmp_path):
     torch.set_num_threads(2)
     kw = dict(n_train=128, epochs=1, batch_size=64, eval_n=0, val_n=0, log=lambda *a: None)

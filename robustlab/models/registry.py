@@ -182,9 +182,9 @@ register_backend("hf-xclip", "robustlab.models.hf_video:load_spec",
                  tasks=("video-retrieval", "retrieval"), example="hf-xclip:microsoft/xclip-base-patch32",
                  requires=("transformers",), model_types=("xclip",))
 register_backend("hf-vilt", "robustlab.models.hf_fusion:load_spec",
-                 description="transformers ViLT fusion: a VQA or an image-text matching head (one per checkpoint), "
-                             "attention capture/replacement",
-                 tasks=("vqa", "clavi", "itm"), example="hf-vilt:dandelin/vilt-b32-finetuned-vqa",
+                 description="transformers ViLT fusion: a VQA, image-text matching, NLVR2 or SNLI-VE head (one per "
+                             "checkpoint), attention capture/replacement",
+                 tasks=("vqa", "clavi", "itm", "reasoning", "entailment"), example="hf-vilt:dandelin/vilt-b32-finetuned-vqa",
                  requires=("transformers",), model_types=("vilt",))
 register_backend("hf-grounding", "robustlab.models.hf_grounding:load_spec",
                  description="transformers OWL-ViT / OWLv2 / Grounding DINO: best box for a referring expression",
@@ -291,6 +291,7 @@ def list_models(pattern: str | None = None, task: str | None = None, *, backends
 KNOWN_MODELS: dict[str, list[str]] = {
     "video-retrieval": ["hf-xclip:microsoft/xclip-base-patch32", "hf-xclip:microsoft/xclip-base-patch16-zero-shot"],
     "fusion": ["hf-vilt:dandelin/vilt-b32-finetuned-vqa", "hf-vilt:dandelin/vilt-b32-finetuned-coco"],
+    "reasoning": ["hf-vilt:dandelin/vilt-b32-finetuned-nlvr2"],
     "grounding": ["hf-grounding:google/owlvit-base-patch32", "hf-grounding:google/owlv2-base-patch16-ensemble",
                   "hf-grounding:IDEA-Research/grounding-dino-tiny"],
 }

@@ -1,0 +1,14 @@
+"""Streamlit glue shared by app.py and the pages (kept out of ``robustlab/``: the core is UI-free).
+
+- :mod:`ui.state`: the sidebar (model, dataset, device), cached model / dataset / bench loaders, widget-state helpers
+- :mod:`ui.uploads`: the "My uploads" gallery form (images or videos, with captions)
+- :mod:`ui.widgets`: perturbation picker, condition row, encode-with-progress, ranked grid, metrics and recall chart
+- :mod:`ui.media`: images, video players, boxes, user text shown literally
+"""
+from ui.media import GT, CLEAN, PERT, boxed, diff_markdown, fps_of, md_escape, show_visual, video_mp4
+from ui.state import (DATASETS, DEFAULT_MODEL, DEMO_N, EMPTY_HINT, VIDEO_DEMO_N, Bench, clamp, current_bench,
+                      current_dataset, current_model, can_do, get_bench, get_builtin_gallery, get_builtin_video_gallery,
+                      get_model, load, models_for, sidebar, spec_device, task_model, valid)
+from ui.widgets import (NONE, basket, compute, condition_row, export_link, metrics_table, param_inputs,
+                        perturbation_catalogue, perturbation_names, perturbation_picker, ranked_captions, ranked_grid,
+                        recall_chart)

@@ -1,0 +1,168 @@
+"""One input: to perturb (the Perturb page: a built-in world item, an uploaded file, or a typed caption), or to
+ground (the Grounding page: an item of the sidebar's dataset, or an uploaded image, and an expression)."""
+from __future__ import annotations
+
+import streamlit as st
+
+from robustlab.datasets.synthetic import world
+from robustlab.datasets.synthetic.datasets import BUILTIN_VIDEO_FPS
+from robustlab.export.basket import LoadedInput, builtin_source, load_upload, typed_source
+from robustlab.io.files import InputError, clean_caption
+from ui.state import DEMO_N, current_dataset, get_builtin_gallery
+
+VIDEO_MAX_FRAMES, VIDEO_MAX_SIDE = 300, 320  # uploads are bounded so that every severity stays interactive
+BUILTIN_VIDEO_SIZE, BUILTIN_VIDEOS = 128, 200
+KINDS = {"image": "Image", "video": "Video", "text": "Caption"}
+UPLOAD_TYPES = {"image": ["png", "jpg", "jpeg", "webp", "bmp", "gif", "tif", "tiff"],
+                "video": ["mp4", "webm", "avi", "mov", "mkv", "m4v"],
+                "text": ["txt", "csv", "tsv", "json"]}
+UPLOAD_HELP = {"image": "Any image Pillow reads (gray, RGBA, 16-bit included), up to 50 MB and 40 megapixels.",
+               "video": f"mp4, webm, avi, mov; up to 50 MB. Read with PyAV, at most {VIDEO_MAX_FRAMES} frames "
+                        f"(sampled uniformly) and {VIDEO_MAX_SIDE} px on the long side.",
+               "text": "UTF-8 .txt (one caption per line), .csv with a caption column, or .json."}
+
+
+@st.cache_resource(show_spinner=False, max_entries=16)
+def builtin_video(seed: int, index: int, size: int):
+    v = world.sample_video(seed, index)
+    return world.render_video(v, size), v.caption
+
+
+def choose_input(kind: str) -> LoadedInput | None:
+    """The input of ``kind`` ("image", "video", "text") the user picks, or None after saying what is missing."""
+    sources = ["builtin", "upload"] + (["typed"] if kind == "text" else [])
+    labels = {"builtin": "Built-in world", "upload": "Upload", "typed": "Type a caption"}
+    src = st.radio("From", sources, key=f"pt_source_{kind}", horizontal=True, format_func=labels.get)
+    if src == "builtin":
+        return _builtin(kind)
+    if src == "typed":
+        typed = st.text_area("Caption", "a small red circle at the top left on a gray background", key="pt_typed")
+        try:
+            return LoadedInput("text", [clean_caption(typed, "caption")], typed_source(), "typed")
+        except InputError as e:
+            st.error(str(e))
+            return None
+    return _upload(kind)
+
+
+def _builtin(kind: str) -> LoadedInput:
+    if kind == "video":
+        i = int(st.number_input("Built-in event video", 0, BUILTIN_VIDEOS - 1, 0, key="pt_video_idx"))
+        frames, caption = builtin_video(world.DEMO_SEED, i, BUILTIN_VIDEO_SIZE)
+        st.caption(f"“{caption}” · {len(frames)} frames at {BUILTIN_VIDEO_FPS:g} fps")
+        src = builtin_source("video", world.DEMO_SEED, i, size=BUILTIN_VIDEO_SIZE)
+        return LoadedInput("video", frames, src, f"video-{world.DEMO_SEED}-{i:05d}", fps=BUILTIN_VIDEO_FPS)
+    g = get_builtin_gallery(DEMO_N)
+    if kind == "image":
+        i = int(st.number_input("Built-in scene", 0, len(g) - 1, 0, key="pt_image_idx"))
+        st.caption(f"#{i} · “{g.captions[i]}”")
+        return LoadedInput("image", g.images[i], builtin_source("gallery", g.meta[i]["seed"], i, g.names[i]),
+                           g.names[i])
+    i = st.selectbox("Built-in caption", range(len(g)), key="pt_caption_idx",
+                     format_func=lambda j: f"#{j} · {g.captions[j]}")
+    return LoadedInput("text", [g.captions[i]], builtin_source("gallery", g.meta[i]["seed"], i, g.names[i],
+                                                               field="caption"), g.names[i])
+
+
+def _upload(kind: str) -> LoadedInput | None:
+    """Decoded once per file; a bad file shows why and keeps the last good one."""
+    item_key, err_key, id_key = f"pt_item_{kind}", f"pt_error_{kind}", f"pt_upload_id_{kind}"
+    f = st.file_uploader(f"{KINDS[kind]} file", type=UPLOAD_TYPES[kind], key=f"pt_upload_{kind}",
+                         help=UPLOAD_HELP[kind])
+    if f is not None and st.session_state.get(id_key) != f.file_id:
+        st.session_state[id_key] = f.file_id
+        try:
+            with st.spinner(f"Reading {f.name}…"):
+                st.session_state[item_key] = load_upload(kind, f.name, f.getvalue(), max_frames=VIDEO_MAX_FRAMES,
+                                                         max_side=VIDEO_MAX_SIDE)
+            st.session_state.pop(err_key, None)
+        except InputError as e:
+            st.session_state[err_key] = str(e)
+    if st.session_state.get(err_key):
+        st.error(st.session_state[err_key])
+    item = st.session_state.get(item_key)
+    if item is None:
+        st.info(f"Upload {'an image' if kind == 'image' else 'a ' + KINDS[kind].lower()} file to perturb it, "
+                "or pick the built-in world.")
+        return None
+    if st.session_state.get(err_key):
+        st.caption(f"Still using the last good upload: {item.label}")
+    if item.note:
+        st.caption(f"{item.label}: {item.note}")
+    if kind == "text":
+        j = st.selectbox("Caption from the file", range(len(item.data)), key="pt_upload_caption_idx",
+                         format_func=lambda k: f"line {k + 1} · {item.data[k]}")
+        j = min(j or 0, len(item.data) - 1)
+        return LoadedInput("text", [item.data[j]], {**item.source, "line": j}, item.label)
+    return item
+
+
+def grounding_input():
+    """(image, expression, ground-truth box or None, source, label, "dataset" | "upload"), or None after saying
+    what is missing: an item of the sidebar's dataset, or one uploaded image, and an expression."""
+    with st.container(border=True):
+        src = st.radio("Image", ["dataset", "upload"], key="gr_source", horizontal=True,
+                       format_func=lambda s: "Upload" if s == "upload" else "From the sidebar's dataset")
+        got = _dataset_target() if src == "dataset" else _uploaded_image()
+        if got is None:
+            return None
+        image, expr, gt, source, label = got
+        if not expr.strip():
+            st.error("Type a referring expression (e.g. \u201cthe small red circle\u201d).")
+            return None
+    return image, expr.strip(), gt, source, label, src
+
+
+def _dataset_target():
+    """An item of the sidebar's dataset (built-in scenes when it holds videos) and its target: in the built-in
+    world any object of the scene, with its box; in a dataset with referring expressions one of them; else a
+    typed expression without ground truth."""
+    from robustlab.diagnostics.views import gallery_source
+
+    got = current_dataset()
+    if got is None:
+        return None
+    ds = got[1]
+    if ds.kind != "image":
+        st.info("Grounding works on images: showing the built-in scenes (the sidebar's dataset holds videos).")
+        ds = get_builtin_gallery(DEMO_N)
+    i1, i2 = st.columns([1, 3])
+    i = int(i1.number_input(f"Item (of {len(ds)})", 0, len(ds) - 1, 0, key="gr_scene"))
+    item, source, expr, gt, t = ds.item(i), gallery_source(ds, i), "the red circle", None, 0
+    if hasattr(ds, "scene"):
+        scene = ds.scene(i)
+        t = int(i2.selectbox("Target object", range(len(scene.objects)), key=f"gr_target_{i}",
+                             format_func=lambda j: scene.objects[j].phrase()))
+        ref = world.referring_expression(scene, t, int(getattr(ds, "size", 128)))
+        expr, gt, source = ref["expression"], tuple(float(v) for v in ref["box"]), {**source, "target": t}
+    elif item.refs:
+        t = int(i2.selectbox("Expression", range(len(item.refs)), key=f"gr_ref_{i}",
+                             format_func=lambda j: item.refs[j].expression))
+        expr, gt = item.refs[t].expression, tuple(float(v) for v in item.refs[t].box)
+    st.text(f"#{i} · {item.id}" + (f" · “{item.texts[0]}”" if item.texts else ""))  # user text: literal
+    expr = st.text_input("Referring expression", expr, key=f"gr_expr_{i}_{t}",
+                         help="The dataset's expression for the target, when it has one; edit it freely (the IoU "
+                              "stays against the target's box).")
+    return ds.visual(i), expr, gt, source, item.id
+
+
+def _uploaded_image():
+    """One uploaded image (decoded once; a bad file says why and keeps the last good one) and a typed
+    expression; no ground truth."""
+    f = st.file_uploader("Image file", type=UPLOAD_TYPES["image"], key="gr_upload",
+                         help="Any image Pillow reads, up to 50 MB and 40 megapixels.")
+    if f is not None and st.session_state.get("gr_upload_id") != f.file_id:
+        st.session_state["gr_upload_id"] = f.file_id
+        try:
+            st.session_state["gr_item"], st.session_state["gr_error"] = load_upload("image", f.name, f.getvalue()), None
+        except InputError as e:
+            st.session_state["gr_error"] = str(e)
+    if st.session_state.get("gr_error"):
+        st.error(st.session_state["gr_error"])
+    up = st.session_state.get("gr_item")
+    if up is None:
+        st.info("Upload an image, or pick an item of the sidebar's dataset.")
+        return None
+    st.text(f"{up.label}: {up.note} · no ground truth for an upload (IoU is to the clean prediction)")
+    expr = st.text_input("Referring expression", "the red circle", key="gr_expr_upload")
+    return up.data, expr, None, up.source, up.label

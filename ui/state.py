@@ -1,0 +1,272 @@
+"""Session state and cached loaders: the sidebar's model, dataset and device, and the bench the pages share.
+
+Every loader is cached per process (``st.cache_resource``); every failure is a one-line message on the page and
+``None`` back, never a traceback.
+"""
+from __future__ import annotations
+
+import inspect
+from typing import NamedTuple
+
+import streamlit as st
+
+from robustlab.datasets.base import DatasetError
+from robustlab.datasets.registry import build, get_entry, list_datasets
+from robustlab.datasets.synthetic.datasets import builtin_gallery, builtin_video_gallery
+from robustlab.models import ModelUnavailable, list_models, load_model
+from robustlab.tasks.retrieval import RetrievalBench
+
+DEMO_N, VIDEO_DEMO_N = 300, 200
+DEFAULT_MODEL = "builtin:tiny-clip"
+OTHER_MODEL = "other (open_clip / hf / path)…"
+DATASETS = {"builtin": "Built-in images", "builtin-videos": "Built-in videos", "upload": "My uploads",
+            "folder": "Local folder"}
+EMPTY_HINT = ("Your gallery is empty: upload images or videos with captions above, or pick a built-in dataset in "
+              "the sidebar.")
+
+
+def models_for(task: str) -> list[str]:
+    """Specs of the registered models that can do ``task`` ("retrieval", "grounding", "vqa", ...): the model
+    registry's task filter (:func:`robustlab.models.list_models`)."""
+    return [m["spec"] for m in list_models(task=task)]
+
+
+def can_do(spec: str, task: str) -> bool:
+    """Whether model ``spec`` can do ``task``, without loading it: a registered model by :func:`models_for`, a
+    typed spec by the tasks its backend declares."""
+    from robustlab.models.registry import get_backend, parse_spec
+
+    if spec in {m["spec"] for m in list_models()}:
+        return spec in models_for(task)
+    try:
+        return task in get_backend(parse_spec(spec)[0]).tasks
+    except (ValueError, KeyError):
+        return False
+
+
+def sidebar_models() -> list[str]:
+    """The sidebar's model choices: retrieval models first, then the other registered models."""
+    ret = models_for("retrieval")
+    return ret + [m["spec"] for m in list_models() if m["spec"] not in ret]
+
+
+# ---- cached loaders ---------------------------------------------------------------------------------------
+@st.cache_resource(show_spinner="Loading model…")
+def get_model(spec: str, device: str):
+    """One model instance per (spec, device) per process."""
+    return load_model(spec, device=None if device == "auto" else device)
+
+
+@st.cache_resource(show_spinner="Generating the built-in gallery (first run only)…")
+def get_builtin_gallery(n: int = DEMO_N):
+    return builtin_gallery(n)
+
+
+@st.cache_resource(show_spinner="Generating the built-in video gallery (first run only)…")
+def get_builtin_video_gallery(n: int = VIDEO_DEMO_N):
+    return builtin_video_gallery(n)
+
+
+@st.cache_resource(show_spinner="Reading the dataset…", max_entries=4)
+def get_folder_dataset(name: str, root: str, split: str, n: int):
+    """A registered dataset read from a local folder (its first ``n`` items when n > 0). DatasetError when it
+    can't be built (not cached: fixing the folder and rerunning tries again)."""
+    kw = {}
+    if n > 0:
+        params = inspect.signature(get_entry(name)["builder"]).parameters
+        arg = next((a for a in ("n", "max_items") if a in params), None)
+        if arg is None and not any(p.kind is p.VAR_KEYWORD for p in params.values()):
+            raise DatasetError(f"{name} cannot be limited to {n} items: leave max items at 0")
+        kw[arg or "n"] = int(n)
+    return build(name, root=root, split=split, **kw)
+
+
+@st.cache_resource(show_spinner=False, max_entries=8)
+def get_bench(spec: str, device: str, dataset_id: str, _dataset) -> RetrievalBench:
+    """A RetrievalBench per model and dataset: memoises perturbed visuals, captions and their embeddings."""
+    return RetrievalBench(get_model(spec, device), _dataset)
+
+
+# ---- the sidebar's choices --------------------------------------------------------------------------------
+CUSTOM_DEFAULT = "open_clip:ViT-B-32/openai"
+
+
+def spec_device() -> tuple[str, str]:
+    """The sidebar's model spec and device, read from its widgets' state (so a page run on its own, as AppTest's
+    switch_page does, sees the same choice)."""
+    s = st.session_state
+    choice = s.get("model_choice", DEFAULT_MODEL)
+    spec = (s.get("custom_spec", CUSTOM_DEFAULT) or "").strip() or DEFAULT_MODEL if choice == OTHER_MODEL else choice
+    return spec, s.get("device", "auto")
+
+
+def load(spec: str, what: str = "Model"):
+    """The model ``spec`` on the sidebar's device, or None after saying why it can't be loaded."""
+    try:
+        model = get_model(spec, spec_device()[1])
+    except (ModelUnavailable, ValueError, RuntimeError, OSError) as e:
+        st.error(f"{what} **{spec}** can't be loaded here: {e}")
+        return None
+    if getattr(model, "random_init", False):
+        st.warning(f"{spec} is randomly initialised: plumbing only, its numbers are not results.")
+    return model
+
+
+def current_model():
+    """The sidebar's model, or None after showing why it can't be loaded."""
+    return load(spec_device()[0])
+
+
+def task_model(task: str, method: str, key: str):
+    """(spec, model) for a page of one ``task`` ("grounding"): the sidebar's model when it can do it, else (after
+    one line saying so) a model picked here among those that can; None after saying why there is none."""
+    from robustlab.models.registry import KNOWN_MODELS, availability
+
+    spec = spec_device()[0]
+    if not can_do(spec, task):
+        st.info(f"The sidebar's model {spec} cannot do {task}: pick a {task} model here (or in the sidebar).")
+        capable = models_for(task)
+        options = capable + [s for s in KNOWN_MODELS.get(task, []) if s not in capable]
+        valid(key, options)
+        spec = st.selectbox(f"{task.capitalize()} model", options, key=key,
+                            help="Built-in models run offline; hub models need network access or a local copy.")
+    if not spec.startswith("builtin:"):
+        ok, why = availability(spec)
+        if not ok:
+            st.warning(f"**{spec}** is unavailable here: {why}. The offline alternative is "
+                       f"**{(models_for(task) or ['none'])[0]}**.")
+            return None
+        st.caption(f"{spec}: {why}")
+    model = load(spec, f"{task.capitalize()} model")
+    if model is None:
+        return None
+    if not callable(getattr(model, method, None)):
+        st.error(f"{spec} has no {task} head; pick {(models_for(task) or ['another model'])[0]}.")
+        return None
+    return spec, model
+
+
+def folder_entries() -> list[dict]:
+    """Registered datasets read from a local folder (COCO, MSR-VTT, RefCOCO, ... as their loaders register)."""
+    return [e for e in list_datasets() if e.get("needs_root")]
+
+
+def current_dataset(kind: str | None = None):
+    """(dataset id, dataset) for the sidebar's choice, or None after saying why there is none (empty uploads, a
+    folder that can't be read). ``kind`` ("image"): a page that needs images says so when the choice is not."""
+    choice = st.session_state.get("dataset", "builtin")
+    if choice == "builtin-videos":
+        got = (f"builtin-videos-{VIDEO_DEMO_N}", get_builtin_video_gallery(VIDEO_DEMO_N))
+    elif choice == "upload":
+        from ui.uploads import upload_section
+
+        upload_section()
+        g = st.session_state.get("upload_gallery")
+        if g is None or len(g) == 0:
+            st.info(EMPTY_HINT)
+            return None
+        got = (st.session_state.get("upload_gallery_id", "upload"), g)
+    elif choice == "folder":
+        got = _folder_dataset()
+        if got is None:
+            return None
+    else:
+        got = (f"builtin-{DEMO_N}", get_builtin_gallery(DEMO_N))
+    if kind and got[1].kind != kind:
+        st.warning(f"This page works on {kind}s; the sidebar's dataset holds {got[1].kind}s. Pick a dataset of "
+                   f"{kind}s in the sidebar.")
+        return None
+    return got
+
+
+def _folder_dataset():
+    name, root = st.session_state.get("folder_name"), (st.session_state.get("folder_root") or "").strip()
+    if not name:
+        st.info("No dataset format reads a local folder in this robustlab.")
+        return None
+    if not root:
+        st.info(f"Type the folder that holds your copy of **{name}** in the sidebar.")
+        return None
+    split, n = st.session_state.get("folder_split"), int(st.session_state.get("folder_max") or 0)
+    try:
+        ds = get_folder_dataset(name, root, split, n)
+    except (DatasetError, OSError) as e:
+        st.error(str(e))
+        return None
+    if len(ds) == 0:
+        st.warning(f"{name} in {root} has no items.")
+        return None
+    return f"folder|{ds.id}", ds
+
+
+class Bench(NamedTuple):
+    spec: str
+    device: str
+    gid: str
+    dataset: object
+    bench: RetrievalBench
+
+
+def current_bench() -> Bench | None:
+    """The sidebar's model and dataset as a RetrievalBench, or None after saying why not (model unavailable,
+    empty gallery, a model that can't retrieve, a dataset without captions)."""
+    if current_model() is None:
+        return None
+    got = current_dataset()
+    if got is None:
+        return None
+    spec, device = spec_device()
+    try:
+        bench = get_bench(spec, device, got[0], got[1])
+    except ValueError as e:
+        st.warning(str(e))
+        return None
+    if bench.kind == "video" and not getattr(bench.model, "num_frames", None):
+        st.caption(f"{spec} has no temporal model: a video is the mean of its frame embeddings (every frame).")
+    return Bench(spec, device, got[0], got[1], bench)
+
+
+def clamp(key: str, lo: int, hi: int) -> None:
+    """Keep a widget's remembered value inside its current range (a smaller gallery lowers the maximum)."""
+    v = st.session_state.get(key)
+    if isinstance(v, (int, float)) and not lo <= v <= hi:
+        st.session_state[key] = type(v)(min(max(v, lo), hi))
+
+
+def valid(key: str, options) -> None:
+    """Forget a widget's remembered choice that is no longer an option (another dataset, another modality)."""
+    if key in st.session_state and st.session_state[key] not in list(options):
+        del st.session_state[key]
+
+
+def sidebar() -> None:
+    """The global sidebar: model, dataset, device (app.py)."""
+    from robustlab.engine.device import describe_devices
+
+    st.title("robustlab")
+    st.caption("How vision-language models break under real-world perturbations.")
+    options = sidebar_models() + [OTHER_MODEL]
+    choice = st.selectbox("Model", options, index=0, key="model_choice",
+                          help="Built-in models run offline. Hub models need network access or a local checkpoint.")
+    if choice == OTHER_MODEL:
+        st.text_input("Model spec", value=st.session_state.get("custom_spec", CUSTOM_DEFAULT), key="custom_spec",
+                      help="open_clip:ARCH/TAG, open_clip:ARCH/path/to/weights, hf:REPO_ID, hf-grounding:REPO_ID or "
+                           "a local folder")
+    g = st.session_state.get("upload_gallery")
+    counts = {"builtin": f" ({DEMO_N})", "builtin-videos": f" ({VIDEO_DEMO_N})",
+              "upload": f" ({len(g) if g else 0}{' videos' if g is not None and g.kind == 'video' else ''})"}
+    st.radio("Dataset", list(DATASETS), key="dataset", format_func=lambda d: DATASETS[d] + counts.get(d, ""))
+    if st.session_state.get("dataset") == "folder":
+        entries = {e["name"]: e for e in folder_entries()}
+        if entries:
+            valid("folder_name", entries)
+            e = entries[st.selectbox("Format", list(entries), key="folder_name")]
+            st.caption(f"{e['description']}. Needs: {e['needs']}.")
+            st.text_input("Folder", key="folder_root", placeholder="/path/to/the/dataset")
+            valid("folder_split", e["splits"])
+            st.selectbox("Split", e["splits"], key="folder_split",
+                         index=e["splits"].index(e["default_split"]) if e["default_split"] in e["splits"] else 0)
+            st.number_input("Max items (0 = all)", 0, 10**7, 0, step=100, key="folder_max",
+                            help="Use only the first N items (faster on a large dataset).")
+    st.selectbox("Device", ["auto"] + describe_devices(), key="device",
+                 help="auto = CUDA when there is a GPU, else CPU")

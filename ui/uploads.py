@@ -1,0 +1,62 @@
+"""The "My uploads" gallery: images or videos with captions, added through one form (shown on every page that
+uses the sidebar's dataset when it is "My uploads"). The gallery lives in session state; its kind is the kind of
+its first files."""
+from __future__ import annotations
+
+import streamlit as st
+
+from robustlab.datasets.uploads import IMAGE_SUFFIXES, VIDEO_SUFFIXES, ingest_uploads, set_captions, split_by_kind
+from robustlab.engine.cache import content_hash
+
+TYPES = [s[1:] for s in IMAGE_SUFFIXES + VIDEO_SUFFIXES]
+
+
+def upload_section() -> None:
+    gal = st.session_state.get("upload_gallery")
+    what = f"{len(gal) if gal else 0} {gal.kind + 's' if gal is not None else 'items'}"
+    with st.expander(f"Upload images or videos with captions ({what} in your gallery)", expanded=not gal):
+        with st.form("upload_form", clear_on_submit=True):
+            files = st.file_uploader("Images or videos (one kind per gallery)", accept_multiple_files=True,
+                                     key="up_images", type=TYPES,
+                                     help="Images: any Pillow reads. Videos: mp4, webm, mov, avi, mkv…; up to 50 MB "
+                                          "each, sampled to at most 64 frames of at most 256 px.")
+            capfile = st.file_uploader("Captions file (optional): .txt one per line, .csv with name,caption, "
+                                       "or .json", type=["txt", "csv", "tsv", "json"], key="up_captions")
+            lines = st.text_area("…or type captions, one per line, in the order of the files", key="up_lines")
+            submitted = st.form_submit_button("Add to my gallery")
+        if submitted:
+            _ingest(gal, [(f.name, f.getvalue()) for f in (files or [])],
+                    (capfile.name, capfile.getvalue()) if capfile else None, lines)
+        if gal is not None and st.button("Clear my gallery", key="clear_uploads"):
+            st.session_state.pop("upload_gallery", None)
+            st.session_state.pop("upload_gallery_id", None)
+            st.rerun()
+
+
+def _ingest(gal, files, capfile, lines: str) -> None:
+    by, errors = split_by_kind(files)
+    kinds = [k for k in ("image", "video") if by[k]]
+    kind = gal.kind if gal is not None else (kinds[0] if kinds else "image")
+    for other in (k for k in kinds if k != kind):
+        errors.append(f"{len(by[other])} {other}(s) not added: a gallery holds images or videos, and this one "
+                      f"{'holds' if gal is not None else 'starts with'} {kind}s (clear it to switch)")
+    rep = None
+    if by[kind]:
+        rep = ingest_uploads(by[kind], capfile, lines, existing=gal, kind=kind)
+    elif gal is not None and (capfile or lines.strip()):
+        rep = set_captions(gal, capfile, lines)
+    elif not errors:
+        st.warning("Choose at least one image or video to add (or captions for the items already here).")
+    for e in errors + (rep.errors if rep else []):
+        st.error(e)
+    if rep is None:
+        return
+    for w in rep.warnings:
+        st.warning(w)
+    if rep.gallery is not None and rep.gallery is not gal:
+        st.session_state["upload_gallery"] = rep.gallery
+        st.session_state["upload_gallery_id"] = "upload-" + content_hash(
+            "|".join(m["hash"] for m in rep.gallery.meta) + "|" + "|".join(
+                c if isinstance(c, str) else "" for c in rep.gallery.captions))
+    if rep.added:
+        st.success(f"Added {rep.added} {kind}(s).")

@@ -1,0 +1,187 @@
+"""Shared widgets: perturbation picker and condition row, encode-with-progress, ranked grid and caption table,
+metrics table and recall chart, the basket and its export link."""
+from __future__ import annotations
+
+import pandas as pd
+import plotly.graph_objects as go
+import streamlit as st
+
+from robustlab.perturb import list_perturbations
+from robustlab.perturb.condition import Condition
+from robustlab.tasks.retrieval import DIRECTION_LABELS
+from ui.media import show_visual
+from ui.state import valid
+
+NONE = "(none)"
+SHORT = {"image": "img", "video": "vid", "text": "txt"}
+
+
+def perturbation_names(modality: str) -> tuple[list[str], dict]:
+    """["(none)", available perturbations of ``modality``...] and name -> category."""
+    specs = [s for s in list_perturbations(modality=modality) if s.available]
+    return [NONE] + [s.name for s in specs], {s.name: s.category for s in specs}
+
+
+def perturbation_picker(modality: str, key: str, sev_key: str, default: str | None = None, severity: int = 3,
+                        label: str | None = None) -> tuple[str | None, int]:
+    """A perturbation of ``modality`` (grouped by category) and its severity -> (name or None, severity)."""
+    names, cat = perturbation_names(modality)
+    valid(key, names)
+    label = label or {"image": "Image", "video": "Video", "text": "Text"}[modality]
+    name = st.selectbox(f"{label} perturbation", names, key=key, index=names.index(default) if default in names else 0,
+                        format_func=lambda n: n if n == NONE else f"{cat[n]} · {n}")
+    sev = st.slider(f"{label} severity", 0, 5, severity, key=sev_key, disabled=name == NONE)
+    return (None if name == NONE else name), int(sev)
+
+
+def condition_row(kind: str, prefix: str, seed: int, defaults: dict, stacked: bool = False):
+    """The visual (``kind``) and text perturbation pickers, side by side (or stacked in the current column) ->
+    (visual condition, text condition). Keys: ``{prefix}img_pert``/``{prefix}vid_pert`` and ``{prefix}txt_pert``
+    (and ``_sev``); ``defaults``: modality -> (name, severity)."""
+    cols = [st.container(), st.container()] if stacked else st.columns(2)
+    out = []
+    for col, mod in zip(cols, (kind, "text")):
+        with col:
+            name, sev = perturbation_picker(mod, f"{prefix}{SHORT[mod]}_pert", f"{prefix}{SHORT[mod]}_sev",
+                                            *defaults.get(mod, (None, 3)))
+            out.append(Condition(name, sev, int(seed)))
+    return tuple(out)
+
+
+def compute(bench, visual_cond, text_cond, fn, *, msg: str, failure: str):
+    """Perturb and encode the clean and perturbed dataset (memoised by the bench, embeddings on disk) under a
+    progress bar, then ``fn()``; its result, or None after a clear message (bad input: a warning; anything a
+    perturbation raises on this dataset: ``failure`` and the error) so the page stays up."""
+    from robustlab.io.files import InputError
+
+    what = f"{bench.kind}s"
+    bar = st.progress(0.0, text=f"Perturbing and encoding the {what}…")
+
+    def progress(done, total):
+        bar.progress(min(done / max(total, 1), 1.0), text=f"Perturbing and encoding the {what}… {done}/{total}")
+
+    try:
+        with st.spinner(f"Perturbing and encoding the {what}…"):
+            bench.visuals(Condition(), progress=progress)
+            bench.visuals(visual_cond, progress=progress)
+        with st.spinner("Perturbing and encoding the captions…"):
+            bench.texts(Condition())
+            bench.texts(text_cond)
+        with st.spinner(msg):
+            return fn()
+    except (InputError, ValueError) as e:
+        st.warning(str(e))
+    except Exception as e:  # noqa: BLE001 - a perturbation failing on this dataset must not take the page down
+        st.error(f"{failure} ({type(e).__name__}: {e})")
+    finally:
+        bar.empty()
+    return None
+
+
+def ranked_grid(title: str, key: str, ranked, visuals, gt, *, kind: str, gid: str, cond: Condition,
+                fps: float | None = None) -> None:
+    """Top-k images or videos with rank, score, item and a ✓ on the ground truth."""
+    st.subheader(title)
+    with st.container(key=key):
+        cols = st.columns(min(5, max(1, len(ranked.indices))))
+        for j, (i, s) in enumerate(zip(ranked.indices, ranked.scores)):
+            with cols[j % len(cols)]:
+                show_visual(visuals[i], kind=kind, gid=gid, cond=cond, index=i, fps=fps, slot=f"{key} #{j + 1}",
+                            caption=f"#{j + 1} · {s:.3f} · item {i}{' ✓ ground truth' if i in gt else ''}")
+
+
+def ranked_captions(title: str, key: str, ranked, texts, gt) -> None:
+    """Top-k captions as a table (user text stays literal in a dataframe)."""
+    st.subheader(title)
+    rows = [{"rank": j + 1, "caption": texts[i], "score": round(s, 4), "caption #": i,
+             "ground truth": "✓" if i in gt else ""} for j, (i, s) in enumerate(zip(ranked.indices, ranked.scores))]
+    st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch", key=key)
+
+
+def metrics_table(metrics: dict, key: str) -> None:
+    """Condition × direction rows of R@K, MdR, MnR."""
+    rows = [{"condition": c, "direction": DIRECTION_LABELS[d], **{k: round(v, 4) for k, v in m.items()}}
+            for c, dirs in metrics.items() for d, m in dirs.items()]
+    st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch", key=key)
+
+
+def recall_chart(metrics: dict, direction: str, key: str) -> None:
+    """Grouped bars: R@1/5/10 of every condition in one direction."""
+    fig = go.Figure()
+    for cond, dirs in metrics.items():
+        m = dirs[direction]
+        fig.add_bar(name=cond, x=["R@1", "R@5", "R@10"], y=[m["R@1"], m["R@5"], m["R@10"]])
+    fig.update_layout(barmode="group", yaxis_title=f"{DIRECTION_LABELS[direction]} recall", yaxis_range=[0, 1],
+                      height=320, margin=dict(t=20, b=20))
+    st.plotly_chart(fig, key=key)
+
+
+def basket():
+    """The session's basket of perturbed examples (created on first use)."""
+    from robustlab.export.basket import Basket
+
+    return st.session_state.setdefault("basket", Basket())
+
+
+def export_link() -> None:
+    st.page_link("pages/export.py", label=f"Export the basket ({len(basket())})", icon="📦")
+
+
+def param_inputs(params, key: str) -> dict:
+    """Number inputs for a method's int / float parameters (``p.name, p.kind, p.min, p.max, p.default,
+    p.help``), side by side; other kinds (arrays) keep their defaults. -> name -> value."""
+    shown = [p for p in params if p.kind in ("int", "float")]
+    out = {}
+    for col, p in zip(st.columns(max(1, len(shown))), shown):
+        cast = int if p.kind == "int" else float
+        lo, hi = (None if v is None else cast(v) for v in (p.min, p.max))
+        with col:
+            out[p.name] = cast(st.number_input(p.name, lo, hi, cast(p.default), key=f"{key}_{p.name}", help=p.help,
+                                               **({"step": 1} if p.kind == "int" else {"format": "%.4g"})))
+    return out
+
+
+def _group(spec) -> str:
+    return f"{spec.modality} · {spec.category}"
+
+
+def perturbation_catalogue(kind: str):
+    """The whole catalogue for an input of ``kind``: category filter, perturbation (searchable; native ones
+    first, then per-frame image ones for videos), variant and seed, its description, and the unavailable ones
+    listed with why. -> (spec, variant, seed), or None after saying why nothing can run."""
+    specs = list_perturbations(modality=kind)
+    if not specs:
+        st.warning(f"No perturbation accepts {kind} input yet.")
+        return None
+    # default: the first available one registered for this modality (e.g. gaussian_noise, keyboard)
+    default = next((s.name for s in specs if s.available and s.modality == kind),
+                   next((s.name for s in specs if s.available), specs[0].name))
+    specs.sort(key=lambda s: (s.modality != kind, _group(s), s.name))
+    by_name = {s.name: s for s in specs}
+    c1, c2, c3, c4 = st.columns([2, 3, 2, 1])
+    groups = ["all"] + list(dict.fromkeys(_group(s) for s in specs))
+    grp = c1.selectbox("Category", groups, key=f"pt_group_{kind}", format_func=lambda g: f"all ({len(specs)})"
+                       if g == "all" else f"{g} ({sum(_group(s) == g for s in specs)})")
+    names = [s.name for s in specs if grp == "all" or _group(s) == grp]
+    spec = by_name[c2.selectbox("Perturbation (type to search)", names, key=f"pt_name_{kind}",
+                                index=names.index(default) if default in names else 0,
+                                format_func=lambda n: f"{_group(by_name[n])} › {n}"
+                                + ("" if by_name[n].available else "  — unavailable"))]
+    variants = list(spec.variants)
+    variant = c3.selectbox("Variant", variants, index=variants.index(spec.default_variant),
+                           key=f"pt_variant_{spec.name}",
+                           format_func=lambda v: f"{v} (default)" if v == spec.default_variant else v)
+    seed = int(c4.number_input("Seed", 0, 2**31 - 1, 0, key="pt_seed"))
+    note = spec.variant_notes.get(variant, "")
+    st.caption(f"**{spec.name}** — {(spec.description or spec.category).rstrip('. ')}. Source: {spec.source}."
+               + (f" Variant: {note}" if note else "")
+               + (" Applied frame by frame to videos." if kind == "video" and spec.modality == "image" else ""))
+    unavailable = [s for s in specs if not s.available]
+    if unavailable:
+        with st.expander(f"{len(unavailable)} perturbation(s) unavailable here (listed, never run)"):
+            st.dataframe(pd.DataFrame([{"perturbation": s.name, "group": _group(s), "why": s.reason}
+                                       for s in unavailable]), hide_index=True, key="pt_unavailable")
+    if not spec.available:
+        st.warning(f"**{spec.name}** is unavailable here: {spec.reason}")
+        return None
+    return spec, variant, seed
