@@ -123,7 +123,8 @@ def test_coco_failures(coco_root, tmp_path):
     (bad / "dataset_coco.json").write_text("{not json")
     raises(r"not valid JSON", "coco", root=bad)
     raises(r"n must be a positive integer", "coco", root=coco_root, n=0)
-    raises(r"unexpected keyword", "coco", root=coco_root, bogus=1)
+    raises(r"coco takes no option bogus \(its options: ann_file, captions_per_image, n\)", "coco", root=coco_root,
+           bogus=1)
     ds = build("coco", root=coco_root)
     (coco_root / "val2014" / "COCO_val2014_000000000002.jpg").unlink()
     with pytest.raises(DatasetError, match=r"COCO_val2014_000000000002\.jpg' is missing .*cocodataset"):
