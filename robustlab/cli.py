@@ -17,6 +17,12 @@
     robustlab hubness --model M [--dataset NAME --root PATH --split S --n N] --k 15 [--direction t2i|i2t|t2v|v2t]
                       [--perturb NAME --severity K] [--reduce dsl|qbnorm|hsm] [--json]
                                                        k-occurrence hubness indices and R@K, clean vs perturbed
+    robustlab bench --models M1,M2 --dataset D [--root R --split S --n N] --tasks retrieval[,...]
+                    --perturbations all|category:NAME|NAME,... [--text-perturbations ...] --severities 1-5
+                    [--directions t2v,v2t] --out runs/NAME [--engine local|ray [--address auto]]
+                                                       a robustness sweep: one Result JSON per (model, task,
+                                                       condition) cell; rerun to resume
+    robustlab bench report runs/NAME [--metric M]      results.csv and a self-contained report.html
 """
 from __future__ import annotations
 
@@ -377,6 +383,108 @@ def cmd_hubness(args) -> int:
     return 0
 
 
+def _split(text) -> list[str]:
+    return [p.strip() for p in str(text or "").split(",") if p.strip()]
+
+
+def cmd_bench(args) -> int:
+    from robustlab.engine.sweep import (SweepError, SweepSpec, condition_grid, parse_perturbations,
+                                        parse_severities, run_sweep)
+
+    try:
+        from robustlab.datasets.registry import build
+
+        dataset = build(args.dataset, root=args.root, split=args.split,
+                        **{k: v for k, v in (("n", args.n), ("seed", args.seed)) if v is not None},
+                        **({"trust_pickle": True} if args.trust_pickle else {}))
+        kind = dataset.kind
+        tasks = _split(args.tasks)
+        from robustlab.tasks.registry import get
+
+        for t in tasks:
+            get(t)
+        if any(get(t).kinds == ("image",) for t in tasks):
+            kind = "image"
+        vis = parse_perturbations(args.perturbations, kind)
+        txt = parse_perturbations(args.text_perturbations, "text")
+        sev = parse_severities(args.severities)
+        tsev = parse_severities(args.text_severities) if args.text_severities else sev
+        combine = args.combine if args.combine in ("auto", "all", "none") else int(args.combine)
+        conds = condition_grid(vis, sev, txt, tsev, seed=args.perturb_seed, combine=combine)
+        spec = SweepSpec(models=_split(args.models), dataset={"name": args.dataset, "root": args.root,
+                                                              "split": args.split or dataset.split, "n": args.n,
+                                                              "seed": args.seed,
+                                                              "options": {"trust_pickle": True} if args.trust_pickle
+                                                              else {}},
+                         tasks=tasks, conditions=conds, directions=_split(args.directions) or None,
+                         worst=args.worst, device=args.device)
+    except (KeyError, ValueError, OSError) as e:
+        return _err(_msg(e))
+    from tqdm.auto import tqdm
+
+    bar = tqdm(total=0, desc=f"bench {args.out}", unit="cell", disable=args.quiet, file=sys.stderr,
+               bar_format="{l_bar}{bar}| {n:.2f}/{total} cells [{elapsed}<{remaining}]")
+
+    def progress(st):
+        bar.total = st["total"]
+        bar.n = round(st["fraction"] * st["total"], 2)
+        bar.update(0)  # redraws at tqdm's own rate (mininterval), not on every item
+    try:
+        status = run_sweep(spec, args.out, engine=args.engine, progress=progress, address=args.address,
+                           num_cpus=args.num_cpus)
+    except (SweepError, ValueError) as e:
+        bar.close()
+        return _err(str(e))
+    bar.close()
+    print(f"{status.done} cells run, {status.skipped} already there, {status.total} in the sweep "
+          f"({status.seconds:.1f} s, engine {status.engine}) -> {status.out}", file=sys.stderr)
+    if args.report:
+        return cmd_bench_report(argparse.Namespace(run=args.out, metric=None, out=None))
+    return 0
+
+
+def cmd_bench_report(args) -> int:
+    try:
+        from robustlab.export.report import write_report
+
+        csv_path, html_path = write_report(args.run, out_dir=args.out, metric=args.metric)
+    except (ValueError, OSError) as e:
+        return _err(_msg(e))
+    print(f"wrote {csv_path}\nwrote {html_path}")
+    return 0
+
+
+def _bench_parser(sub) -> None:
+    b = sub.add_parser("bench", help="a robustness sweep (one Result per cell, resumable); "
+                                     "`robustlab bench report DIR` writes its report")
+    b.add_argument("--models", required=True, help="comma-separated model specs (see `robustlab models`)")
+    _add_dataset_args(b)
+    b.add_argument("--tasks", default="retrieval", help="comma-separated tasks (see `robustlab tasks`)")
+    b.add_argument("--perturbations", default="all",
+                   help="visual perturbations: all | category:NAME | tag:NAME | NAME,NAME | none")
+    b.add_argument("--text-perturbations", default=None, help="text perturbations, same forms (default none)")
+    b.add_argument("--severities", default="1-5", help="e.g. 1-5 or 1,3,5")
+    b.add_argument("--text-severities", default=None, help="default: --severities")
+    b.add_argument("--combine", default="auto",
+                   help="visual × text pairs when both are swept: auto (at severity 3), all, none, or a severity")
+    b.add_argument("--directions", default=None, help="retrieval directions to report, e.g. t2v,v2t (default all)")
+    b.add_argument("--perturb-seed", type=int, default=0)
+    b.add_argument("--worst", type=int, default=3, help="worst examples kept per perturbed cell and direction")
+    b.add_argument("--out", required=True, help="the run folder (rerun with the same folder to resume)")
+    b.add_argument("--engine", default="local", choices=["local", "ray"])
+    b.add_argument("--address", default=None, help="Ray: 'auto' or a cluster address (default: start a local Ray)")
+    b.add_argument("--num-cpus", type=int, default=None, help="Ray: CPUs of the local Ray it starts")
+    b.add_argument("--device", default=None)
+    b.add_argument("--report", action="store_true", help="write the report when the sweep is done")
+    b.add_argument("--quiet", action="store_true", help="no progress bar")
+    b.set_defaults(fn=cmd_bench)
+    r = sub.add_parser("bench-report", help=argparse.SUPPRESS)
+    r.add_argument("run", help="a run folder written by `robustlab bench`")
+    r.add_argument("--metric", default=None, help="the headline metric (default: R@1 of the first direction)")
+    r.add_argument("--out", default=None, help="where to write (default: the run folder)")
+    r.set_defaults(fn=cmd_bench_report)
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="robustlab", description="Perturb, compare and diagnose vision-language models.")
     sub = p.add_subparsers(dest="cmd", required=True)
@@ -483,10 +591,14 @@ def build_parser() -> argparse.ArgumentParser:
     hb.add_argument("--device", default=None)
     hb.add_argument("--json", action="store_true")
     hb.set_defaults(fn=cmd_hubness)
+    _bench_parser(sub)
     return p
 
 
 def main(argv=None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:2] == ["bench", "report"]:  # `robustlab bench report DIR`
+        argv = ["bench-report"] + argv[2:]
     args = build_parser().parse_args(argv)
     from robustlab.perturb.allocator import tune_allocator
 

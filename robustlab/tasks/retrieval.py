@@ -262,6 +262,32 @@ class RetrievalBench:
                           metrics=self.condition_metrics(visual_cond, text_cond), visual_condition=visual_cond,
                           text_condition=text_cond, k=k, notes=notes)
 
+    def worst_examples(self, visual_cond: Condition, text_cond: Condition, k: int = 3) -> list[dict]:
+        """Per direction, the ``k`` queries whose ground truth's rank rose most from clean to perturbed (ties: the
+        lower query index first; queries whose rank did not rise are left out), with the records that regenerate
+        the perturbed query and target: ``{"direction", "query", "item", "text", "clean_rank", "perturbed_rank",
+        "visual_record", "text_record"}`` (``item``: the visual involved — the t2* query's target, the *2t query)."""
+        _, vrecs, _ = self.visuals(visual_cond)
+        texts_p, trecs, _ = self.texts(text_cond)
+        out = []
+        for d in self.directions:
+            c = self.score_matrix(d)
+            p = self.score_matrix(d, visual_cond, text_cond)
+            rc, rp = ranks(c.scores, c.positives), ranks(p.scores, p.positives)
+            rise = rp - rc
+            order = [int(q) for q in np.argsort(-rise, kind="stable") if rise[q] > 0][:max(int(k), 0)]
+            for q in order:
+                if d[0] == "t":
+                    j, item = int(q), int(self.text_items[q])
+                else:
+                    item = int(p.queries[q])
+                    j = int(self.caption_of[item])
+                out.append({"direction": d, "query": int(q), "item": item, "text": texts_p[j],
+                            "clean_rank": int(rc[q]), "perturbed_rank": int(rp[q]),
+                            "visual_record": vrecs[item] if vrecs else None,
+                            "text_record": trecs[j] if trecs else None})
+        return out
+
     def dataset_visual_positives(self) -> list[list[int]]:
         vp: list[list[int]] = [[] for _ in range(len(self.dataset))]
         for i, p in zip(self.captioned, self.visual_pos):
@@ -318,7 +344,7 @@ class RetrievalTask(Task):
         return RetrievalBench(model, dataset, cache=cache)
 
     def evaluate(self, model, dataset, conditions=None, *, progress: ProgressFn = None, cache=None,
-                 ks=(1, 5, 10), order: bool = True, **options) -> list:
+                 ks=(1, 5, 10), order: bool = True, worst: int = 0, **options) -> list:
         """One :class:`Result` per condition set: ``metrics = {"t2i": {R@1, R@5, R@10, MdR, MnR}, "i2t": ...}``
         (t2v / v2t for videos) and, for video datasets with time-reversed captions, the order-sensitivity numbers of
         :meth:`RetrievalBench.order_metrics` (``t2v_R@1_reversed``, ``order_acc``...)."""
@@ -340,7 +366,9 @@ class RetrievalTask(Task):
             m = bench.metrics(vc, tc, ks=ks, progress=prog)
             if order:
                 m.update(bench.order_metrics(vc, tc))
-            out.append(make_result(self.name, model, dataset, c, len(dataset), m, texts=len(bench._texts0)))
+            bad = bench.worst_examples(vc, tc, int(worst)) if worst and (not vc.clean or not tc.clean) else None
+            out.append(make_result(self.name, model, dataset, c, len(dataset), m, texts=len(bench._texts0),
+                                   worst=bad))
         return out
 
 
