@@ -110,7 +110,7 @@ def condition_grid(visual: Sequence[str] = (), visual_severities: Sequence[int] 
                    combine="auto") -> list[dict]:
     """Clean, every visual (perturbation, severity), every text one, and — when both axes are swept — their
     combinations (Schiappa et al.'s paired perturbations): ``combine="auto"`` pairs them at severity 3 (the paper's
-    choice; the middle swept severity when 3 is not swept), an int at that severity, ``"all"`` at every pair of
+    choice; on each axis the middle swept severity when 3 is not swept), an int at that severity, ``"all"`` at every pair of
     swept severities, ``None``/``"none"`` not at all. Each condition set is ``{axis: Condition}`` (clean = ``{}``)."""
     out: list[dict] = [{}]
     vis = [Condition(p, s, seed) for p in visual for s in visual_severities]
@@ -120,9 +120,10 @@ def condition_grid(visual: Sequence[str] = (), visual_severities: Sequence[int] 
         if combine == "all":
             pairs = [(v, t) for v in vis for t in txt]
         else:
-            sev = int(combine) if combine != "auto" else (3 if 3 in visual_severities else
-                                                          sorted(visual_severities)[len(visual_severities) // 2])
-            pairs = [(v, t) for v in vis for t in txt if v.severity == sev and t.severity == sev]
+            def pick(sevs):
+                return int(combine) if combine != "auto" else (3 if 3 in sevs else sorted(sevs)[len(sevs) // 2])
+            sv, st = pick(list(visual_severities)), pick(list(text_severities))
+            pairs = [(v, t) for v in vis for t in txt if v.severity == sv and t.severity == st]
         out += [{"visual": v, "text": t} for v, t in pairs]
     return out
 
