@@ -193,6 +193,19 @@ def test_msrvtt_1ka_test(msrvtt_root):
     assert ds.describe()["texts"] == 3 and ds.item_source(0)["path"] == "videos/video7.mp4"
 
 
+def test_msrvtt_frame_source_reads_only_the_frames_asked_for(msrvtt_root):
+    ds = build("msrvtt", root=msrvtt_root, split="test")
+    src = ds.frame_source(0)  # video7.mp4: 9 frames
+    assert src.n_frames == 9 and len(src.keyframes) >= 1
+    every = src.read(np.arange(9))
+    assert [frame_index(f) for f in every] == list(range(9))
+    for idx in ([4], [8, 0, 3, 3], [1, 2, 7]):
+        assert np.array_equal(src.read(idx), every[idx])  # any order, repeats: the same frames as a full read
+    assert np.array_equal(ds.visual(0), every[np.linspace(0, 8, 12).round().astype(int)])
+    with pytest.raises(DatasetError, match=r"frame indices must be in 0\.\.8"):
+        src.read([9])
+
+
 def test_msrvtt_official_splits_and_flat_videos(msrvtt_root):
     for p in (msrvtt_root / "videos").iterdir():
         p.rename(msrvtt_root / p.name)  # <root>/<video_id>.mp4 works too

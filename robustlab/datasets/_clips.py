@@ -81,103 +81,148 @@ def choose(times: np.ndarray, lo: float, hi: float, num_frames: int | None, fps:
     return idx.astype(np.int64)
 
 
+class ClipSource:
+    """A video file (or a time segment of it) whose frame list is known before anything is decoded: ``n_frames``
+    (pass 1 of the module docstring: demuxing only) and ``read(indices) -> k×H×W×3`` (pass 2: seek once, decode up
+    to the last wanted frame). Lazy perturbation reads only the frames a model will see through this protocol
+    (``n_frames`` + ``read``). Every failure is a one-line DatasetError naming the file."""
+
+    def __init__(self, path: str | Path, start: float | None = None, end: float | None = None, *,
+                 max_side: int | None = DEFAULT_MAX_SIDE, who: str = "video", get: str = ""):
+        from robustlab.io.files import MAX_IMAGE_PIXELS
+
+        self.path, self.who, self.max_side = Path(path), who, max_side
+        self.label = label = str(self.path)
+        if not self.path.is_file():
+            raise DatasetError(f"{who}: video {label!r} is missing" + (f" ({get})" if get else ""))
+        lo = float(start) if start is not None else 0.0
+        hi = float(end) if end is not None else None
+        if hi is not None and hi <= lo:
+            raise DatasetError(f"{who}: {label!r}: empty segment [{lo:g}, {hi:g}] s")
+        self.lo, self.hi = lo, hi
+        import av
+
+        with self._open() as c:
+            if not c.streams.video:
+                raise DatasetError(f"{who}: {label!r} has no video stream")
+            s = c.streams.video[0]
+            tb = s.time_base
+            if not tb:
+                raise DatasetError(f"{who}: {label!r}: the video stream has no time base; remux it to mp4")
+            t0 = int(s.start_time or 0)
+            h, w = int(s.codec_context.height or 0), int(s.codec_context.width or 0)
+            if h < 1 or w < 1:
+                raise DatasetError(f"{who}: {label!r}: the video stream has no frame size")
+            if h * w > MAX_IMAGE_PIXELS:
+                raise DatasetError(f"{who}: {label!r}: {w}×{h} pixels per frame is over the "
+                                   f"{MAX_IMAGE_PIXELS / 1e6:.0f}-megapixel limit")
+            duration = float(s.duration * tb) if s.duration else (c.duration / 1e6 if c.duration else None)
+            _seek(c, s, t0, tb, lo)
+            pts: set[int] = set()
+            keys: list[int] = []
+            try:
+                for pkt in c.demux(s):
+                    p = pkt.pts if pkt.pts is not None else pkt.dts
+                    if not pkt.size or p is None:
+                        continue
+                    if pkt.is_keyframe:
+                        keys.append(int(p))
+                    t = float((p - t0) * tb)
+                    if hi is not None and t > hi + _REORDER_MARGIN:
+                        break
+                    if t >= lo - _EPS and (hi is None or t < hi - _EPS):
+                        pts.add(int(p))
+            except av.error.FFmpegError as e:
+                raise DatasetError(f"{who}: {label!r} is corrupt or truncated ({_short(e)})") from e
+        if not pts:
+            span = f"between {lo:g} and {hi:g} s" if hi is not None else f"after {lo:g} s"
+            lasts = f" (it lasts {duration:.1f} s)" if duration else ""
+            raise DatasetError(f"{who}: {label!r} has no frames {span}{lasts}")
+        self.order = np.array(sorted(pts), dtype=np.int64)  # presentation timestamps of the clip's frames
+        self.keyframes = np.array(sorted(keys), dtype=np.int64)
+        self.times = (self.order - t0) * float(tb)  # seconds from the stream's start
+        self._t0, self._tb, self._size = t0, tb, None
+        from robustlab.io.media import _target_size
+
+        self._size = _target_size(h, w, max_side)
+
+    @property
+    def n_frames(self) -> int:
+        return len(self.order)
+
+    def __len__(self) -> int:
+        return self.n_frames
+
+    def _open(self):
+        import av
+
+        try:
+            return av.open(str(self.path), mode="r")
+        except (av.error.FFmpegError, OSError, ValueError) as e:
+            raise DatasetError(f"{self.who}: {self.label!r} is not a video robustlab can read ({_short(e)})") from e
+
+    def read(self, indices) -> np.ndarray:
+        """Frames ``indices`` (0-based into the clip's frame list; any order, repeats allowed) as k×H×W×3 uint8."""
+        import av
+
+        from robustlab.io.media import _to_rgb
+
+        idx = np.asarray(indices, dtype=np.int64).reshape(-1)
+        if not idx.size or idx.min() < 0 or idx.max() >= self.n_frames:
+            raise DatasetError(f"{self.who}: {self.label!r}: frame indices must be in 0..{self.n_frames - 1}")
+        uniq = np.unique(idx)
+        wanted = self.order[uniq]
+        who, label = self.who, self.label
+        out: list[np.ndarray | None] = [None] * len(wanted)
+        # wanted frames with no keyframe between them are decoded in one pass; where a keyframe lies between two
+        # wanted frames, the decoder seeks to it instead of decoding everything in between
+        kf = np.searchsorted(self.keyframes, wanted, side="right")  # keyframes at or before each wanted frame
+        gaps = np.flatnonzero(np.diff(kf) > 0) + 1
+        runs = np.split(np.arange(len(uniq)), gaps)
+        last = None
+        with self._open() as c:
+            s = c.streams.video[0]
+            s.thread_type = "AUTO"
+            for run in runs:
+                k, stop = int(run[0]), int(run[-1]) + 1
+                _seek(c, s, self._t0, self._tb, max(self.lo, float(self.times[uniq[k]])))
+                try:
+                    for frame in c.decode(s):
+                        if frame.pts is None or frame.pts < wanted[k]:
+                            continue
+                        arr = None
+                        while k < stop and frame.pts >= wanted[k]:  # a frame the decoder dropped: the next one
+                            arr = _to_rgb(frame, self._size) if arr is None else arr
+                            out[k] = arr
+                            k += 1
+                        last = arr if arr is not None else last
+                        if k == stop:
+                            break
+                except av.error.FFmpegError as e:
+                    raise DatasetError(f"{who}: {label!r} is corrupt or truncated (decoding failed: {_short(e)})") \
+                        from e
+        if last is None:
+            raise DatasetError(f"{who}: {label!r}: no frame could be decoded between {self.lo:g} and "
+                               f"{self.hi if self.hi is not None else 'the end'} s")
+        frames = [f if f is not None else last for f in out]
+        if len({f.shape for f in frames}) != 1:
+            raise DatasetError(f"{who}: {label!r}: the frame size changes mid-stream; robustlab needs one frame size")
+        stack = np.stack(frames)
+        return np.ascontiguousarray(stack[np.searchsorted(uniq, idx)], dtype=np.uint8)
+
+
 def read_clip(path: str | Path, start: float | None = None, end: float | None = None, *,
               num_frames: int | None = DEFAULT_NUM_FRAMES, fps: float | None = None,
               max_frames: int = DEFAULT_MAX_FRAMES, max_side: int | None = DEFAULT_MAX_SIDE,
               who: str = "video", get: str = "") -> np.ndarray:
     """Frames of ``path`` between ``start`` and ``end`` seconds (None: the file's start / end); see the module
     docstring. Returns T×H×W×3 uint8. ``get`` (where the videos come from) ends the message for a missing file."""
-    import av
-
-    from robustlab.io.files import MAX_IMAGE_PIXELS
-    from robustlab.io.media import _target_size, _to_rgb
-
-    path = Path(path)
-    label = str(path)
-    if not path.is_file():
-        raise DatasetError(f"{who}: video {label!r} is missing" + (f" ({get})" if get else ""))
-    lo = float(start) if start is not None else 0.0
-    hi = float(end) if end is not None else None
-    if hi is not None and hi <= lo:
-        raise DatasetError(f"{who}: {label!r}: empty segment [{lo:g}, {hi:g}] s")
-
-    def open_():
-        try:
-            return av.open(str(path), mode="r")
-        except (av.error.FFmpegError, OSError, ValueError) as e:
-            raise DatasetError(f"{who}: {label!r} is not a video robustlab can read ({_short(e)})") from e
-
-    # pass 1: the presentation times of the clip's frames, from the packets (no decoding)
-    with open_() as c:
-        if not c.streams.video:
-            raise DatasetError(f"{who}: {label!r} has no video stream")
-        s = c.streams.video[0]
-        tb = s.time_base
-        if not tb:
-            raise DatasetError(f"{who}: {label!r}: the video stream has no time base; remux it to mp4")
-        t0 = int(s.start_time or 0)
-        h, w = int(s.codec_context.height or 0), int(s.codec_context.width or 0)
-        if h < 1 or w < 1:
-            raise DatasetError(f"{who}: {label!r}: the video stream has no frame size")
-        if h * w > MAX_IMAGE_PIXELS:
-            raise DatasetError(f"{who}: {label!r}: {w}×{h} pixels per frame is over the "
-                               f"{MAX_IMAGE_PIXELS / 1e6:.0f}-megapixel limit")
-        duration = float(s.duration * tb) if s.duration else (c.duration / 1e6 if c.duration else None)
-        _seek(c, s, t0, tb, lo)
-        pts: set[int] = set()
-        try:
-            for pkt in c.demux(s):
-                p = pkt.pts if pkt.pts is not None else pkt.dts
-                if not pkt.size or p is None:
-                    continue
-                t = float((p - t0) * tb)
-                if hi is not None and t > hi + _REORDER_MARGIN:
-                    break
-                if t >= lo - _EPS and (hi is None or t < hi - _EPS):
-                    pts.add(int(p))
-        except av.error.FFmpegError as e:
-            raise DatasetError(f"{who}: {label!r} is corrupt or truncated ({_short(e)})") from e
-    if not pts:
-        span = f"between {lo:g} and {hi:g} s" if hi is not None else f"after {lo:g} s"
-        lasts = f" (it lasts {duration:.1f} s)" if duration else ""
-        raise DatasetError(f"{who}: {label!r} has no frames {span}{lasts}")
-    order = np.array(sorted(pts), dtype=np.int64)
-    times = (order - t0) * float(tb)
-    keep = choose(times, lo, hi if hi is not None else float(times[-1]) + _EPS, num_frames, fps, max_frames)
-    wanted = order[keep]
-
-    # pass 2: decode from the keyframe before start up to the last wanted frame
-    size = _target_size(h, w, max_side)
-    out: list[np.ndarray | None] = [None] * len(wanted)
-    k, last = 0, None
-    with open_() as c:
-        s = c.streams.video[0]
-        s.thread_type = "AUTO"
-        _seek(c, s, t0, tb, lo)
-        try:
-            for frame in c.decode(s):
-                if frame.pts is None or frame.pts < wanted[0]:
-                    continue
-                arr = None
-                while k < len(wanted) and frame.pts >= wanted[k]:  # a frame the decoder dropped: the next one
-                    arr = _to_rgb(frame, size) if arr is None else arr
-                    out[k] = arr
-                    k += 1
-                last = arr if arr is not None else last
-                if k == len(wanted):
-                    break
-        except av.error.FFmpegError as e:
-            raise DatasetError(f"{who}: {label!r} is corrupt or truncated (decoding failed: {_short(e)})") from e
-    if last is None:
-        raise DatasetError(f"{who}: {label!r}: no frame could be decoded between {lo:g} and "
-                           f"{hi if hi is not None else 'the end'} s")
-    frames = [f if f is not None else last for f in out]
-    if len({f.shape for f in frames}) != 1:
-        raise DatasetError(f"{who}: {label!r}: the frame size changes mid-stream; robustlab needs one frame size")
-    return np.ascontiguousarray(np.stack(frames), dtype=np.uint8)
+    src = ClipSource(path, start, end, max_side=max_side, who=who, get=get)
+    hi = src.hi if src.hi is not None else float(src.times[-1]) + _EPS
+    return src.read(choose(src.times, src.lo, hi, num_frames, fps, max_frames))
 
 
-__all__ = ["read_clip", "choose", "check_sampling", "VIDEO_SUFFIXES", "DEFAULT_NUM_FRAMES", "DEFAULT_MAX_FRAMES",
+__all__ = ["read_clip", "ClipSource", "choose", "check_sampling", "VIDEO_SUFFIXES", "DEFAULT_NUM_FRAMES", "DEFAULT_MAX_FRAMES",
            "DEFAULT_MAX_SIDE"]
 
 

@@ -32,7 +32,7 @@ from pathlib import Path
 import numpy as np
 
 from robustlab.datasets._clips import (DEFAULT_MAX_FRAMES, DEFAULT_MAX_SIDE, DEFAULT_NUM_FRAMES, ClipDataset,
-                                       read_clip)
+                                       read_clip, ClipSource)
 from robustlab.datasets._local import find_file, need, need_list, pick_dir, read_csv, read_json, rel
 from robustlab.datasets.base import DatasetError, Item
 from robustlab.datasets.registry import register_dataset
@@ -133,6 +133,11 @@ class MSRVTT(ClipDataset):
     def visual(self, i: int) -> np.ndarray:
         return read_clip(self.video_path(i), num_frames=self.num_frames, fps=self.fps, max_frames=self.max_frames,
                          max_side=self.max_side, who=self.name, get=VIDEOS_GET)
+
+    def frame_source(self, i: int) -> ClipSource:
+        """Item i's whole video as a lazy frame source (``n_frames``, ``read(indices)``): what lazy perturbation
+        reads when a model samples its own frames (``visual(i)`` is the dataset's sampling)."""
+        return ClipSource(self.video_path(i), max_side=self.max_side, who=self.name, get=VIDEOS_GET)
 
     def describe(self) -> dict:
         return {**super().describe(), "annotations": str(self.ann_file), "videos_dir": str(self.video_dir),

@@ -31,7 +31,7 @@ from pathlib import Path
 import numpy as np
 
 from robustlab.datasets._clips import (DEFAULT_MAX_FRAMES, DEFAULT_MAX_SIDE, DEFAULT_NUM_FRAMES, VIDEO_SUFFIXES,
-                                       ClipDataset, read_clip)
+                                       ClipDataset, ClipSource, read_clip)
 from robustlab.datasets._local import find_file, need, need_list, read_json, rel
 from robustlab.datasets.base import DatasetError, Item
 from robustlab.datasets.registry import register_dataset
@@ -132,6 +132,11 @@ class YouCook2(ClipDataset):
         r = self.records[i]
         return read_clip(self.video_path(i), r["start"], r["end"], num_frames=self.num_frames, fps=self.fps,
                          max_frames=self.max_frames, max_side=self.max_side, who=self.name)
+
+    def frame_source(self, i: int) -> ClipSource:
+        """Item i's whole segment as a lazy frame source (``n_frames``, ``read(indices)``)."""
+        r = self.records[i]
+        return ClipSource(self.video_path(i), r["start"], r["end"], max_side=self.max_side, who=self.name)
 
     def describe(self) -> dict:
         return {**super().describe(), "annotations": str(self.ann_file), "videos_found": len(self.videos),
