@@ -65,8 +65,13 @@ def _metric(df: pd.DataFrame) -> str:
     return ", ".join(map(str, ms)) or "—"
 
 
+NO_GAMMA = "no γ scores: they need the model's clean cell and perturbed cells in this run"
+NO_SINGLE = "no cell perturbed on one axis in this run"
+
+
 def _section(title, note, figs=(), tables=(), empty=""):
-    return {"title": title, "note": note, "figures": list(figs), "tables": list(tables), "empty": empty}
+    tables = [(t, d) for t, d in tables if d is not None and not d.empty]
+    return {"title": title, "note": note, "figures": list(figs), "tables": tables, "empty": empty}
 
 
 def _sections(tables: dict, figs: dict) -> list[dict]:
@@ -80,8 +85,8 @@ def _sections(tables: dict, figs: dict) -> list[dict]:
     out.append(_section("1. Clean metrics per model", meta, pick("clean"), [("", tables["clean"])],
                         "no clean cell in this run: γ scores cannot be computed"))
     out.append(_section("2. Perturbation × severity per model", meta + " · left: the metric, right: 1 − p/c",
-                        pick("heatmap")))
-    out.append(_section("3. Severity curves", meta + " · severity 0 = clean", pick("severity")))
+                        pick("heatmap"), (), NO_SINGLE))
+    out.append(_section("3. Severity curves", meta + " · severity 0 = clean", pick("severity"), (), NO_SINGLE))
     agg = rob[rob["level"] != "perturbation"] if not rob.empty else rob
     per = rob[rob["level"] == "perturbation"] if not rob.empty else rob
     out.append(_section(
@@ -89,10 +94,10 @@ def _sections(tables: dict, figs: dict) -> list[dict]:
         f"{_n(rob.rename(columns={'items': 'n'}) if not rob.empty else rob)} · metric {_metric(rob)} · "
         "γᵃ = 1 − (c − p)/scale, γʳ = p/c, MMI = (c − p)/c; per perturbation the mean over severities, then mean ± "
         "population SD over perturbations · " + NATURAL_NOTE,
-        pick("robustness"), [("per category / overall / natural", agg), ("per perturbation", per)]))
+        pick("robustness"), [("per category / overall / natural", agg), ("per perturbation", per)], NO_GAMMA))
     out.append(_section("5. Most and least effective perturbation per model (A09)",
-                        meta + " · lowest / highest severity-mean score", (), [("", tables["effective"])]))
-    out.append(_section("6. Clean metric vs relative robustness (D02)", meta, pick("scatter")))
+                        meta + " · lowest / highest severity-mean score", (), [("", tables["effective"])], NO_GAMMA))
+    out.append(_section("6. Clean metric vs relative robustness (D02)", meta, pick("scatter"), (), NO_GAMMA))
     grid = tables["combinations"]
     out.append(_section("7. Visual × text combinations (M01/A08)",
                         f"{_n(grid) if not grid.empty else _n(df)} · γʳ of {_metric(grid if not grid.empty else df)}"
