@@ -257,6 +257,15 @@ def _score_group(g: pd.DataFrame, metric: Optional[str]) -> pd.DataFrame:
     return g
 
 
+def _sorted(df: pd.DataFrame, run: RunData) -> pd.DataFrame:
+    """Sweep order of models and tasks, then clean, visual, text, visual+text, by perturbation and severity."""
+    order = {m: i for i, m in enumerate(run.sweep.get("models") or [])}
+    key = pd.DataFrame({"m": df["model"].map(lambda m: order.get(m, len(order))), "model": df["model"],
+                        "task": df["task"], "a": df["axes"].map({"clean": 0, "visual": 1, "text": 2}).fillna(3),
+                        "v": df["visual"], "vs": df["visual_severity"], "t": df["text"], "ts": df["text_severity"]})
+    return df.loc[key.sort_values(list(key.columns), kind="stable").index]
+
+
 def results_table(run: RunData, metric: Optional[str] = None) -> pd.DataFrame:
     """The D01 table: one row per cell — identity, visual / text perturbation with category, modality and
     severity, every flat metric, RSUM (retrieval, 0..6) and γᵃ / γʳ / MMI of the metric (``metric`` or the task's
@@ -271,7 +280,7 @@ def results_table(run: RunData, metric: Optional[str] = None) -> pd.DataFrame:
         raise ValueError(f"no cell has the metric {metric!r}; metrics: {', '.join(avail)}")
     parts = [_score_group(g, metric) for _, g in df.groupby(["model", "task", "dataset"], sort=False,
                                                                    dropna=False)]
-    df = pd.concat(parts).sort_index().drop(columns="_headline")
+    df = _sorted(pd.concat(parts).drop(columns="_headline"), run)
     metric_cols = [c for c in df.columns if c not in ID_COLUMNS + SCORE_COLUMNS + ["cell"]]
     return df[ID_COLUMNS + SCORE_COLUMNS + metric_cols + ["cell"]].reset_index(drop=True)
 

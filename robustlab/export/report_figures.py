@@ -57,7 +57,8 @@ def _single(df: pd.DataFrame) -> pd.DataFrame:
     parts = []
     for a in AXES:
         sub = df[(df["axes"] == a) & df["score"].notna()].copy()
-        sub["perturbation"], sub["severity"], sub["axis"] = sub[a], sub[f"{a}_severity"].astype(int), a
+        sub["perturbation"] = sub[a] + (" (text)" if a == "text" else "")
+        sub["severity"], sub["axis"] = sub[f"{a}_severity"].astype(int), a
         parts.append(sub)
     return pd.concat(parts) if parts else df.iloc[:0]
 
@@ -69,8 +70,10 @@ def heatmap(df: pd.DataFrame, model: str, title: str = "") -> go.Figure:
     drop = s.pivot_table(index="perturbation", columns="severity", values="mmi", aggfunc="mean", sort=False)
     fig = make_subplots(rows=1, cols=2, horizontal_spacing=0.18,
                         subplot_titles=(_metric(s), "relative drop 1 − p/c"))
-    for col, m, scale in ((1, z, "Viridis"), (2, drop, "Reds")):
-        fig.add_trace(go.Heatmap(z=m.values, x=[f"s{c}" for c in m.columns], y=list(m.index), colorscale=scale,
+    lim = max(0.05, float(drop.abs().max().max())) if drop.notna().any().any() else 1.0
+    for col, m, scale in ((1, z, dict(colorscale="Viridis")), (2, drop, dict(colorscale="RdBu_r", zmid=0,
+                                                                             zmin=-lim, zmax=lim))):
+        fig.add_trace(go.Heatmap(z=m.values, x=[f"s{c}" for c in m.columns], y=list(m.index), **scale,
                                  text=[[("" if _nan(v) else f"{v:.2f}") for v in r] for r in m.values],
                                  texttemplate="%{text}", colorbar=dict(x=0.43 if col == 1 else 1.0, len=0.9),
                                  hovertemplate="%{y} %{x}: %{z:.4f}<extra></extra>"), row=1, col=col)
@@ -104,7 +107,7 @@ def severity_curves(df: pd.DataFrame, title: str = "", cols: int = 4) -> go.Figu
                           row=k // cols + 1, col=k % cols + 1)
     fig.update_xaxes(tickvals=list(range(6)), range=[-0.3, 5.3])
     fig.update_layout(title=f"{_metric(df)} against severity (0 = clean){title}", height=120 + 210 * rows,
-                      margin=MARGIN, legend=LEGEND)
+                      margin=MARGIN)
     return fig
 
 
@@ -124,7 +127,7 @@ def robustness_bars(rob: pd.DataFrame, title: str = "") -> go.Figure:
                                                f"γᵃ %{{customdata[1]:.3f}}<extra></extra>"), row=1, col=ci + 1)
     fig.update_yaxes(title_text="γʳ (mean ± SD)", col=1)
     fig.update_layout(title=f"Relative robustness γʳ of {_metric(rob)} per category{title}", barmode="group",
-                      height=380, margin=MARGIN, legend=LEGEND)
+                      height=380, margin=MARGIN)
     return fig
 
 
@@ -138,6 +141,10 @@ def clean_vs_gamma(rob: pd.DataFrame, title: str = "") -> go.Figure:
                                  marker=dict(size=12, symbol=AXIS_SYMBOL.get(a, "circle")),
                                  error_y=dict(type="data", array=g["gamma_r_std"].fillna(0).tolist()),
                                  hovertemplate="%{text}<br>clean %{x:.4f}<br>γʳ %{y:.4f}<extra>" + a + "</extra>"))
+    if not over.empty:
+        lo, hi = float(over["clean"].min()), float(over["clean"].max())
+        pad = max(0.05 * max(abs(hi), 1e-9), 0.25 * (hi - lo))
+        fig.update_xaxes(range=[lo - pad, hi + pad])
     fig.update_layout(title=f"Clean {_metric(rob)} vs overall γʳ{title}", xaxis_title=f"clean {_metric(rob)}",
                       yaxis_title="γʳ (mean ± SD over perturbations)", height=400, margin=MARGIN, legend=LEGEND)
     return fig
@@ -151,7 +158,8 @@ def combination_heatmap(grid: pd.DataFrame, model: str, title: str = "") -> go.F
     cols = ["clean"] + [c for c in z.columns if c != "clean"]
     z = z.reindex(index=[r for r in rows if r in z.index], columns=[c for c in cols if c in z.columns])
     fig = go.Figure(go.Heatmap(z=z.values, x=[f"text: {c}" for c in z.columns], y=[f"visual: {r}" for r in z.index],
-                               colorscale="RdYlGn", zmid=1.0 if z.notna().any().any() else None,
+                               colorscale="RdYlGn", zmin=0,
+                               zmax=max(1.0, float(z.max().max())) if z.notna().any().any() else 1.0,
                                text=[[("" if _nan(v) else f"{v:.2f}") for v in r] for r in z.values],
                                texttemplate="%{text}", hovertemplate="%{y} × %{x}: γʳ %{z:.4f}<extra></extra>"))
     fig.update_yaxes(autorange="reversed")

@@ -19,6 +19,9 @@ NATURAL_NOTE = ("natural = text perturbations other than Positional and DropText
                 "define no natural subset of visual perturbations, so for the visual axis natural = all.")
 
 
+CONSTANT_OK = ("task", "dataset", "split", "metric", "items", "clean_score", "scale")  # shown in the notes
+
+
 def data_uri(root: Path, rel) -> str | None:
     """A thumbnail inside the run folder as a base64 ``data:`` URI; None when missing, too big or outside it."""
     if not rel:
@@ -44,6 +47,8 @@ def table_html(df: pd.DataFrame) -> str:
     if df is None or df.empty:
         return '<p class="none">(nothing to show)</p>'
     df = df.dropna(axis=1, how="all")
+    same = [c for c in CONSTANT_OK if c in df and df[c].nunique(dropna=False) == 1 and len(df) > 1]
+    df = df.drop(columns=same)
     return df.to_html(index=False, border=0, classes="tbl", na_rep="", float_format=_fmt, escape=True)
 
 
@@ -110,7 +115,8 @@ def worst_examples(run, df: pd.DataFrame) -> list[dict]:
     """The worst examples of each perturbed cell, grouped by condition then model, thumbnails inlined."""
     by_cell = {r.extra.get("cell") or Path(f).stem: r for r, f in zip(run.results, run.files)}
     out = []
-    rows = df[df["axes"] != "clean"].sort_values(["condition", "model"], kind="stable")
+    rows = df[df["axes"] != "clean"].assign(_a=df["axes"].map({"visual": 0, "text": 1}).fillna(2))
+    rows = rows.sort_values(["_a", "visual", "visual_severity", "text", "text_severity"], kind="stable")
     for _, row in rows.iterrows():
         r = by_cell.get(row["cell"])
         worst = r.extra.get("worst") if r is not None else None
@@ -127,6 +133,7 @@ def _example(root: Path, w: dict) -> dict:
     return {"direction": w.get("direction", ""), "text": str(w.get("text", "")), "item": w.get("item"),
             "clean_rank": w.get("clean_rank"), "perturbed_rank": w.get("perturbed_rank"),
             "thumb": data_uri(root, w.get("thumb")), "thumb_path": w.get("thumb"),
+            "same": bool(w.get("thumb")) and w.get("thumb") == w.get("clean_thumb"),
             "clean_thumb": data_uri(root, w.get("clean_thumb")), "clean_thumb_path": w.get("clean_thumb"),
             "record": json.dumps(recs, indent=1, ensure_ascii=False, default=str) if recs else ""}
 
