@@ -331,3 +331,26 @@ def test_report_renders_offline_in_chromium(tmp_path, browser):
     assert errors == []
     assert [u for u in requests if not u.startswith(("file://", "data:"))] == []
     page.close()
+
+
+def test_several_tasks_in_one_run_get_their_own_figures(tmp_path):
+    cells = [("v", cond(), {"acc": .8}), ("v", cond("gaussian_noise", 3), {"acc": .4}),
+             ("v", cond("gaussian_noise", 1), {"acc": .6}), ("v", cond(t="typos", ts=2), {"acc": .7})]
+    root = make_run(tmp_path / "r", cells, task="vqa")
+    for i, (m, c, met) in enumerate(cells):  # the same model on a second task, as the runner writes it
+        Result(m, m, DS["name"], "test", "itm", c, 50, {"acc": met["acc"] / 2, "pos_over_neg": .5}).save(
+            root / "cells" / f"itm__{i}.json")
+    spec = json.loads((root / "sweep.json").read_text())
+    (root / "sweep.json").write_text(json.dumps({**spec, "tasks": ["vqa", "itm"]}))
+    run = load_run(root)
+    assert (run.present, run.expected) == (8, 8)
+    df = results_table(run)
+    assert list(df["task"]) == ["vqa"] * 4 + ["itm"] * 4  # the sweep's task order
+    itm = df[(df["task"] == "itm") & (df["visual"] == "gaussian_noise") & (df["visual_severity"] == 3)].iloc[0]
+    assert itm["clean_score"] == pytest.approx(.4) and itm["gamma_r"] == pytest.approx(.5)
+    figs = report_figures(run)
+    assert {"clean · vqa · builtin-videos", "clean · itm · builtin-videos", "heatmap · v · itm · builtin-videos"} \
+        <= set(figs)
+    hm = figs["heatmap · v · vqa · builtin-videos"].data[0]
+    assert list(hm.x) == ["s1", "s2", "s3"]  # severities in order, text s2 between visual s1 and s3
+    assert write_report(root)[1].is_file()

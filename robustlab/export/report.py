@@ -260,8 +260,9 @@ def _score_group(g: pd.DataFrame, metric: Optional[str]) -> pd.DataFrame:
 def _sorted(df: pd.DataFrame, run: RunData) -> pd.DataFrame:
     """Sweep order of models and tasks, then clean, visual, text, visual+text, by perturbation and severity."""
     order = {m: i for i, m in enumerate(run.sweep.get("models") or [])}
+    tasks = {t: i for i, t in enumerate(run.sweep.get("tasks") or [])}
     key = pd.DataFrame({"m": df["model"].map(lambda m: order.get(m, len(order))), "model": df["model"],
-                        "task": df["task"], "a": df["axes"].map({"clean": 0, "visual": 1, "text": 2}).fillna(3),
+                        "t_": df["task"].map(lambda t: tasks.get(t, len(tasks))), "task": df["task"], "a": df["axes"].map({"clean": 0, "visual": 1, "text": 2}).fillna(3),
                         "v": df["visual"], "vs": df["visual_severity"], "t": df["text"], "ts": df["text_severity"]})
     return df.loc[key.sort_values(list(key.columns), kind="stable").index]
 

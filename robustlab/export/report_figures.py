@@ -68,6 +68,7 @@ def heatmap(df: pd.DataFrame, model: str, title: str = "") -> go.Figure:
     s = _single(df[df["model"] == model])
     z = s.pivot_table(index="perturbation", columns="severity", values="score", aggfunc="mean", sort=False)
     drop = s.pivot_table(index="perturbation", columns="severity", values="mmi", aggfunc="mean", sort=False)
+    z, drop = z[sorted(z.columns)], drop[sorted(drop.columns)]
     fig = make_subplots(rows=1, cols=2, horizontal_spacing=0.18,
                         subplot_titles=(_metric(s), "relative drop 1 − p/c"))
     lim = max(0.05, float(drop.abs().max().max())) if drop.notna().any().any() else 1.0
