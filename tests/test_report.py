@@ -1,6 +1,7 @@
 """The sweep report (robustlab.export.report) over run folders built from hand-made Results with known numbers."""
 import io
 import json
+import math
 from pathlib import Path
 
 import pandas as pd
@@ -8,7 +9,14 @@ import plotly.graph_objects as go
 import pytest
 
 from robustlab.export.report import (
-    describe, headline, load_run, natural, report_figures, report_tables, results_table, write_report,
+    describe,
+    headline,
+    load_run,
+    natural,
+    report_figures,
+    report_tables,
+    results_table,
+    write_report,
 )
 from robustlab.metrics.retrieval import rsum
 from robustlab.metrics.robustness import robustness, robustness_table
@@ -354,3 +362,14 @@ def test_several_tasks_in_one_run_get_their_own_figures(tmp_path):
     hm = figs["heatmap · v · vqa · builtin-videos"].data[0]
     assert list(hm.x) == ["s1", "s2", "s3"]  # severities in order, text s2 between visual s1 and s3
     assert write_report(root)[1].is_file()
+
+
+def test_scores_the_gamma_formulas_refuse_do_not_break_the_report(tmp_path):
+    cells = [("m", cond(), {"margin": .5}), ("m", cond("gaussian_noise", 1), {"margin": -.2}),
+             ("m", cond("gaussian_noise", 3), {"margin": .1})]
+    run = load_run(make_run(tmp_path / "r", cells, task="custom"))
+    df = results_table(run)
+    assert set(df["metric"]) == {"margin"}
+    assert math.isnan(df.loc[1, "gamma_r"]) and df.loc[2, "gamma_r"] == pytest.approx(.2)
+    assert report_tables(run)["robustness"].empty
+    assert "no γ scores" in write_report(run.root)[1].read_text()

@@ -303,6 +303,17 @@ def _sweep(sub: pd.DataFrame, axis: str) -> dict:
     return {(str(p), int(s)): float(v) for (p, s), v in means.items()}
 
 
+def _axis_rows(sub: pd.DataFrame, axis: str, clean: float, scale: float, base: dict) -> list[dict]:
+    cats = dict(zip(sub[axis], sub[f"{axis}_category"]))
+    rows = [base | r for r in table_rows(robustness_table(_sweep(sub, axis), clean=clean, categories=cats,
+                                                          scale=scale))]
+    nat = sub[[natural(axis, p) for p in sub[axis]]]
+    if not nat.empty:
+        r = table_rows(robustness_table(_sweep(nat, axis), clean=clean, categories=cats, scale=scale))[-1]
+        rows.append(base | r | {"level": "natural", "name": "natural", "category": "natural"})
+    return rows
+
+
 def robustness_rows(df: pd.DataFrame) -> pd.DataFrame:
     """Per (model, task, dataset, axis): :func:`table_rows` of :func:`robustness_table` (per perturbation, per
     category, overall) plus a ``natural`` row, each with the metric, its clean score and the items' n."""
@@ -317,14 +328,10 @@ def robustness_rows(df: pd.DataFrame) -> pd.DataFrame:
                 continue
             base = {"model": m, "task": t, "dataset": d, "axis": axis, "metric": g["metric"].iloc[0],
                     "clean": clean, "items": int(sub["n"].max())}
-            cats = dict(zip(sub[axis], sub[f"{axis}_category"]))
-            scale = float(g["scale"].iloc[0])
-            rows = table_rows(robustness_table(_sweep(sub, axis), clean=clean, categories=cats, scale=scale))
-            out += [base | r for r in rows]
-            nat = sub[[natural(axis, p) for p in sub[axis]]]
-            if not nat.empty:
-                r = table_rows(robustness_table(_sweep(nat, axis), clean=clean, categories=cats, scale=scale))[-1]
-                out.append(base | r | {"level": "natural", "name": "natural", "category": "natural"})
+            try:
+                out += _axis_rows(sub, axis, clean, float(g["scale"].iloc[0]), base)
+            except ValueError:  # scores the γ formulas refuse (e.g. negative): no aggregate for this axis
+                continue
     return pd.DataFrame(out).rename(columns={"n": "perturbations"})
 
 
