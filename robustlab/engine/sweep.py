@@ -301,7 +301,8 @@ class CellOutput:
     seconds: float = 0.0
 
 
-def _png(arr: np.ndarray, height: int = 96) -> bytes:
+def _thumb(arr: np.ndarray, height: int = 96) -> bytes:
+    """A JPEG thumbnail (quality 85; a video: four of its frames side by side), ``height`` px high."""
     from PIL import Image
 
     a = np.asarray(arr)
@@ -313,7 +314,7 @@ def _png(arr: np.ndarray, height: int = 96) -> bytes:
     if im.height != height:
         im = im.resize((max(1, round(im.width * height / im.height)), height), Image.BILINEAR)
     buf = io.BytesIO()
-    im.save(buf, format="PNG", optimize=True)
+    im.save(buf, format="JPEG", quality=85)
     return buf.getvalue()
 
 
@@ -325,8 +326,8 @@ def _thumbs(cell: Cell, dataset, worst: list[dict]) -> dict:
     for w in worst:
         i = int(w["item"])
         clean = dataset.visual(i)
-        w["clean_thumb"] = f"thumbs/clean/{i}.png"
-        files[w["clean_thumb"]] = _png(clean)
+        w["clean_thumb"] = f"thumbs/clean/{i}.jpg"
+        files[w["clean_thumb"]] = _thumb(clean)
         rec = w.get("visual_record")
         if rec:
             import warnings
@@ -334,8 +335,8 @@ def _thumbs(cell: Cell, dataset, worst: list[dict]) -> dict:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
                 out = regenerate(rec, clean)
-            w["thumb"] = f"thumbs/{cell.key}/{i}.png"
-            files[w["thumb"]] = _png(out)
+            w["thumb"] = f"thumbs/{cell.key}/{i}.jpg"
+            files[w["thumb"]] = _thumb(out)
         else:
             w["thumb"] = w["clean_thumb"]
     return files

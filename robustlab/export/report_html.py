@@ -111,21 +111,46 @@ def _sections(tables: dict, figs: dict) -> list[dict]:
     return out
 
 
-def worst_examples(run, df: pd.DataFrame) -> list[dict]:
-    """The worst examples of each perturbed cell, grouped by condition then model, thumbnails inlined."""
+WORST_PER_PERTURBATION = 4  # examples shown per (perturbation, model): the largest rank rises over its severities
+
+
+def worst_examples(run, df: pd.DataFrame, k: int = WORST_PER_PERTURBATION) -> list[dict]:
+    """The worst examples of each perturbation (visual, text or pair) per model: the ``k`` largest rises of the
+    ground truth's rank over all its severities, thumbnails inlined (so a 1,000-cell run stays a few MB)."""
     by_cell = {r.extra.get("cell") or Path(f).stem: r for r, f in zip(run.results, run.files)}
-    out = []
     rows = df[df["axes"] != "clean"].assign(_a=df["axes"].map({"visual": 0, "text": 1}).fillna(2))
     rows = rows.sort_values(["_a", "visual", "visual_severity", "text", "text_severity"], kind="stable")
+    groups: dict = {}
     for _, row in rows.iterrows():
         r = by_cell.get(row["cell"])
         worst = r.extra.get("worst") if r is not None else None
         if not isinstance(worst, list) or not worst:
             continue
-        items = [_example(run.root, w) for w in worst if isinstance(w, dict)]
-        out.append({"condition": row["condition"], "model": row["model"], "task": row["task"], "n": row["n"],
-                    "metric": row["metric"], "items": items})
+        key = (row["axes"], row["visual"], row["text"], row["model"], row["task"])
+        g = groups.setdefault(key, {"condition": _perturbation_label(row), "model": row["model"],
+                                    "task": row["task"], "n": row["n"], "metric": row["metric"], "cand": []})
+        for w in worst:
+            if isinstance(w, dict):
+                g["cand"].append((row["condition"], w))
+
+    def rise(cw):
+        w = cw[1]
+        try:
+            return -(int(w.get("perturbed_rank")) - int(w.get("clean_rank")))
+        except (TypeError, ValueError):
+            return 0
+    out = []
+    for g in groups.values():
+        best = sorted(g.pop("cand"), key=rise)[:k]
+        g["items"] = [dict(_example(run.root, w), condition=cond) for cond, w in best]
+        out.append(g)
     return out
+
+
+def _perturbation_label(row) -> str:
+    parts = [str(row[a]) + (" (text)" if a == "text" else "") for a in ("visual", "text")
+             if isinstance(row.get(a), str) and row.get(a) not in ("", "clean")]
+    return " + ".join(parts) or str(row["condition"])
 
 
 def _example(root: Path, w: dict) -> dict:
