@@ -213,6 +213,7 @@ class DecodedOnce:
     def __init__(self, dataset):
         self._ds = dataset
         self._visuals: Optional[list] = None
+        self._frames: Optional[FrameCache] = None
         self.decodes = 0
 
     def __getattr__(self, name):
@@ -229,6 +230,78 @@ class DecodedOnce:
 
     def visual(self, i: int):
         return self.visuals()[int(i)]
+
+    def __getstate__(self):  # a Ray worker gets the dataset, not what one process decoded
+        return {"_ds": self._ds, "_visuals": None, "decodes": 0, "_frames": None}
+
+    # ---- lazy sources: the frames a model samples, each decoded once per sweep -------------------------
+    @property
+    def has_frame_source(self) -> bool:
+        return callable(getattr(self._ds, "frame_source", None))
+
+    def frame_source(self, i: int):
+        """Item i's :class:`CachedSource` (only for datasets that give ``frame_source``: video files)."""
+        if self._frames is None:
+            self._frames = FrameCache()
+        return CachedSource(self._ds.frame_source(int(i)), self._frames, int(i))
+
+
+class FrameCache:
+    """Decoded frames by (item, frame index), least recently used first out past ``max_bytes``
+    (``ROBUSTLAB_FRAME_CACHE_MB``, default 2048): a sweep decodes each frame it needs once."""
+
+    def __init__(self, max_bytes: Optional[int] = None):
+        import collections
+        import os
+
+        mb = float(os.environ.get("ROBUSTLAB_FRAME_CACHE_MB", "2048") or 2048)
+        self.max_bytes = int(max_bytes if max_bytes is not None else mb * 2**20)
+        self._d: "collections.OrderedDict" = collections.OrderedDict()
+        self.bytes = 0
+        self.decoded = 0
+        self._lock = threading.Lock()
+
+    def get(self, key):
+        with self._lock:
+            a = self._d.get(key)
+            if a is not None:
+                self._d.move_to_end(key)
+            return a
+
+    def put(self, key, frame: np.ndarray) -> None:
+        with self._lock:
+            if key in self._d:
+                return
+            self._d[key] = frame
+            self.bytes += frame.nbytes
+            while self.bytes > self.max_bytes and len(self._d) > 1:
+                _, old = self._d.popitem(last=False)
+                self.bytes -= old.nbytes
+
+
+class CachedSource:
+    """A frame source (``n_frames``, ``read(indices)``) that decodes only the frames not yet in the sweep's
+    :class:`FrameCache`."""
+
+    def __init__(self, source, cache: FrameCache, item: int):
+        self.source, self.cache, self.item = source, cache, item
+        self.n_frames = int(source.n_frames)
+
+    def __len__(self) -> int:
+        return self.n_frames
+
+    def read(self, indices) -> np.ndarray:
+        idx = [int(t) for t in np.asarray(indices, dtype=np.int64).reshape(-1)]
+        have = {t: self.cache.get((self.item, t)) for t in set(idx)}
+        need = sorted(t for t, a in have.items() if a is None)
+        if need:
+            frames = self.source.read(need)
+            self.cache.decoded += len(need)
+            for t, f in zip(need, frames):
+                f = np.ascontiguousarray(f)
+                have[t] = f
+                self.cache.put((self.item, t), f)
+        return np.stack([have[t] for t in idx])
 
 
 def build_dataset(spec: SweepSpec):
