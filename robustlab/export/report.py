@@ -1,0 +1,419 @@
+"""The sweep report: ``results.csv`` and a self-contained ``report.html`` over a (finished or partial) run folder.
+
+A run folder (written by :mod:`robustlab.engine.sweep`) holds ``sweep.json``, one
+:class:`robustlab.tasks.base.Result` JSON per cell under ``cells/`` and the worst examples' thumbnails under
+``thumbs/``. :func:`load_run` reads it (a malformed cell is skipped and listed, never a traceback),
+:func:`results_table` is the D01 table (one row per cell), :func:`report_tables` / :func:`report_figures` are the
+papers' outputs as DataFrames and plain plotly figures (the dashboard's Benchmark page shows the same ones) and
+:func:`write_report` writes both files.
+
+Choices (digest seeds_perturbations.md §3.2–3.3, A01–A10):
+
+* headline metric per task: retrieval — R@1 of the first direction (``t2v_R@1``, ``t2i_R@1``; the sweep's
+  ``directions`` decide which is first); other tasks — ``accuracy``, else ``acc``, else the first numeric metric.
+  ``metric=`` overrides it for every task that has it (a task without it keeps its headline).
+  ``RSUM`` = Σ over both directions of R@1, 5, 10 as fractions (0..6; ×100 is the papers' 0..600).
+* γᵃ / γʳ / MMI come from :func:`robustlab.metrics.robustness.robustness` against the clean cell of the same model,
+  task and dataset measured in the same run (A10); the γᵃ scale is 1 for fractions, 6 for RSUM, 100 for scores in
+  percent, else the largest value seen. Aggregation is :func:`robustness_table` (severity mean per perturbation,
+  then mean ± population SD over perturbations per category and overall); cells repeated with other seeds are
+  averaged per (perturbation, severity) first.
+* "natural" (A05, P1 Table 4): text perturbations other than Positional and DropText (registry category
+  ``positional``, tags ``p1:Positional`` / ``p1:DropText``). The papers define no natural subset of visual
+  perturbations, so for the visual axis natural = all.
+* the category tables cover single-axis cells; cells perturbed on both axes go to the combination grid (M01/A08).
+"""
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Optional
+
+import pandas as pd
+
+from robustlab.metrics.retrieval import rsum
+from robustlab.metrics.robustness import robustness, robustness_table, table_rows
+from robustlab.perturb.condition import Condition
+from robustlab.tasks.base import AXES, Result
+
+RETRIEVAL_PAIRS = (("t2v", "v2t"), ("t2i", "i2t"))
+UNNATURAL_TAGS = ("p1:Positional", "p1:DropText")
+ID_COLUMNS = ["model", "dataset", "split", "task", "axes", "condition", "visual", "visual_category",
+              "visual_modality", "visual_severity", "visual_seed", "text", "text_category", "text_severity",
+              "text_seed", "n"]
+SCORE_COLUMNS = ["metric", "score", "clean_score", "scale", "gamma_a", "gamma_r", "mmi"]
+
+
+# ------------------------------------------------------------------------------------------------- loading
+@dataclass
+class RunData:
+    """A run folder as read: its ``sweep`` spec (``{}`` if unreadable), the cells' Results with their file names,
+    and the warnings (skipped files)."""
+
+    root: Path
+    sweep: dict
+    results: list = field(default_factory=list)
+    files: list = field(default_factory=list)
+    warnings: list = field(default_factory=list)
+
+    @property
+    def name(self) -> str:
+        return str(self.sweep.get("name") or self.root.name)
+
+    @property
+    def expected(self) -> Optional[int]:
+        """Cells the sweep asked for (models × tasks × condition sets), None when sweep.json does not say."""
+        s = self.sweep
+        if not all(isinstance(s.get(k), list) for k in ("models", "tasks", "conditions")):
+            return None
+        return len(s["models"]) * len(s["tasks"]) * len(s["conditions"])
+
+    @property
+    def present(self) -> int:
+        return len(self.results)
+
+    def missing(self) -> list[str]:
+        """Labels of the sweep's cells with no result file (model · task · condition)."""
+        if self.expected is None:
+            return []
+        have = {(r.model, r.task, _cond_key(r.conditions)) for r in self.results}
+        out = []
+        for m in self.sweep["models"]:
+            for t in self.sweep["tasks"]:
+                for c in self.sweep["conditions"]:
+                    if (str(m), str(t), _cond_key(c)) not in have:
+                        out.append(f"{m} · {t} · {_cond_label(c)}")
+        return out
+
+
+def _cond(d, axis) -> Condition:
+    try:
+        return Condition.from_dict((d or {}).get(axis))
+    except (TypeError, ValueError, AttributeError):
+        return Condition()
+
+
+def _cond_key(conds) -> tuple:
+    return tuple(_cond(conds, a).key() for a in AXES)
+
+
+def _cond_label(conds) -> str:
+    parts = [f"{a} {_cond(conds, a).label()}" for a in AXES if not _cond(conds, a).clean]
+    return ", ".join(parts) or "clean"
+
+
+def _read_cell(path: Path) -> Result:
+    d = json.loads(path.read_text())
+    if not isinstance(d, dict):
+        raise ValueError("not a JSON object")
+    r = Result.from_json(d)
+    if not isinstance(r.metrics, dict) or not isinstance(r.conditions, dict):
+        raise ValueError("metrics and conditions must be objects")
+    for a in AXES:
+        c = r.conditions.get(a)
+        if c is not None and not isinstance(c, dict):
+            raise ValueError(f"condition {a!r} is not an object")
+        Condition.from_dict(c)
+    return r
+
+
+def load_run(run_dir) -> RunData:
+    """Read ``sweep.json`` and every ``cells/*.json`` of a run folder. A file that cannot be read is skipped with a
+    warning in ``RunData.warnings``; a folder that does not exist is a FileNotFoundError."""
+    root = Path(run_dir)
+    if not root.is_dir():
+        raise FileNotFoundError(f"no run folder at {root}")
+    run = RunData(root=root, sweep={})
+    try:
+        sweep = json.loads((root / "sweep.json").read_text())
+        run.sweep = sweep if isinstance(sweep, dict) else {}
+        if not isinstance(sweep, dict):
+            run.warnings.append("sweep.json: not a JSON object; ignored")
+    except FileNotFoundError:
+        run.warnings.append("sweep.json: missing (the run's size is unknown)")
+    except (OSError, ValueError) as e:
+        run.warnings.append(f"sweep.json: unreadable ({type(e).__name__}: {e}); ignored")
+    for p in sorted((root / "cells").glob("*.json")):
+        try:
+            run.results.append(_read_cell(p))
+            run.files.append(p.name)
+        except (OSError, ValueError, KeyError, TypeError, AttributeError) as e:
+            run.warnings.append(f"cells/{p.name}: skipped ({type(e).__name__}: {str(e)[:200]})")
+    return run
+
+
+def describe(run: RunData) -> str:
+    """One line: the run's name and how many of its cells are present."""
+    of = f" of {run.expected}" if run.expected is not None else ""
+    skipped = f", {len(run.warnings)} warning(s)" if run.warnings else ""
+    return f"run {run.name}: {run.present}{of} cells present{skipped}"
+
+
+# --------------------------------------------------------------------------------------------- the table
+def _spec(name):
+    if not name:
+        return None
+    try:
+        from robustlab.perturb import get_perturbation
+
+        return get_perturbation(name)
+    except (KeyError, ValueError):
+        return None
+
+
+def _axis_columns(axis: str, c: Condition) -> dict:
+    if c.clean:
+        d = {axis: "clean", f"{axis}_category": "clean", f"{axis}_severity": 0, f"{axis}_seed": None}
+        return d | ({"visual_modality": "clean"} if axis == "visual" else {})
+    spec = _spec(c.name)
+    d = {axis: c.name + (f"/{c.variant}" if c.variant else ""),
+         f"{axis}_category": spec.category if spec else "unknown", f"{axis}_severity": int(c.severity),
+         f"{axis}_seed": int(c.seed)}
+    return d | ({"visual_modality": spec.modality if spec else "unknown"} if axis == "visual" else {})
+
+
+def directions(metrics: dict, preferred=None) -> list[str]:
+    """Retrieval directions present in ``metrics`` (dicts of R@K), the sweep's ``preferred`` order first."""
+    have = [k for k, v in metrics.items() if isinstance(v, dict) and "R@1" in v]
+    first = [d for d in (preferred or []) if d in have]
+    return first + [d for d in have if d not in first]
+
+
+def run_rsum(metrics: dict) -> float:
+    """RSUM on the 0..6 fraction scale (both directions' R@1, 5, 10), NaN when a direction is missing."""
+    for a, b in RETRIEVAL_PAIRS:
+        if isinstance(metrics.get(a), dict) and isinstance(metrics.get(b), dict):
+            try:
+                return rsum(metrics[a], metrics[b], percent=False)
+            except (ValueError, TypeError):
+                return math.nan
+    return math.nan
+
+
+def _numeric(v) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+
+
+def headline(result: Result, preferred_dirs=None) -> Optional[str]:
+    """The task's headline metric key in :meth:`Result.flat` form (``t2v_R@1``, ``accuracy``, ``acc``...)."""
+    dirs = directions(result.metrics, preferred_dirs)
+    if dirs:
+        return f"{dirs[0]}_R@1"
+    flat = result.flat()
+    for k in ("accuracy", "acc"):
+        if _numeric(flat.get(k)):
+            return k
+    return next((k for k, v in flat.items() if _numeric(v)), None)
+
+
+def _row(r: Result, file: str) -> dict:
+    conds = {a: _cond(r.conditions, a) for a in AXES}
+    axes = "+".join(a for a in AXES if not conds[a].clean) or "clean"
+    row = {"model": r.model, "dataset": r.dataset, "split": r.split, "task": r.task, "axes": axes,
+           "condition": _cond_label(r.conditions), "n": r.n, "cell": r.extra.get("cell") or Path(file).stem}
+    for a in AXES:
+        row.update(_axis_columns(a, conds[a]))
+    flat = {k: v for k, v in r.flat().items() if _numeric(v) or v is None}
+    row.update(flat)
+    if directions(r.metrics):
+        row["RSUM"] = run_rsum(r.metrics)
+    return row
+
+
+def metric_scale(metric: str, values) -> float:
+    """The best possible score (γᵃ's denominator): 6 for RSUM, 1 for fractions, 100 for percentages."""
+    if metric == "RSUM":
+        return 6.0
+    vals = [float(v) for v in values if _numeric(v)]
+    top = max(vals, default=1.0)
+    return 1.0 if top <= 1 else 100.0 if top <= 100 else top
+
+
+def _safe_robustness(c, p, scale) -> dict:
+    try:
+        return robustness(float(c), float(p), scale=scale)
+    except (TypeError, ValueError):
+        return {"gamma_a": math.nan, "gamma_r": math.nan, "mmi": math.nan}
+
+
+def _score_group(g: pd.DataFrame, metric: Optional[str]) -> pd.DataFrame:
+    g = g.copy()
+    heads = g["_headline"].dropna()
+    key = metric if metric and metric in g and g[metric].notna().any() else heads.iloc[0] if len(heads) else None
+    g["metric"] = key
+    if key is None or key not in g:
+        g[["score", "clean_score", "scale", "gamma_a", "gamma_r", "mmi"]] = math.nan
+        return g
+    g["score"] = pd.to_numeric(g[key], errors="coerce")
+    scale = metric_scale(key, g["score"])
+    clean = g.loc[g["axes"] == "clean", "score"].dropna()
+    c = float(clean.mean()) if len(clean) else math.nan
+    g["clean_score"], g["scale"] = c, scale
+    rob = [_safe_robustness(c, p, scale) for p in g["score"]]
+    for k in ("gamma_a", "gamma_r", "mmi"):
+        g[k] = [x[k] for x in rob]
+    return g
+
+
+def _sorted(df: pd.DataFrame, run: RunData) -> pd.DataFrame:
+    """Sweep order of models and tasks, then clean, visual, text, visual+text, by perturbation and severity."""
+    order = {m: i for i, m in enumerate(run.sweep.get("models") or [])}
+    tasks = {t: i for i, t in enumerate(run.sweep.get("tasks") or [])}
+    key = pd.DataFrame({"m": df["model"].map(lambda m: order.get(m, len(order))), "model": df["model"],
+                        "t_": df["task"].map(lambda t: tasks.get(t, len(tasks))), "task": df["task"], "a": df["axes"].map({"clean": 0, "visual": 1, "text": 2}).fillna(3),
+                        "v": df["visual"], "vs": df["visual_severity"], "t": df["text"], "ts": df["text_severity"]})
+    return df.loc[key.sort_values(list(key.columns), kind="stable").index]
+
+
+def results_table(run: RunData, metric: Optional[str] = None) -> pd.DataFrame:
+    """The D01 table: one row per cell — identity, visual / text perturbation with category, modality and
+    severity, every flat metric, RSUM (retrieval, 0..6) and γᵃ / γʳ / MMI of the metric (``metric`` or the task's
+    headline, column ``metric``) against the same model's clean cell in this run."""
+    if not run.results:
+        return pd.DataFrame(columns=ID_COLUMNS + SCORE_COLUMNS)
+    dirs = run.sweep.get("directions") if isinstance(run.sweep.get("directions"), list) else None
+    rows = [_row(r, f) | {"_headline": headline(r, dirs)} for r, f in zip(run.results, run.files)]
+    df = pd.DataFrame(rows)
+    if metric and metric not in df:
+        avail = sorted(c for c in df.columns if c not in ID_COLUMNS and not c.startswith("_") and c != "cell")
+        raise ValueError(f"no cell has the metric {metric!r}; metrics: {', '.join(avail)}")
+    parts = [_score_group(g, metric) for _, g in df.groupby(["model", "task", "dataset"], sort=False,
+                                                                   dropna=False)]
+    df = _sorted(pd.concat(parts).drop(columns="_headline"), run)
+    metric_cols = [c for c in df.columns if c not in ID_COLUMNS + SCORE_COLUMNS + ["cell"]]
+    return df[ID_COLUMNS + SCORE_COLUMNS + metric_cols + ["cell"]].reset_index(drop=True)
+
+
+# ---------------------------------------------------------------------------------------- aggregations
+def natural(axis: str, name: str) -> bool:
+    """Whether a perturbation counts in the "natural-only" aggregate (A05): text minus Positional and DropText;
+    every visual perturbation (the papers define no unnatural visual ones)."""
+    if axis != "text":
+        return True
+    spec = _spec(str(name).split("/")[0])
+    if spec is None:
+        return True
+    return spec.category != "positional" and not any(t in spec.tags for t in UNNATURAL_TAGS)
+
+
+def _sweep(sub: pd.DataFrame, axis: str) -> dict:
+    means = sub.groupby([axis, f"{axis}_severity"])["score"].mean()
+    return {(str(p), int(s)): float(v) for (p, s), v in means.items()}
+
+
+def _axis_rows(sub: pd.DataFrame, axis: str, clean: float, scale: float, base: dict) -> list[dict]:
+    cats = dict(zip(sub[axis], sub[f"{axis}_category"]))
+    rows = [base | r for r in table_rows(robustness_table(_sweep(sub, axis), clean=clean, categories=cats,
+                                                          scale=scale))]
+    nat = sub[[natural(axis, p) for p in sub[axis]]]
+    if not nat.empty:
+        r = table_rows(robustness_table(_sweep(nat, axis), clean=clean, categories=cats, scale=scale))[-1]
+        rows.append(base | r | {"level": "natural", "name": "natural", "category": "natural"})
+    return rows
+
+
+def robustness_rows(df: pd.DataFrame) -> pd.DataFrame:
+    """Per (model, task, dataset, axis): :func:`table_rows` of :func:`robustness_table` (per perturbation, per
+    category, overall) plus a ``natural`` row, each with the metric, its clean score and the items' n."""
+    out = []
+    for (m, t, d), g in df.groupby(["model", "task", "dataset"], sort=False, dropna=False):
+        clean = g["clean_score"].iloc[0]
+        if not _numeric(clean) or clean <= 0:
+            continue
+        for axis in AXES:
+            sub = g[(g["axes"] == axis) & g["score"].notna()]
+            if sub.empty:
+                continue
+            base = {"model": m, "task": t, "dataset": d, "axis": axis, "metric": g["metric"].iloc[0],
+                    "clean": clean, "items": int(sub["n"].max())}
+            try:
+                out += _axis_rows(sub, axis, clean, float(g["scale"].iloc[0]), base)
+            except ValueError:  # scores the γ formulas refuse (e.g. negative): no aggregate for this axis
+                continue
+    return pd.DataFrame(out).rename(columns={"n": "perturbations"})
+
+
+def effective(rob: pd.DataFrame) -> pd.DataFrame:
+    """A09: per model and axis, the most effective perturbation (lowest severity-mean score) and the least."""
+    out = []
+    if rob.empty:
+        return pd.DataFrame(out)
+    per = rob[rob["level"] == "perturbation"]
+    for (m, t, d, a), g in per.groupby(["model", "task", "dataset", "axis"], sort=False, dropna=False):
+        lo, hi = g.loc[g["score"].idxmin()], g.loc[g["score"].idxmax()]
+        out.append({"model": m, "task": t, "dataset": d, "axis": a, "metric": g["metric"].iloc[0],
+                    "clean": g["clean"].iloc[0], "most_effective": lo["name"], "most_score": lo["score"],
+                    "most_gamma_r": lo["gamma_r"], "least_effective": hi["name"], "least_score": hi["score"],
+                    "least_gamma_r": hi["gamma_r"]})
+    return pd.DataFrame(out)
+
+
+def combination_grid(df: pd.DataFrame) -> pd.DataFrame:
+    """M01/A08: γʳ per (visual condition, text condition) for every model with combined cells, long form; the
+    ``clean`` row / column holds the single-modality scores of the conditions that appear in combinations."""
+    out = []
+    for (m, t, d), g in df.groupby(["model", "task", "dataset"], sort=False, dropna=False):
+        both = g[g["axes"] == "visual+text"]
+        if both.empty:
+            continue
+        lab = {a: g[a] + " s" + g[f"{a}_severity"].astype(str) for a in AXES}
+        vis, txt = set(lab["visual"][both.index]), set(lab["text"][both.index])
+        for i, r in g.iterrows():
+            v = lab["visual"][i] if r["visual"] != "clean" else "clean"
+            x = lab["text"][i] if r["text"] != "clean" else "clean"
+            if (v in vis or v == "clean") and (x in txt or x == "clean"):
+                out.append({"model": m, "task": t, "dataset": d, "visual": v, "text": x, "metric": r["metric"],
+                            "score": r["score"], "gamma_r": r["gamma_r"], "n": r["n"]})
+    grid = pd.DataFrame(out)
+    if not grid.empty:
+        grid = grid.groupby(["model", "task", "dataset", "visual", "text", "metric"], sort=False,
+                            as_index=False).mean(numeric_only=True)
+    return grid
+
+
+def clean_table(df: pd.DataFrame) -> pd.DataFrame:
+    """Clean metrics per model (section 1): the clean cells' flat metrics."""
+    clean = df[df["axes"] == "clean"]
+    drop = [c for c in clean.columns if c.startswith(("visual", "text")) or c in (
+        "axes", "condition", "clean_score", "scale", "gamma_a", "gamma_r", "mmi", "cell")]
+    return clean.drop(columns=drop).dropna(axis=1, how="all").reset_index(drop=True)
+
+
+def report_tables(run: RunData, metric: Optional[str] = None) -> dict:
+    """The report's tables as DataFrames: ``results`` (D01), ``clean``, ``robustness`` (per perturbation, category,
+    overall, natural), ``effective`` (A09), ``combinations`` (M01/A08 grid, long form)."""
+    df = results_table(run, metric)
+    rob = robustness_rows(df) if not df.empty else pd.DataFrame()
+    return {"results": df, "clean": clean_table(df) if not df.empty else df, "robustness": rob,
+            "effective": effective(rob), "combinations": combination_grid(df) if not df.empty else pd.DataFrame()}
+
+
+def report_figures(run: RunData, metric: Optional[str] = None) -> dict:
+    """The report's plotly figures by key (see :mod:`robustlab.export.report_figures`)."""
+    from robustlab.export.report_figures import figures
+
+    return figures(report_tables(run, metric))
+
+
+def write_report(run_dir, out_dir=None, metric: Optional[str] = None) -> tuple[Path, Path]:
+    """Write ``results.csv`` and a self-contained ``report.html`` (into ``out_dir``, default the run folder);
+    returns their paths."""
+    from robustlab.export.report_html import render
+
+    run = load_run(run_dir)
+    if not run.results and run.expected is None:
+        raise ValueError(f"{run_dir} holds no sweep.json and no readable cells/*.json: not a run folder")
+    tables = report_tables(run, metric)
+    out = Path(out_dir) if out_dir is not None else run.root
+    out.mkdir(parents=True, exist_ok=True)
+    csv_path, html_path = out / "results.csv", out / "report.html"
+    tables["results"].to_csv(csv_path, index=False)
+    html_path.write_text(render(run, tables, metric), encoding="utf-8")
+    return csv_path, html_path
+
+
+__all__ = ["RunData", "load_run", "results_table", "report_tables", "report_figures", "write_report", "describe",
+           "headline", "directions", "run_rsum", "metric_scale", "natural", "robustness_rows", "effective",
+           "combination_grid", "clean_table"]

@@ -1,0 +1,195 @@
+"""Plain plotly figures of the sweep report (no widgets: the HTML report and the dashboard's Benchmark page show the
+same ones), built from :func:`robustlab.export.report.report_tables`' DataFrames.
+
+Keys (``SUFFIX`` is ``""`` for a run with one task and dataset, else `` · task · dataset``):
+``clean`` (bar of the clean metric per model), ``heatmap · MODEL`` (perturbation × severity: the metric and the
+relative drop 1 − p/c), ``severity`` (small multiples, one per perturbation, one line per model, severity 0 =
+clean), ``robustness`` (γʳ per category, overall and natural-only, mean ± SD), ``scatter`` (clean metric vs
+overall γʳ, D02), ``combinations · MODEL`` (the visual × text γʳ grid, M01/A08).
+"""
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+import plotly.graph_objects as go
+from plotly.subplots import make_subplots
+
+from robustlab.tasks.base import AXES
+
+LEGEND = dict(orientation="h", y=1.02, x=1, xanchor="right", yanchor="bottom")
+MARGIN = dict(t=60, b=30, l=60, r=20)
+AXIS_SYMBOL = {"visual": "circle", "text": "diamond"}
+
+
+def groups(df: pd.DataFrame):
+    """(suffix, rows) per (task, dataset) of a table; the suffix is empty when the run has one group."""
+    if df is None or df.empty:
+        return []
+    keys = list(df.groupby(["task", "dataset"], sort=False, dropna=False).groups)
+    return [("" if len(keys) == 1 else f" · {t} · {d}", df[(df["task"] == t) & (df["dataset"] == d)])
+            for t, d in keys]
+
+
+def palette(models) -> dict:
+    """One colour per model, the same in every figure (plotly's qualitative palette, cycled)."""
+    from plotly.colors import qualitative
+
+    cols = qualitative.Plotly
+    return {m: cols[i % len(cols)] for i, m in enumerate(dict.fromkeys(models))}
+
+
+def _metric(df: pd.DataFrame) -> str:
+    m = [x for x in dict.fromkeys(df["metric"].dropna())]
+    return ", ".join(map(str, m)) or "no metric"
+
+
+def clean_bar(clean: pd.DataFrame, title: str = "") -> go.Figure:
+    fig = go.Figure(go.Bar(x=clean["model"], y=clean["score"], text=[f"{v:.3f}" for v in clean["score"]],
+                           textposition="auto", marker_color="#1f77b4", name="clean"))
+    fig.update_layout(title=f"Clean {_metric(clean)} per model{title}", yaxis_title=_metric(clean), height=340,
+                      margin=MARGIN)
+    return fig
+
+
+def _single(df: pd.DataFrame) -> pd.DataFrame:
+    """Single-axis perturbed rows with a ``perturbation`` label and ``severity`` column."""
+    parts = []
+    for a in AXES:
+        sub = df[(df["axes"] == a) & df["score"].notna()].copy()
+        sub["perturbation"] = sub[a] + (" (text)" if a == "text" else "")
+        sub["severity"], sub["axis"] = sub[f"{a}_severity"].astype(int), a
+        parts.append(sub)
+    return pd.concat(parts) if parts else df.iloc[:0]
+
+
+def heatmap(df: pd.DataFrame, model: str, title: str = "") -> go.Figure:
+    """One model: perturbation (rows) × severity (columns) of the metric and of the relative drop 1 − p/c."""
+    s = _single(df[df["model"] == model])
+    z = s.pivot_table(index="perturbation", columns="severity", values="score", aggfunc="mean", sort=False)
+    drop = s.pivot_table(index="perturbation", columns="severity", values="mmi", aggfunc="mean", sort=False)
+    z, drop = z[sorted(z.columns)], drop[sorted(drop.columns)]
+    fig = make_subplots(rows=1, cols=2, horizontal_spacing=0.18,
+                        subplot_titles=(_metric(s), "relative drop 1 − p/c"))
+    lim = max(0.05, float(drop.abs().max().max())) if drop.notna().any().any() else 1.0
+    for col, m, scale in ((1, z, dict(colorscale="Viridis")), (2, drop, dict(colorscale="RdBu_r", zmid=0,
+                                                                             zmin=-lim, zmax=lim))):
+        fig.add_trace(go.Heatmap(z=m.values, x=[f"s{c}" for c in m.columns], y=list(m.index), **scale,
+                                 text=[[("" if _nan(v) else f"{v:.2f}") for v in r] for r in m.values],
+                                 texttemplate="%{text}", colorbar=dict(x=0.43 if col == 1 else 1.0, len=0.9),
+                                 hovertemplate="%{y} %{x}: %{z:.4f}<extra></extra>"), row=1, col=col)
+    fig.update_yaxes(autorange="reversed")
+    fig.update_layout(title=f"{model}: perturbation × severity{title}", margin=MARGIN,
+                      height=max(300, 60 + 26 * len(z)))
+    return fig
+
+
+def _nan(v) -> bool:
+    return v is None or (isinstance(v, float) and math.isnan(v))
+
+
+def severity_curves(df: pd.DataFrame, title: str = "", cols: int = 4) -> go.Figure:
+    """Small multiples: one panel per perturbation, the metric against severity (0 = clean), a line per model."""
+    s = _single(df)
+    perts = list(dict.fromkeys(s["perturbation"]))
+    rows = max(1, math.ceil(len(perts) / cols))
+    fig = make_subplots(rows=rows, cols=cols, subplot_titles=perts, vertical_spacing=min(0.12, 0.6 / rows),
+                        horizontal_spacing=0.06, shared_yaxes=True)
+    colors = palette(df["model"])
+    for k, p in enumerate(perts):
+        for m in colors:
+            g = s[(s["perturbation"] == p) & (s["model"] == m)].groupby("severity")["score"].mean()
+            clean = df.loc[(df["model"] == m) & (df["axes"] == "clean"), "score"].dropna()
+            if len(clean):
+                g = pd.concat([pd.Series({0: float(clean.mean())}), g])
+            fig.add_trace(go.Scatter(x=list(g.index), y=list(g.values), mode="lines+markers", name=m,
+                                     legendgroup=m, showlegend=k == 0, line=dict(color=colors[m]),
+                                     hovertemplate=f"{m}<br>{p} s%{{x}}: %{{y:.4f}}<extra></extra>"),
+                          row=k // cols + 1, col=k % cols + 1)
+    fig.update_xaxes(tickvals=list(range(6)), range=[-0.3, 5.3])
+    fig.update_layout(title=f"{_metric(df)} against severity (0 = clean){title}", height=120 + 210 * rows,
+                      margin=MARGIN)
+    return fig
+
+
+def robustness_bars(rob: pd.DataFrame, title: str = "") -> go.Figure:
+    """γʳ per category, overall and natural-only (mean ± population SD over perturbations), per model and axis."""
+    agg = rob[rob["level"] != "perturbation"]
+    axes = [a for a in AXES if (agg["axis"] == a).any()]
+    fig = make_subplots(rows=1, cols=max(1, len(axes)), subplot_titles=axes, horizontal_spacing=0.08)
+    colors = palette(rob["model"])
+    for ci, a in enumerate(axes):
+        for m, g in agg[agg["axis"] == a].groupby("model", sort=False):
+            fig.add_trace(go.Bar(x=g["name"], y=g["gamma_r"], name=m, legendgroup=m, showlegend=ci == 0,
+                                 marker_color=colors[m],
+                                 error_y=dict(type="data", array=g["gamma_r_std"].fillna(0).tolist()),
+                                 customdata=g[["mmi", "gamma_a"]].values,
+                                 hovertemplate=f"{m} %{{x}}<br>γʳ %{{y:.3f}} · MMI %{{customdata[0]:.3f}} · "
+                                               f"γᵃ %{{customdata[1]:.3f}}<extra></extra>"), row=1, col=ci + 1)
+    fig.update_yaxes(title_text="γʳ (mean ± SD)", col=1)
+    fig.update_layout(title=f"Relative robustness γʳ of {_metric(rob)} per category{title}", barmode="group",
+                      height=380, margin=MARGIN)
+    return fig
+
+
+def clean_vs_gamma(rob: pd.DataFrame, title: str = "") -> go.Figure:
+    """D02: clean metric (x) against overall γʳ (y) per model, one trace per axis, ± SD bars."""
+    fig = go.Figure()
+    over = rob[rob["level"] == "overall"]
+    for a, g in over.groupby("axis", sort=False):
+        fig.add_trace(go.Scatter(x=g["clean"], y=g["gamma_r"], mode="markers+text", text=g["model"],
+                                 textposition="top center", name=a,
+                                 marker=dict(size=12, symbol=AXIS_SYMBOL.get(a, "circle")),
+                                 error_y=dict(type="data", array=g["gamma_r_std"].fillna(0).tolist()),
+                                 hovertemplate="%{text}<br>clean %{x:.4f}<br>γʳ %{y:.4f}<extra>" + a + "</extra>"))
+    if not over.empty:
+        lo, hi = float(over["clean"].min()), float(over["clean"].max())
+        pad = max(0.05 * max(abs(hi), 1e-9), 0.25 * (hi - lo))
+        fig.update_xaxes(range=[lo - pad, hi + pad])
+    fig.update_layout(title=f"Clean {_metric(rob)} vs overall γʳ{title}", xaxis_title=f"clean {_metric(rob)}",
+                      yaxis_title="γʳ (mean ± SD over perturbations)", height=400, margin=MARGIN, legend=LEGEND)
+    return fig
+
+
+def combination_heatmap(grid: pd.DataFrame, model: str, title: str = "") -> go.Figure:
+    """M01/A08: γʳ of visual (rows) × text (columns) conditions; the first row / column are single-modality."""
+    g = grid[grid["model"] == model]
+    z = g.pivot_table(index="visual", columns="text", values="gamma_r", aggfunc="mean", sort=False)
+    rows = ["clean"] + [r for r in z.index if r != "clean"]
+    cols = ["clean"] + [c for c in z.columns if c != "clean"]
+    z = z.reindex(index=[r for r in rows if r in z.index], columns=[c for c in cols if c in z.columns])
+    fig = go.Figure(go.Heatmap(z=z.values, x=[f"text: {c}" for c in z.columns], y=[f"visual: {r}" for r in z.index],
+                               colorscale="RdYlGn", zmin=0,
+                               zmax=max(1.0, float(z.max().max())) if z.notna().any().any() else 1.0,
+                               text=[[("" if _nan(v) else f"{v:.2f}") for v in r] for r in z.values],
+                               texttemplate="%{text}", hovertemplate="%{y} × %{x}: γʳ %{z:.4f}<extra></extra>"))
+    fig.update_yaxes(autorange="reversed")
+    fig.update_layout(title=f"{model}: γʳ of {_metric(g)}, visual × text (first row/column: one modality){title}",
+                      height=max(300, 120 + 30 * len(z)), margin=dict(MARGIN, l=160))
+    return fig
+
+
+def figures(tables: dict) -> dict:
+    """Every report figure by key, from :func:`robustlab.export.report.report_tables`' output."""
+    out: dict = {}
+    df, rob, grid = tables["results"], tables["robustness"], tables["combinations"]
+    for sfx, g in groups(tables["clean"]):
+        out["clean" + sfx] = clean_bar(g, sfx)
+    for sfx, g in groups(df):
+        singles = g[g["axes"].isin(AXES)]
+        if singles.empty:
+            continue
+        for m in dict.fromkeys(singles["model"]):
+            out[f"heatmap · {m}{sfx}"] = heatmap(g, m, sfx)
+        out["severity" + sfx] = severity_curves(g, sfx)
+    for sfx, g in groups(rob):
+        out["robustness" + sfx] = robustness_bars(g, sfx)
+        out["scatter" + sfx] = clean_vs_gamma(g, sfx)
+    for sfx, g in groups(grid):
+        for m in dict.fromkeys(g["model"]):
+            out[f"combinations · {m}{sfx}"] = combination_heatmap(g, m, sfx)
+    return out
+
+
+__all__ = ["figures", "groups", "clean_bar", "heatmap", "severity_curves", "robustness_bars", "clean_vs_gamma",
+           "combination_heatmap"]

@@ -1,0 +1,159 @@
+"""The self-contained ``report.html`` of a sweep: Jinja2 (autoescaped: captions are user text), plotly.js embedded
+once, every figure as a div plus its ``Plotly.newPlot`` call, thumbnails as ``data:`` URIs — it opens offline and
+requests nothing. Missing thumbnails show a placeholder."""
+from __future__ import annotations
+
+import base64
+import json
+import math
+from pathlib import Path
+
+import pandas as pd
+
+from robustlab.export.report_figures import figures, groups
+
+TEMPLATES = Path(__file__).parent / "templates"
+MIME = {".png": "image/png", ".jpg": "image/jpeg", ".jpeg": "image/jpeg", ".gif": "image/gif", ".webp": "image/webp"}
+MAX_THUMB_BYTES = 2_000_000
+NATURAL_NOTE = ("natural = text perturbations other than Positional and DropText (P1 Table 4, A05); the papers "
+                "define no natural subset of visual perturbations, so for the visual axis natural = all.")
+
+
+CONSTANT_OK = ("task", "dataset", "split", "metric", "items", "clean_score", "scale")  # shown in the notes
+
+
+def data_uri(root: Path, rel) -> str | None:
+    """A thumbnail inside the run folder as a base64 ``data:`` URI; None when missing, too big or outside it."""
+    if not rel:
+        return None
+    try:
+        p = (root / str(rel)).resolve()
+        if not p.is_relative_to(root.resolve()) or p.suffix.lower() not in MIME or not p.is_file() \
+                or p.stat().st_size > MAX_THUMB_BYTES:
+            return None
+        return f"data:{MIME[p.suffix.lower()]};base64," + base64.b64encode(p.read_bytes()).decode("ascii")
+    except OSError:
+        return None
+
+
+def _fmt(x) -> str:
+    if isinstance(x, float):
+        return "" if math.isnan(x) else f"{x:.4g}"
+    return str(x)
+
+
+def table_html(df: pd.DataFrame) -> str:
+    """A DataFrame as an HTML table (pandas escapes the cells); columns empty in every row are left out."""
+    if df is None or df.empty:
+        return '<p class="none">(nothing to show)</p>'
+    df = df.dropna(axis=1, how="all")
+    same = [c for c in CONSTANT_OK if c in df and df[c].nunique(dropna=False) == 1 and len(df) > 1]
+    df = df.drop(columns=same)
+    return df.to_html(index=False, border=0, classes="tbl", na_rep="", float_format=_fmt, escape=True)
+
+
+def figure_html(fig, key: str) -> str:
+    div = "fig-" + "".join(c if c.isalnum() else "-" for c in key)
+    return fig.to_html(full_html=False, include_plotlyjs=False, div_id=div,
+                       config={"displaylogo": False, "responsive": True})
+
+
+def _n(df: pd.DataFrame) -> str:
+    ns = sorted({int(v) for v in df["n"].dropna()}) if df is not None and "n" in df and len(df) else []
+    if not ns:
+        return "n = ? items"
+    return f"n = {ns[0]} items" if len(ns) == 1 else f"n = {ns[0]}–{ns[-1]} items"
+
+
+def _metric(df: pd.DataFrame) -> str:
+    ms = list(dict.fromkeys(df["metric"].dropna())) if df is not None and "metric" in df else []
+    return ", ".join(map(str, ms)) or "—"
+
+
+NO_GAMMA = "no γ scores: they need the model's clean cell and perturbed cells in this run"
+NO_SINGLE = "no cell perturbed on one axis in this run"
+
+
+def _section(title, note, figs=(), tables=(), empty=""):
+    tables = [(t, d) for t, d in tables if d is not None and not d.empty]
+    return {"title": title, "note": note, "figures": list(figs), "tables": tables, "empty": empty}
+
+
+def _sections(tables: dict, figs: dict) -> list[dict]:
+    df, rob = tables["results"], tables["robustness"]
+    meta = f"{_n(df)} · metric {_metric(df)}"
+    out = []
+
+    def pick(prefix):
+        return [(k, v) for k, v in figs.items() if k == prefix or k.startswith(prefix + " ")]
+
+    out.append(_section("1. Clean metrics per model", meta, pick("clean"), [("", tables["clean"])],
+                        "no clean cell in this run: γ scores cannot be computed"))
+    out.append(_section("2. Perturbation × severity per model", meta + " · left: the metric, right: 1 − p/c",
+                        pick("heatmap"), (), NO_SINGLE))
+    out.append(_section("3. Severity curves", meta + " · severity 0 = clean", pick("severity"), (), NO_SINGLE))
+    agg = rob[rob["level"] != "perturbation"] if not rob.empty else rob
+    per = rob[rob["level"] == "perturbation"] if not rob.empty else rob
+    out.append(_section(
+        "4. Robustness per category, overall and natural-only",
+        f"{_n(rob.rename(columns={'items': 'n'}) if not rob.empty else rob)} · metric {_metric(rob)} · "
+        "γᵃ = 1 − (c − p)/scale, γʳ = p/c, MMI = (c − p)/c; per perturbation the mean over severities, then mean ± "
+        "population SD over perturbations · " + NATURAL_NOTE,
+        pick("robustness"), [("per category / overall / natural", agg), ("per perturbation", per)], NO_GAMMA))
+    out.append(_section("5. Most and least effective perturbation per model (A09)",
+                        meta + " · lowest / highest severity-mean score", (), [("", tables["effective"])], NO_GAMMA))
+    out.append(_section("6. Clean metric vs relative robustness (D02)", meta, pick("scatter"), (), NO_GAMMA))
+    grid = tables["combinations"]
+    out.append(_section("7. Visual × text combinations (M01/A08)",
+                        f"{_n(grid) if not grid.empty else _n(df)} · γʳ of {_metric(grid if not grid.empty else df)}"
+                        " · first row / column: single-modality scores", pick("combinations"),
+                        [("", grid)] if not grid.empty else (), "no cell perturbed on both axes in this run"))
+    return out
+
+
+def worst_examples(run, df: pd.DataFrame) -> list[dict]:
+    """The worst examples of each perturbed cell, grouped by condition then model, thumbnails inlined."""
+    by_cell = {r.extra.get("cell") or Path(f).stem: r for r, f in zip(run.results, run.files)}
+    out = []
+    rows = df[df["axes"] != "clean"].assign(_a=df["axes"].map({"visual": 0, "text": 1}).fillna(2))
+    rows = rows.sort_values(["_a", "visual", "visual_severity", "text", "text_severity"], kind="stable")
+    for _, row in rows.iterrows():
+        r = by_cell.get(row["cell"])
+        worst = r.extra.get("worst") if r is not None else None
+        if not isinstance(worst, list) or not worst:
+            continue
+        items = [_example(run.root, w) for w in worst if isinstance(w, dict)]
+        out.append({"condition": row["condition"], "model": row["model"], "task": row["task"], "n": row["n"],
+                    "metric": row["metric"], "items": items})
+    return out
+
+
+def _example(root: Path, w: dict) -> dict:
+    recs = {k: w.get(k) for k in ("visual_record", "text_record") if w.get(k)}
+    return {"direction": w.get("direction", ""), "text": str(w.get("text", "")), "item": w.get("item"),
+            "clean_rank": w.get("clean_rank"), "perturbed_rank": w.get("perturbed_rank"),
+            "thumb": data_uri(root, w.get("thumb")), "thumb_path": w.get("thumb"),
+            "same": bool(w.get("thumb")) and w.get("thumb") == w.get("clean_thumb"),
+            "clean_thumb": data_uri(root, w.get("clean_thumb")), "clean_thumb_path": w.get("clean_thumb"),
+            "record": json.dumps(recs, indent=1, ensure_ascii=False, default=str) if recs else ""}
+
+
+def render(run, tables: dict, metric=None) -> str:
+    """The report's HTML text."""
+    import jinja2
+    from markupsafe import Markup
+    from plotly.offline import get_plotlyjs
+
+    figs = figures(tables)
+    sections = _sections(tables, figs)
+    for s in sections:
+        s["figures"] = [Markup(figure_html(f, k)) for k, f in s["figures"]]
+        s["tables"] = [(t, Markup(table_html(d))) for t, d in s["tables"]]
+    env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(TEMPLATES)), autoescape=True)
+    df = tables["results"]
+    return env.get_template("report.html.j2").render(
+        run=run, name=run.name, sweep=run.sweep, present=run.present, expected=run.expected,
+        missing=run.missing(), warnings=run.warnings, sections=sections, metric=metric or "headline per task",
+        metrics_used=_metric(df), worst=worst_examples(run, df) if not df.empty else [],
+        worst_meta=f"{_n(df)} · clean → perturbed rank of the ground truth",
+        plotlyjs=Markup(get_plotlyjs()), groups=len(groups(df)))
