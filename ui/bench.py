@@ -7,7 +7,7 @@ owned by ``st.session_state``), and the report of a run folder (plots, tables, w
   Cancel button sets its cancel Event (finished cells stay; Resume reruns the same spec into the same folder and
   skips them). ``ROBUSTLAB_SYNC_SWEEP=1`` runs it in the script thread instead (tests: AppTest has no fragment
   timers);
-- the report comes from :mod:`robustlab.export.report` (imported in one place below: :data:`report`).
+- the report is :mod:`robustlab.export.report`'s (the same figures and tables as its report.html).
 """
 from __future__ import annotations
 
@@ -20,11 +20,7 @@ from pathlib import Path
 import streamlit as st
 
 from robustlab.engine.sweep import SweepError, SweepSpec, run_sweep
-
-try:  # the one import of the report API (load_run, report_tables, report_figures, write_report, describe)
-    from robustlab.export import report
-except ImportError:  # FALLBACK until robustlab/export/report.py (branch `report`) lands: replace, don't extend
-    from ui import report_fallback as report
+from robustlab.export import report  # load_run, report_tables, report_figures, write_report, describe
 
 JOB = "bench_job"  # session key of the current Job
 SHOWN = "bench_run"  # session key of the run folder shown below the controls
@@ -239,7 +235,7 @@ def gamma_table(rob) -> None:
         return
     st.markdown("**Robustness per category** (γᵃ, γʳ, MMI against the clean cell)")
     level = next((c for c in ("level", "scope", "row") if c in rob.columns), None)
-    shown = rob[rob[level] != "perturbation"] if level else rob
+    shown = (rob[rob[level] != "perturbation"] if level else rob).dropna(axis=1, how="all")
     st.dataframe(shown, hide_index=True, width="stretch", key="bench_gamma")
 
 
