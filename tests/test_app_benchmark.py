@@ -157,3 +157,20 @@ def test_empty_selections_and_uploads_say_so(runs):
     up = page(dataset="upload")
     assert any("uploads live only in this browser session" in i.value for i in up.info)
     assert up.radio(key="bench_builtin").value == "builtin" and not up.button(key="bench_go").disabled
+
+
+def test_job_cancel_keeps_finished_cells_and_resume_skips_them(tmp_path):
+    """The page's job: Cancel (its Event) stops after a finished cell; Resume (same spec, same folder) runs the
+    rest and skips it."""
+    from ui.bench import Job
+
+    spec = SweepSpec(models=["builtin:tiny-clip"], dataset={"name": "builtin", "split": "demo", "n": 8},
+                     conditions=condition_grid(["gaussian_noise", "defocus_blur"], [1]))
+    job = Job(spec, tmp_path / "r")
+    job.run(lambda p: job.cancel.set() if p.get("done", 0) >= 1 else None)
+    assert job.error is None and job.status.cancelled and 1 <= job.status.done < 3
+    again = Job(job.spec, job.out)
+    again.run()
+    assert again.error is None and not again.status.cancelled
+    assert again.status.skipped == job.status.done and again.status.done == 3 - job.status.done
+    assert len(list((tmp_path / "r" / "cells").glob("*.json"))) == 3
