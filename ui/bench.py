@@ -180,11 +180,11 @@ def job_panel() -> None:
     if not job.seen and (job.out / "sweep.json").exists():
         st.session_state[SHOWN] = job.out.name
     job.seen = True
-    if job.error or (s is not None and s.cancelled):
-        if st.button("Resume", key="bench_resume", help="Reruns the same sweep into the same folder; finished "
-                                                        "cells are skipped."):
-            start(job.spec, job.out)
-            st.rerun()
+    stopped = job.error or (s is not None and s.cancelled)
+    if stopped and st.button("Resume", key="bench_resume", help="Reruns the same sweep into the same folder; "
+                                                                "finished cells are skipped."):
+        start(job.spec, job.out)
+        st.rerun()
 
 
 # ---- the report -------------------------------------------------------------------------------------------
