@@ -23,6 +23,7 @@ VIEWS = [
     ("pages/hubness.py", "Hubness", "🕸️"),
     ("pages/embeddings.py", "Embeddings", "🗺️"),
     ("pages/perturb.py", "Perturb", "🧪"),
+    ("pages/benchmark.py", "Benchmark", "📊"),
     ("pages/export.py", "Export", "📦"),
 ]
 PAGES = [st.Page(f, title=t, icon=i, default=(f == "pages/retrieval.py")) for f, t, i in VIEWS if (HERE / f).exists()]

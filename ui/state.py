@@ -270,3 +270,66 @@ def sidebar() -> None:
                             help="Use only the first N items (faster on a large dataset).")
     st.selectbox("Device", ["auto"] + describe_devices(), key="device",
                  help="auto = CUDA when there is a GPU, else CPU")
+
+
+# ---- presets: another page (Benchmark's worst examples) opens Retrieval / Grounding on one example ----------
+def _preset_common(model: str, dataset: dict | None) -> None:
+    """The sidebar's model and dataset for a preset (a button callback: it runs before the sidebar is drawn)."""
+    s = st.session_state
+    if model in sidebar_models():
+        s["model_choice"] = model
+    else:
+        s["model_choice"], s["custom_spec"] = OTHER_MODEL, model
+    name = (dataset or {}).get("name")
+    if name in ("builtin", "builtin-videos"):
+        s["dataset"] = name
+    elif name and (dataset or {}).get("root"):
+        s["dataset"], s["folder_name"], s["folder_root"] = "folder", name, str(dataset["root"])
+        if dataset.get("split"):
+            s["folder_split"] = dataset["split"]
+
+
+def _pert(prefix: str, short: str, cond: dict | None) -> None:
+    cond = cond or {}
+    st.session_state[f"{prefix}{short}_pert"] = cond.get("name") or "(none)"
+    if cond.get("name"):
+        st.session_state[f"{prefix}{short}_sev"] = int(cond.get("severity") or 0)
+
+
+def preset_retrieval(model: str, visual: dict | None, text: dict | None, query, direction: str | None,
+                     dataset: dict | None = None) -> None:
+    """Set the Retrieval page's state to one example, then ``st.switch_page("pages/retrieval.py")``. Call it from a
+    button's ``on_click`` (widget keys can only be set before their widgets are drawn in a run).
+
+    ``visual`` / ``text``: condition dicts ``{"name", "severity", "seed"}`` (None: clean); ``query``: the item
+    (t2i/t2v: its first caption is the query; i2t/v2t: it is the query); ``direction``: "t2i", "i2t", "t2v",
+    "v2t"; ``dataset``: a SweepSpec dataset dict, mapped to the sidebar's choice. The keys set are the Retrieval
+    page's own widget keys: ``model_choice``, ``dataset`` (and ``folder_*``), ``direction``, ``query_mode`` +
+    ``query_idx`` or ``query_visual``, ``seed``, ``img_pert``/``vid_pert`` and ``txt_pert`` with their ``_sev``."""
+    s = st.session_state
+    _preset_common(model, dataset)
+    kind = "video" if (direction or "").endswith("v") or (direction or "").startswith("v") else "image"
+    _pert("", "vid" if kind == "video" else "img", visual)
+    _pert("", "txt", text)
+    s["seed"] = int((visual or {}).get("seed") or (text or {}).get("seed") or 0)
+    if direction:
+        s["direction"] = direction
+    if query is not None:
+        if direction and direction[0] == "t":
+            s["query_mode"], s["query_idx"] = "gallery caption", int(query)
+        else:
+            s["query_visual"] = int(query)
+
+
+def preset_grounding(model: str, visual: dict | None, text: dict | None, item, dataset: dict | None = None) -> None:
+    """Set the Grounding page's state to one item of the dataset and one condition (a button's ``on_click``, as
+    :func:`preset_retrieval`): ``gr_model``, ``gr_source``, ``gr_scene``, ``gr_seed``, ``gr_img_pert``/``gr_txt_pert``
+    and their ``_sev``."""
+    s = st.session_state
+    _preset_common(model, dataset)
+    s["gr_model"] = model
+    _pert("gr_", "img", visual)
+    _pert("gr_", "txt", text)
+    s["gr_seed"] = int((visual or {}).get("seed") or (text or {}).get("seed") or 0)
+    if item is not None:
+        s["gr_source"], s["gr_scene"] = "dataset", int(item)

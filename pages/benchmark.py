@@ -1,0 +1,114 @@
+"""Benchmark: a robustness sweep (models × task × perturbations × severities) over the sidebar's dataset, run in the
+background with progress, Cancel and Resume, or a finished run folder opened; the report's plots, the γ table,
+the worst examples (each opens on the Retrieval page) and the report's downloads."""
+from __future__ import annotations
+
+import streamlit as st
+
+import ui
+from robustlab.datasets.registry import get_entry
+from robustlab.engine.sweep import SweepError, SweepSpec, condition_grid, parse_perturbations, parse_severities
+from robustlab.perturb import list_perturbations
+from robustlab.tasks.registry import get, names
+from ui import bench
+
+st.header("Benchmark — a robustness sweep")
+st.caption("Every (model, perturbation, severity) cell over one dataset, one result file per cell in a run folder "
+           f"under {bench.runs_root()} (resumable), then the report: heatmap, severity curves, γ per category, "
+           "worst examples.")
+mode = st.radio("Mode", ["New sweep", "Open a run"], key="bench_mode", horizontal=True,
+                label_visibility="collapsed")
+
+
+def configure() -> tuple[SweepSpec, str] | None:
+    """The sweep's widgets -> (spec, run name), or None after one line saying what is missing."""
+    got = bench.sweep_dataset()
+    if got is None:
+        return None
+    dataset, kind = got
+    runs_on = get_entry(dataset["name"])["tasks"]
+    tasks = sorted((t for t in names() if kind in get(t).kinds and (get(t).dataset_task or t) in runs_on),
+                   key=lambda t: t != "retrieval")
+    if not tasks:
+        st.warning(f"No task runs on {dataset['name']}.")
+        return None
+    c1, c2, c3 = st.columns([1, 2, 1])
+    ui.valid("bench_task", tasks)
+    task = c1.selectbox("Task", tasks, key="bench_task", help="Tasks of the registry that run on this dataset.")
+    models = ui.models_for("video-retrieval" if task == "retrieval" and kind == "video" else task)
+    side = ui.spec_device()[0]
+    kept = st.session_state.get("bench_models")
+    if kept is not None and any(m not in models for m in kept):  # another task: keep the models that can do it
+        st.session_state["bench_models"] = [m for m in kept if m in models]
+    chosen = c2.multiselect("Models", models, default=None if kept is not None else [side] if side in models
+                            else models[:1], key="bench_models")
+    if dataset["name"] in bench.BUILTIN:
+        hi = ui.DEMO_N if kind == "image" else ui.VIDEO_DEMO_N
+        ui.clamp("bench_n", 2, hi)
+        n = int(c3.number_input("Items", 2, hi, min(50, hi), key="bench_n",
+                                help="The first N items of the sidebar's built-in gallery."))
+    else:
+        n = int(c3.number_input("Items (0 = all)", 0, 10**7, 0, step=100, key="bench_n")) or None
+    specs = [s for s in list_perturbations(kind) if s.available]
+    texts = [s.name for s in list_perturbations("text") if s.available]
+    p1, p2 = st.columns([1, 2])
+    how = p1.radio("Perturbations", ["all", "a category", "chosen names"], key="bench_pmode")
+    with p2:
+        if how == "a category":
+            cats = list(dict.fromkeys(s.category for s in specs))
+            ui.valid("bench_cat", cats)
+            sel = "category:" + st.selectbox(f"Category ({kind})", cats, key="bench_cat")
+        elif how == "chosen names":
+            sel = st.multiselect(f"{kind.capitalize()} perturbations", [s.name for s in specs], key="bench_pnames")
+        else:
+            sel = "all"
+            st.caption(f"All {len(specs)} available {kind} perturbations.")
+        text = st.multiselect("Text perturbations (optional)", texts, key="bench_text")
+    s1, s2 = st.columns([2, 1])
+    sev = s1.multiselect("Severities", [1, 2, 3, 4, 5], default=[1, 2, 3, 4, 5], key="bench_sev")
+    name = s2.text_input("Run name", f"{dataset['name']}-{task}", key="bench_name",
+                         help=f"A folder under {bench.runs_root()}; the same name again resumes or extends it.")
+    try:
+        vis = parse_perturbations(sel, kind) if sel else []
+        txt = parse_perturbations(text, "text") if text else []
+        conds = condition_grid(vis, parse_severities(sev), txt, parse_severities(sev))
+    except SweepError as e:
+        st.warning(f"{e}." if sev else "Pick at least one severity.")
+        return None
+    if not vis and not txt:
+        st.warning("Pick at least one perturbation.")
+        return None
+    if not chosen:
+        st.warning(f"Pick at least one model that can do {task}.")
+        return None
+    device = ui.spec_device()[1]
+    spec = SweepSpec(models=chosen, dataset={**dataset, "n": n}, tasks=[task], conditions=conds,
+                     device=None if device == "auto" else device)
+    st.caption(f"{len(spec.cells())} cells: {len(chosen)} model(s) × {len(conds)} condition sets "
+               f"(clean, {len(vis)} × {len(sev)} visual, {len(txt)} × {len(sev)} text"
+               f"{', and their pairs' if vis and txt else ''}) on {n or 'all'} items.")
+    return spec, name
+
+
+if mode == "New sweep":
+    got = configure()
+    job = st.session_state.get(bench.JOB)
+    busy = job is not None and job.running
+    out = bench.run_path(got[1]) if got else None
+    if st.button("Run sweep", type="primary", key="bench_go", disabled=busy or out is None):
+        why = bench.conflict(got[0], out)
+        if why:
+            st.error(why)
+        else:
+            bench.start(got[0], out)
+    bench.job_panel()
+    shown = None if st.session_state.get(bench.JOB) is None else st.session_state.get(bench.SHOWN)
+else:
+    folders = bench.run_folders()
+    if not folders:
+        st.info(f"No run folder under {bench.runs_root()} yet: run a sweep first.")
+    ui.valid("bench_open", folders)
+    shown = st.selectbox("Run folder", folders, key="bench_open") if folders else None
+
+if shown:
+    bench.show_report(bench.runs_root() / shown)

@@ -1,0 +1,297 @@
+"""The Benchmark page's state and helpers: the sweep's dataset and run folder, the sweep job (a background thread
+owned by ``st.session_state``), and the report of a run folder (plots, tables, worst examples, downloads).
+
+- runs live under one root: ``ROBUSTLAB_RUNS`` or ``./runs``; a run name is a plain folder name (no separators, no
+  ``..``), anything else is one line on the page;
+- the sweep runs in a thread (:class:`Job`) so the page stays responsive; the page polls it with a fragment and a
+  Cancel button sets its cancel Event (finished cells stay; Resume reruns the same spec into the same folder and
+  skips them). ``ROBUSTLAB_SYNC_SWEEP=1`` runs it in the script thread instead (tests: AppTest has no fragment
+  timers);
+- the report is :mod:`robustlab.export.report`'s (the same figures and tables as its report.html).
+"""
+from __future__ import annotations
+
+import json
+import os
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import streamlit as st
+
+from robustlab.engine.sweep import SweepError, SweepSpec, run_sweep
+from robustlab.export import report  # load_run, report_tables, report_figures, write_report, describe
+
+JOB = "bench_job"  # session key of the current Job
+SHOWN = "bench_run"  # session key of the run folder shown below the controls
+SYNC_ENV = "ROBUSTLAB_SYNC_SWEEP"
+BUILTIN = {"builtin": "Built-in images", "builtin-videos": "Built-in videos"}
+
+
+# ---- run folders ------------------------------------------------------------------------------------------
+def runs_root() -> Path:
+    """Where run folders live: ``$ROBUSTLAB_RUNS`` or ``./runs``."""
+    return Path(os.environ.get("ROBUSTLAB_RUNS") or "runs").expanduser().resolve()
+
+
+def run_path(name: str) -> Path | None:
+    """The run folder ``name`` under :func:`runs_root`, or None after one line saying why the name is refused."""
+    name = (name or "").strip()
+    bad = not name or name in (".", "..") or ".." in name or any(s in name for s in ("/", "\\", os.sep))
+    if bad or "\x00" in name:
+        st.error(f"Run name {name!r} refused: use a plain folder name (no '/', '\\', '..'); runs live under "
+                 f"{runs_root()}.")
+        return None
+    return runs_root() / name
+
+
+def run_folders() -> list[str]:
+    """Names of the folders under the runs root that hold a sweep.json (newest first)."""
+    root = runs_root()
+    try:
+        found = [p for p in root.iterdir() if (p / "sweep.json").is_file()]
+    except OSError:
+        return []
+    return [p.name for p in sorted(found, key=lambda p: p.stat().st_mtime, reverse=True)]
+
+
+def conflict(spec: SweepSpec, out: Path) -> str | None:
+    """Why ``out`` cannot take ``spec`` (a sweep over another dataset, an unreadable sweep.json), else None."""
+    path = out / "sweep.json"
+    if not path.exists():
+        return None
+    try:
+        old = SweepSpec.from_json(json.loads(path.read_text()))
+    except (OSError, ValueError, KeyError, TypeError) as e:
+        return f"{path} is not a readable sweep file ({type(e).__name__}); pick another run name"
+    if old.dataset_key() != spec.dataset_key():
+        d = old.dataset_key()
+        return f"{out.name} holds a sweep over another dataset ({d['name']}, n={d['n']}); pick another run name"
+    return None
+
+
+# ---- the sweep's dataset ----------------------------------------------------------------------------------
+def sweep_dataset() -> tuple[dict, str] | None:
+    """(SweepSpec dataset dict without ``n``, kind) for the sidebar's dataset. Uploads live in this session's
+    memory and cannot be described by a spec: say so and offer the built-in datasets instead."""
+    from robustlab.datasets.registry import get_entry
+
+    s = st.session_state
+    choice = s.get("dataset", "builtin")
+    if choice == "upload":
+        st.info("A sweep reads its dataset again from a spec (name, folder, split), and your uploads live only in "
+                "this browser session: sweep a built-in dataset instead, or a local folder (sidebar).")
+        choice = st.radio("Dataset for the sweep", list(BUILTIN), format_func=BUILTIN.get, key="bench_builtin",
+                          horizontal=True)
+    if choice in BUILTIN:
+        return {"name": choice, "split": "demo"}, get_entry(choice)["kind"]
+    name, root = s.get("folder_name"), (s.get("folder_root") or "").strip()
+    if not name or not root:
+        st.info("Pick a format and type its folder in the sidebar (Local folder), or pick a built-in dataset.")
+        return None
+    try:
+        entry = get_entry(name)
+    except (KeyError, ValueError) as e:
+        st.error(f"Unknown dataset format {name!r}: {e}")
+        return None
+    return {"name": name, "root": root, "split": s.get("folder_split") or entry["default_split"]}, entry["kind"]
+
+
+# ---- the sweep job ----------------------------------------------------------------------------------------
+@dataclass
+class Job:
+    """One sweep into one folder. ``run()`` does the work (in a thread or not); the page reads ``progress``,
+    ``status`` and ``error``."""
+
+    spec: SweepSpec
+    out: Path
+    cancel: threading.Event = field(default_factory=threading.Event)
+    progress: dict = field(default_factory=dict)
+    status: object = None
+    error: str | None = None
+    thread: threading.Thread | None = None
+    seen: bool = False  # the page has said how it ended
+
+    @property
+    def running(self) -> bool:
+        return self.thread is not None and self.thread.is_alive()
+
+    def run(self, on_progress=None) -> None:
+        def progress(p):
+            self.progress = dict(p)
+            if on_progress:
+                on_progress(p)
+        try:
+            self.status = run_sweep(self.spec, self.out, progress=progress, cancel=self.cancel)
+        except (SweepError, ValueError, OSError) as e:
+            self.error = str(e)
+        except Exception as e:  # noqa: BLE001 - a failing cell must end the job with a message, not kill the page
+            self.error = f"{type(e).__name__}: {e}"
+
+
+def progress_text(p: dict) -> str:
+    done, total, eta = p.get("done", 0), p.get("total", 0), p.get("eta_s")
+    eta = "…" if eta is None else f"{eta:.0f} s" if eta < 120 else f"{eta / 60:.1f} min"
+    skipped = f" ({p['skipped']} already there)" if p.get("skipped") else ""
+    return f"{done}/{total} cells{skipped} · ETA {eta}"
+
+
+def start(spec: SweepSpec, out: Path) -> None:
+    """Run ``spec`` into ``out``: in a thread owned by the session, or here when ``ROBUSTLAB_SYNC_SWEEP=1``."""
+    job = Job(spec, out)
+    st.session_state[JOB] = job
+    if os.environ.get(SYNC_ENV) == "1":
+        bar = st.progress(0.0, text="Starting the sweep…")
+        job.run(lambda p: bar.progress(min(max(p.get("fraction", 0.0), 0.0), 1.0), text=progress_text(p)))
+        bar.empty()
+        return
+    job.thread = threading.Thread(target=job.run, name=f"sweep-{out.name}", daemon=True)
+    job.thread.start()
+
+
+@st.fragment(run_every=0.5)
+def _poll() -> None:
+    job = st.session_state.get(JOB)
+    if job is None or not job.running:
+        st.rerun(scope="app")  # done: the whole page shows how it ended
+    p = job.progress
+    st.progress(min(max(p.get("fraction", 0.0), 0.0), 1.0),
+                text=progress_text(p) if p else "Loading the dataset and the models…")
+
+
+def job_panel() -> None:
+    """The current job: progress and Cancel while it runs; how it ended (and Resume) when it is done."""
+    job = st.session_state.get(JOB)
+    if job is None:
+        return
+    if job.running:
+        _poll()
+        st.button("Cancel", key="bench_cancel", on_click=job.cancel.set,
+                  help="Stops at the next item; finished cells stay in the folder.")
+        return
+    s = job.status
+    if job.error:
+        st.error(f"The sweep stopped: {job.error}")
+    elif s is not None and s.cancelled:
+        st.warning(f"Cancelled: {s.done} cell(s) run, {s.skipped} already there, {s.total} in the sweep.")
+    elif s is not None:
+        st.success(f"Done: {s.done} cell(s) run, {s.skipped} already there, {s.total} in the sweep "
+                   f"({s.seconds:.1f} s) → {job.out}")
+    if not job.seen and (job.out / "sweep.json").exists():
+        st.session_state[SHOWN] = job.out.name
+    job.seen = True
+    stopped = job.error or (s is not None and s.cancelled)
+    if stopped and st.button("Resume", key="bench_resume", help="Reruns the same sweep into the same folder; "
+                                                                "finished cells are skipped."):
+        start(job.spec, job.out)
+        st.rerun()
+
+
+# ---- the report -------------------------------------------------------------------------------------------
+def report_file(run_dir: Path, which: int) -> bytes:
+    """results.csv (0) or report.html (1) of ``run_dir``, written now (a download button's deferred data)."""
+    try:
+        return Path(report.write_report(run_dir)[which]).read_bytes()
+    except Exception as e:  # noqa: BLE001 - a download must not raise in the server
+        return f"robustlab could not write the report of {run_dir}: {type(e).__name__}: {e}\n".encode()
+
+
+def show_report(run_dir: Path) -> None:
+    """The report of a run folder: plots, the γ table per category, downloads and the worst examples; any
+    problem reading the folder is one line."""
+    try:
+        run = report.load_run(run_dir)
+        tables, figs = report.report_tables(run), report.report_figures(run)
+    except Exception as e:  # noqa: BLE001 - an unreadable folder must not take the page down
+        st.error(f"Cannot read the run folder {run_dir.name}: {type(e).__name__}: {e}")
+        return
+    st.subheader(f"Report — {run.name}")
+    st.caption(report.describe(run))
+    for w in run.warnings:
+        st.warning(w)
+    if not run.results:
+        st.info("No finished cell in this folder yet.")
+        return
+    d1, d2 = st.columns(2)
+    d1.download_button("Download report", lambda: report_file(run_dir, 1), file_name=f"{run.name}-report.html",
+                       mime="text/html", key="bench_dl_html", on_click="ignore", icon="📄")
+    d2.download_button("Download results.csv", lambda: report_file(run_dir, 0), file_name=f"{run.name}-results.csv",
+                       mime="text/csv", key="bench_dl_csv", on_click="ignore", icon="📊")
+    order = ("heatmap", "severity", "robustness", "scatter", "combinations", "clean")
+    keys = sorted(figs, key=lambda k: next((i for i, o in enumerate(order) if k.startswith(o)), len(order)))
+    for i, k in enumerate(keys):
+        if k.startswith("robustness"):
+            gamma_table(tables.get("robustness"))
+        st.plotly_chart(figs[k], key=f"bench_fig_{i}")
+    try:
+        worst_examples(run)
+    except (ValueError, TypeError, KeyError, AttributeError, OSError) as e:  # a malformed cell's examples
+        st.error(f"Cannot show the worst examples of {run_dir.name}: {type(e).__name__}: {e}")
+
+
+def gamma_table(rob) -> None:
+    """γᵃ / γʳ / MMI per category (and overall), the report's robustness table."""
+    if rob is None or rob.empty:
+        return
+    st.markdown("**Robustness per category** (γᵃ, γʳ, MMI against the clean cell)")
+    level = next((c for c in ("level", "scope", "row") if c in rob.columns), None)
+    shown = (rob[rob[level] != "perturbation"] if level else rob).dropna(axis=1, how="all")
+    st.dataframe(shown, hide_index=True, width="stretch", key="bench_gamma")
+
+
+def _thumb(run_dir: Path, rel) -> Path | None:
+    if not rel:
+        return None
+    p = (run_dir / str(rel)).resolve()
+    return p if run_dir.resolve() in p.parents and p.is_file() else None
+
+
+def cond_label(conds: dict) -> str:
+    from robustlab.perturb.condition import Condition
+
+    parts = []
+    for axis, c in (conds or {}).items():
+        c = c if isinstance(c, Condition) else Condition.from_dict(c) if isinstance(c, dict) else Condition()
+        if not c.clean:
+            parts.append(f"{axis} {c.label()}")
+    return ", ".join(parts) or "clean"
+
+
+def worst_examples(run) -> None:
+    """The worst examples of one perturbed cell (picked here), each with its record and an "Open on ..." button."""
+    cells = [(r, r.extra.get("worst")) for r in run.results if isinstance(r.extra.get("worst"), list)
+             and r.extra["worst"]]
+    if not cells:
+        return
+    st.subheader("Worst examples")
+    labels = [f"{r.model} · {r.task} · {cond_label(r.conditions)}" for r, _ in cells]
+    idx = st.selectbox("Cell", range(len(cells)), format_func=labels.__getitem__, key="bench_worst_cell")
+    r, worst = cells[idx if idx is not None and idx < len(cells) else 0]
+    cols = st.columns(min(len(worst), 4))
+    for j, w in enumerate(w for w in worst if isinstance(w, dict)):
+        with cols[j % len(cols)]:
+            thumb = _thumb(run.root, w.get("thumb"))
+            if thumb is not None:
+                st.image(str(thumb), width="stretch")
+            st.caption(f"{w.get('direction', '')} · item {w.get('item')} · rank {w.get('clean_rank')} → "
+                       f"{w.get('perturbed_rank')}")
+            st.text(str(w.get("text", "")))  # dataset text: literal, never markdown
+            with st.expander("Record"):
+                st.json({k: w.get(k) for k in ("visual_record", "text_record") if w.get(k)})
+            target = "Grounding" if r.task == "grounding" else "Retrieval"
+            if st.button(f"Open on {target}", key=f"bench_open_{idx}_{j}", on_click=open_example,
+                         args=(run.sweep, r.model, r.task, r.conditions, w)):
+                st.switch_page(f"pages/{target.lower()}.py")
+
+
+def open_example(sweep: dict, model: str, task: str, conditions: dict, w: dict) -> None:
+    """Button callback (it runs before the script, so the sidebar's widgets can still be set): the preset of the
+    Retrieval (or Grounding) page for this example."""
+    from ui.state import preset_grounding, preset_retrieval
+
+    visual, text = (conditions.get(a) or {} for a in ("visual", "text"))
+    dataset = sweep.get("dataset") if isinstance(sweep.get("dataset"), dict) else None
+    if task == "grounding":
+        preset_grounding(model, visual, text, w.get("item"), dataset)
+    else:
+        preset_retrieval(model, visual, text, w.get("item"), w.get("direction"), dataset)
