@@ -16,7 +16,7 @@ from robustlab.datasets.synthetic import world
 
 TIMEOUT = 300
 PAGES = ["pages/retrieval.py", "pages/hubness.py", "pages/embeddings.py", "pages/grounding.py", "pages/perturb.py",
-         "pages/export.py"]
+         "pages/export.py", "pages/benchmark.py"]
 
 
 def _videos():
