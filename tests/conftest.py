@@ -108,3 +108,15 @@ def browser():
             "--autoplay-policy=no-user-gesture-required"])
         yield b
         b.close()
+
+
+@pytest.fixture(scope="session")
+def ray_session(tmp_path_factory):
+    """One local Ray for every test that needs it (Ray has no local_mode any more), shut down at the end. The
+    embedding cache of its workers is the test session's (they inherit the environment at start)."""
+    ray = pytest.importorskip("ray")
+    from robustlab.engine import ray_engine
+
+    ray_engine.start(num_cpus=2)
+    yield ray
+    ray.shutdown()
