@@ -468,32 +468,42 @@ def test_motion_blur_direction_follows_motion():
 # ------------------------------------------------------------------------- registry: per-frame image ops
 
 @pytest.mark.parametrize("name", ["gaussian_noise", "defocus_blur", "shot_noise"])
-def test_image_ops_on_videos_chunked_threaded_reproducible(name, monkeypatch):
-    """Videos run in fixed chunks, chunk i with the i-th child of the seeded generator; threads do not matter."""
+def test_image_ops_on_videos_per_frame_seeded_threaded_reproducible(name, monkeypatch):
+    """Frame t draws from child t of the seeded generator (per-frame seeding, robustlab 0.2): chunks and threads do
+    not matter. Records of 0.1 (chunk i with the i-th child, advancing across its frames) keep that scheme."""
     v = moving_video(t=10, h=16, w=16)
     monkeypatch.setattr(reg, "VIDEO_CHUNK_ELEMENTS", v[0].size * 3)  # chunks of 3, 3, 3, 1 frames
     spec = get_perturbation(name)
     params = spec.params(3)
+    kids = np.random.default_rng(5).spawn(10)
+    one = (lambda f, g: spec.fn(f[None], dict(params), g)[0]) if spec.batched else \
+        (lambda f, g: spec.fn(f, dict(params), g))
+    ref = np.stack([one(f, kids[t]) for t, f in enumerate(v)])
     kids = np.random.default_rng(5).spawn(4)
-    ref = []
+    legacy = []
     for i, a in enumerate(range(0, 10, 3)):
         chunk = v[a:a + 3]
-        ref.append(spec.fn(chunk, dict(params), kids[i]) if spec.batched else
-                   np.stack([spec.fn(f, dict(params), kids[i]) for f in chunk]))
-    ref = np.concatenate(ref)
+        legacy.append(spec.fn(chunk, dict(params), kids[i]) if spec.batched else
+                      np.stack([spec.fn(f, dict(params), kids[i]) for f in chunk]))
+    legacy = np.concatenate(legacy)
     for threads in (1, 3):
         monkeypatch.setattr(reg, "VIDEO_THREADS", threads)
         res = perturb(v, name, 3, seed=5)
         assert res.output.tobytes() == ref.tobytes(), threads
+        assert res.record["frame_seeding"] == "per-frame"
         assert regenerate(res.record, v).tobytes() == ref.tobytes()
-    still = np.repeat(v[:1], 10, axis=0)  # fresh randomness in every frame, inside and across chunks
+        old = perturb(v, name, 3, seed=5, frame_seeding="chunked")
+        assert old.output.tobytes() == legacy.tobytes(), threads
+    still = np.repeat(v[:1], 10, axis=0)  # fresh randomness in every frame
     out = perturb(still, name, 3, seed=5).output
     distinct = len({f.tobytes() for f in out})
     assert distinct == (1 if "deterministic" in spec.tags else 10), name
 
 
 def test_spec_chunk_elements_overrides_the_video_chunks(monkeypatch):
-    """fog's video chunks follow its own ``chunk_elements`` (6 frames at 224²-sized chunks), not the global size."""
+    """fog's video chunks follow its own ``chunk_elements`` (6 frames at 224²-sized chunks), not the global size: for
+    0.1 records (chunk seeding) that decides the randomness; per-frame seeding gives the same frames whatever the
+    chunks."""
     spec = get_perturbation("fog")
     assert spec.chunk_elements == 1 << 20 and spec.batched
     v = moving_video(t=7, h=16, w=16)
@@ -502,11 +512,14 @@ def test_spec_chunk_elements_overrides_the_video_chunks(monkeypatch):
     params = spec.params(3)
     kids = np.random.default_rng(2).spawn(3)
     ref = np.concatenate([spec.fn(v[a:a + 3], dict(params), kids[i]) for i, a in enumerate(range(0, 7, 3))])
+    kids = np.random.default_rng(2).spawn(7)
+    per_frame = np.stack([spec.fn(v[t:t + 1], dict(params), kids[t])[0] for t in range(7)])
     for threads in (1, 2):
         monkeypatch.setattr(reg, "VIDEO_THREADS", threads)
-        res = perturb(v, "fog", 3, seed=2)
+        res = perturb(v, "fog", 3, seed=2, frame_seeding="chunked")
         assert res.output.tobytes() == ref.tobytes(), threads
         assert regenerate(res.record, v).tobytes() == ref.tobytes()
+        assert perturb(v, "fog", 3, seed=2).output.tobytes() == per_frame.tobytes()
     with pytest.raises(ValueError, match="chunk_elements applies to batched image"):
         reg.register("not_batched_chunked", modality="image", category="noise", source="test",
                      severity_table={s: {} for s in range(1, 6)}, chunk_elements=1 << 20)(lambda x, p, r: x)

@@ -240,7 +240,12 @@ class DecodedOnce:
         return callable(getattr(self._ds, "frame_source", None))
 
     def frame_source(self, i: int):
-        """Item i's :class:`CachedSource` (only for datasets that give ``frame_source``: video files)."""
+        """Item i's frames on demand: a :class:`CachedSource` for datasets that give ``frame_source`` (video files:
+        each frame decoded once per sweep), else an ArraySource over the visual decoded (rendered) once."""
+        if not self.has_frame_source:
+            from robustlab.perturb.lazy import ArraySource
+
+            return ArraySource(self.visual(i))
         if self._frames is None:
             self._frames = FrameCache()
         return CachedSource(self._ds.frame_source(int(i)), self._frames, int(i))
@@ -396,18 +401,26 @@ def _thumbs(cell: Cell, dataset, worst: list[dict]) -> dict:
     from robustlab.perturb import regenerate
 
     files = {}
+    from_files = bool(getattr(dataset, "has_frame_source", False))  # video files: decode only what is shown
     for w in worst:
         i = int(w["item"])
-        clean = dataset.visual(i)
+        rec = w.get("visual_record")
+        lazy = bool(rec and isinstance(rec.get("sampled"), dict))
+        if from_files:
+            from robustlab.models.protocols import sample_frame_indices
+
+            src = dataset.frame_source(i)
+            clean = src.read(sample_frame_indices(src.n_frames, min(4, src.n_frames)))
+        else:
+            src = clean = dataset.visual(i)
         w["clean_thumb"] = f"thumbs/clean/{i}.jpg"
         files[w["clean_thumb"]] = _thumb(clean)
-        rec = w.get("visual_record")
         if rec:
             import warnings
 
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
-                out = regenerate(rec, clean)
+                out = regenerate(rec, src if lazy or not from_files else dataset.visual(i))
             w["thumb"] = f"thumbs/{cell.key}/{i}.jpg"
             files[w["thumb"]] = _thumb(out)
         else:

@@ -295,6 +295,12 @@ class VideoRetrievalModel(EmbeddingModel):
 
     num_frames: int = 8
 
+    def frame_indices(self, t: int) -> np.ndarray:
+        """The frames this model samples from a ``t``-frame video (lazy perturbation perturbs only these)."""
+        from robustlab.models.protocols import sample_frame_indices
+
+        return sample_frame_indices(int(t), int(self.num_frames))
+
     def encode_videos(self, videos, batch_size=None, progress=None) -> np.ndarray:  # pragma: no cover - abstract
         raise NotImplementedError
 

@@ -110,6 +110,14 @@ def can(model, task: str) -> bool:
 
 
 # ---- input conventions ------------------------------------------------------------------------------------
+def sample_frame_indices(t: int, n: int) -> np.ndarray:
+    """The frame indices :func:`sample_frames` takes from a ``t``-frame video: the centres of ``n`` equal segments
+    (repeats when t < n). Lazy perturbation (``robustlab.perturb.lazy``) perturbs only these frames."""
+    if t < 1 or n < 1:
+        raise ValueError(f"need a video with at least one frame and n >= 1, got t={t}, n={n}")
+    return np.clip(np.floor((np.arange(n) + 0.5) * t / n).astype(int), 0, t - 1)
+
+
 def sample_frames(video: np.ndarray, n: int) -> np.ndarray:
     """``n`` frames sampled uniformly over the video (centres of ``n`` equal segments; repeats when T < n)."""
     v = np.asarray(video)
@@ -117,9 +125,7 @@ def sample_frames(video: np.ndarray, n: int) -> np.ndarray:
         v = v[None]
     if v.ndim != 4 or v.shape[0] == 0:
         raise ValueError(f"a video must be T×H×W×3 with T ≥ 1, got shape {v.shape}")
-    t = v.shape[0]
-    idx = np.clip(np.floor((np.arange(n) + 0.5) * t / n).astype(int), 0, t - 1)
-    return v[idx]
+    return v[sample_frame_indices(v.shape[0], n)]
 
 
 def as_frames(image_or_frames) -> list[np.ndarray]:
@@ -137,4 +143,4 @@ def as_frames(image_or_frames) -> list[np.ndarray]:
 
 
 __all__ = ["Box", "GroundingModel", "FusionModel", "TASK_METHODS", "TASKS", "check_task", "model_tasks", "can",
-           "sample_frames", "as_frames"]
+           "sample_frames", "sample_frame_indices", "as_frames"]

@@ -14,12 +14,14 @@ every perturbation. ``regenerate(record, x)`` re-runs a record and returns the s
 
 Image functions get an H×W×3 uint8 array (or, when registered with ``batched=True``, any ``...×H×W×3`` stack,
 which is how videos are processed in one vectorised call) and must return the same shape, uint8.
-A T×H×W×3 video given to an image perturbation is processed frame by frame with fresh randomness per frame.
-The frames are split into chunks of at most ``VIDEO_CHUNK_ELEMENTS`` elements (one frame at 224², several for small
+A T×H×W×3 video given to an image perturbation is processed frame by frame with fresh randomness per frame:
+frame t draws from its own generator, child t of the seeded one (:func:`frame_rng`), so frame t alone can be
+perturbed exactly as in the whole clip (``robustlab.perturb.lazy``); the record says ``"frame_seeding":
+"per-frame"``. Records without that field (robustlab 0.1) used chunk seeding and regenerate with it. The frames
+are split into chunks of at most ``VIDEO_CHUNK_ELEMENTS`` elements (one frame at 224², several for small
 frames: whole-stack float intermediates fall out of the CPU caches and run 2–5× slower than a frame loop; a spec's
 ``chunk_elements`` overrides it where per-call overhead dominates, e.g. fog's many small diamond-square steps; a
-fixed function of the shape, never of the machine); chunk i draws from its own generator, the i-th child of the seeded
-one (``rng.spawn``), advancing across its frames. ``batched`` functions get each chunk as one
+fixed function of the shape, never of the machine); deterministic ``batched`` functions get each chunk as one
 vectorised ``k×H×W×3`` call, others one call per frame. Chunks run on ``VIDEO_THREADS`` threads (NumPy's large
 operations and OpenCV release the GIL, Pillow's JPEG encoder hardly does; env ``ROBUSTLAB_THREADS``, default
 min(CPUs, 8); clips under 2M elements and specs tagged "model" run in the calling thread); the output does not
@@ -109,6 +111,9 @@ class PerturbationSpec:
     output_note: str = ""  # how the output's length / size can differ from the input's ("" = same shape)
     fn: Callable | None = dataclasses.field(default=None, repr=False, compare=False)
     check: Callable | None = dataclasses.field(default=None, repr=False, compare=False)  # () -> "" or a reason
+    # video ops: (shape T×H×W×3, params, rng) -> robustlab.perturb.lazy.FramePlan (which input frames each output
+    # frame needs and how to render it); None: the op needs the whole clip (codecs, event insertion)
+    plan: Callable | None = dataclasses.field(default=None, repr=False, compare=False)
     _static_reason: str = dataclasses.field(default="", repr=False, compare=False)
 
     @property
@@ -123,7 +128,7 @@ class PerturbationSpec:
 
     def to_dict(self) -> dict:
         d = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)
-             if f.name not in ("fn", "check") and not f.name.startswith("_")}
+             if f.name not in ("fn", "check", "plan") and not f.name.startswith("_")}
         return _rec.jsonable(d)
 
     def refresh(self) -> "PerturbationSpec":
@@ -377,18 +382,49 @@ def _chunks(n_frames: int, frame_elems: int, limit: int = 0):
     return [(i, min(i + step, n_frames)) for i in range(0, n_frames, step)]
 
 
-def _map_frames(spec: PerturbationSpec, x: np.ndarray, params: dict, rng: np.random.Generator) -> np.ndarray:
-    """An image perturbation over a T×H×W×3 video: fixed chunks, one child generator per chunk, threads."""
+FRAME_SEEDING = "per-frame"  # what a video record of an image perturbation names (``frame_seeding``)
+LEGACY_FRAME_SEEDING = "chunked"  # records made before robustlab 0.2 (no ``frame_seeding`` field)
+
+
+def frame_rng(rng: np.random.Generator, t: int) -> np.random.Generator:
+    """Frame ``t``'s generator: child ``t`` of the seeded one's SeedSequence (``SeedSequence(seed,
+    spawn_key=(t,))`` for ``default_rng(seed)``), so frame t's randomness depends only on (seed, t), never on
+    the other frames: perturbing frame t alone gives frame t of the whole perturbed clip."""
+    ss = rng.bit_generator.seed_seq
+    return np.random.default_rng(np.random.SeedSequence(ss.entropy, spawn_key=tuple(ss.spawn_key) + (int(t),),
+                                                        pool_size=ss.pool_size))
+
+
+def frame_call(spec: PerturbationSpec, frame: np.ndarray, params: dict, gen: np.random.Generator) -> np.ndarray:
+    """An image perturbation on one H×W×3 video frame, as the per-frame video path calls it."""
+    res = spec.fn(frame[None], dict(params), gen)[0] if spec.batched else spec.fn(frame, dict(params), gen)
+    return np.asarray(res)
+
+
+def _map_frames(spec: PerturbationSpec, x: np.ndarray, params: dict, rng: np.random.Generator,
+                seeding: str = FRAME_SEEDING) -> np.ndarray:
+    """An image perturbation over a T×H×W×3 video on threads, frames in fixed chunks.
+
+    ``per-frame`` seeding (the default): frame t draws from :func:`frame_rng` ``(rng, t)``; deterministic batched
+    functions (no randomness) still get each chunk in one vectorised call. ``chunked`` (records made before
+    robustlab 0.2): chunk i draws from the i-th child of the seeded generator, advancing across its frames."""
+    if seeding not in (FRAME_SEEDING, LEGACY_FRAME_SEEDING):
+        raise ValueError(f"unknown frame seeding {seeding!r} in the record; this robustlab knows "
+                         f"{FRAME_SEEDING!r} (0.2 and later) and {LEGACY_FRAME_SEEDING!r} (before 0.2, i.e. 0.1)")
     parts = _chunks(x.shape[0], int(np.prod(x.shape[1:])), spec.chunk_elements)
-    gens = rng.spawn(len(parts))
+    legacy = seeding == LEGACY_FRAME_SEEDING
+    gens = rng.spawn(len(parts)) if legacy else None
+    whole_chunks = spec.batched and (legacy or "deterministic" in spec.tags)
     out = np.empty_like(x)
 
     def work(i: int) -> None:
         a, b = parts[i]
-        if spec.batched:
-            res = np.asarray(spec.fn(x[a:b], dict(params), gens[i]))
-        else:
+        if whole_chunks:
+            res = np.asarray(spec.fn(x[a:b], dict(params), gens[i] if legacy else rng))
+        elif legacy:
             res = np.stack([np.asarray(spec.fn(f, dict(params), gens[i])) for f in x[a:b]])
+        else:
+            res = np.stack([frame_call(spec, x[t], params, frame_rng(rng, t)) for t in range(a, b)])
         if res.shape != x[a:b].shape or res.dtype != np.uint8:
             raise RuntimeError(f"perturbation {spec.name!r} returned {res.dtype} {res.shape[1:]} frames, expected "
                                f"uint8 {x.shape[1:]}")
@@ -405,7 +441,7 @@ def _map_frames(spec: PerturbationSpec, x: np.ndarray, params: dict, rng: np.ran
     return out
 
 
-def _run(spec: PerturbationSpec, x, params: dict, rng: np.random.Generator):
+def _run(spec: PerturbationSpec, x, params: dict, rng: np.random.Generator, seeding: str = FRAME_SEEDING):
     if spec.modality == "text":
         out = spec.fn(x, dict(params), rng)
         if not isinstance(out, str):
@@ -425,7 +461,7 @@ def _run(spec: PerturbationSpec, x, params: dict, rng: np.random.Generator):
             out = out[0]
         return np.ascontiguousarray(out)
     if x.ndim == 4:
-        out = _map_frames(spec, x, params, rng)
+        out = _map_frames(spec, x, params, rng, seeding)
     else:
         out = spec.fn(x, dict(params), rng)
     out = np.asarray(out)
@@ -434,8 +470,12 @@ def _run(spec: PerturbationSpec, x, params: dict, rng: np.random.Generator):
     return np.ascontiguousarray(out)
 
 
-def perturb(x, name: str, severity: int, seed: int = 0, variant: str | None = None) -> PerturbResult:
-    """Apply perturbation ``name`` at ``severity`` (0 = clean, 1..5) with ``seed``; see module docstring."""
+def perturb(x, name: str, severity: int, seed: int = 0, variant: str | None = None, *,
+            frame_seeding: str | None = None) -> PerturbResult:
+    """Apply perturbation ``name`` at ``severity`` (0 = clean, 1..5) with ``seed``; see module docstring.
+
+    ``frame_seeding`` (image perturbations on videos; normally left alone): ``"per-frame"`` (the default, what the
+    record names) or ``"chunked"``, the scheme of records made before robustlab 0.2 (``regenerate`` picks it)."""
     spec = get_perturbation(name)
     v = _check_variant(spec, variant)
     s = _check_severity(severity)
@@ -456,7 +496,7 @@ def perturb(x, name: str, severity: int, seed: int = 0, variant: str | None = No
             note = "empty or whitespace-only text: returned unchanged"
         else:
             try:
-                out = _run(spec, arr, params, np.random.default_rng(seed))
+                out = _run(spec, arr, params, np.random.default_rng(seed), frame_seeding or FRAME_SEEDING)
             except ImportError as e:  # a dependency found on disk but broken at import
                 raise RuntimeError(f"perturbation {name!r} is unavailable: {e}") from e
             if spec.modality == "text" and out == arr:
@@ -471,6 +511,8 @@ def perturb(x, name: str, severity: int, seed: int = 0, variant: str | None = No
                                output_hash=_rec.hash_value(out), note=note, output_info=out_info)
     if details:
         record["details"] = _rec.jsonable(details)
+    if spec.modality == "image" and info["kind"] == "video":
+        record["frame_seeding"] = frame_seeding or FRAME_SEEDING
     return PerturbResult(out, record)
 
 
@@ -489,7 +531,11 @@ def regenerate(record: dict, x):
     if record.get("schema", _rec.SCHEMA) != _rec.SCHEMA:
         raise ValueError(f"unsupported record schema {record.get('schema')!r}; this robustlab writes {_rec.SCHEMA}")
     spec = get_perturbation(record["name"])
-    arr, _ = _prepare_input(spec, x)
+    if isinstance(record.get("sampled"), dict):  # a lazy record: the sampled frames of the perturbed clip
+        from robustlab.perturb.lazy import regenerate_sampled
+
+        return regenerate_sampled(record, x)
+    arr, info = _prepare_input(spec, x)
     if not _rec.matches(arr, record["input_hash"]):
         raise ValueError(f"input does not match the record's input_hash ({record['input_hash']}); "
                          "regenerate needs the same clean input the record was made from")
@@ -503,7 +549,11 @@ def regenerate(record: dict, x):
         txt = ", ".join(f"{k} {a} -> {b}" for k, (a, b) in diff.items())
         warnings.warn(f"regenerating {spec.name!r} with different library versions ({txt}); "
                       "the output may not match bit for bit", VersionMismatchWarning, stacklevel=2)
-    res = perturb(x, record["name"], record["severity"], seed=record["seed"], variant=record["variant"])
+    seeding = None
+    if spec.modality == "image" and info["kind"] == "video":
+        seeding = record.get("frame_seeding", LEGACY_FRAME_SEEDING)  # no field: made before robustlab 0.2
+    res = perturb(x, record["name"], record["severity"], seed=record["seed"], variant=record["variant"],
+                  frame_seeding=seeding)
     if record.get("output_hash") and not _rec.matches(res.output, record["output_hash"]):
         warnings.warn(f"regenerated output of {spec.name!r} differs from the record's output_hash",
                       VersionMismatchWarning, stacklevel=2)

@@ -104,7 +104,12 @@ def _gt_array(pos: list[list[int]]):
 
 
 class RetrievalBench:
-    def __init__(self, model, dataset, cache: Optional[EmbeddingCache] = None):
+    """``lazy`` (video datasets, models with ``frame_indices(T)``): perturb and keep only the frames the model
+    samples (:func:`robustlab.perturb.lazy.perturb_sampled`; bit for bit the frames it would sample from the whole
+    perturbed clip, so the metrics are the same), reading them from the dataset's ``frame_source(i)`` where it has
+    one (video files: only those frames are decoded). The visuals are then the sampled frames, not whole clips."""
+
+    def __init__(self, model, dataset, cache: Optional[EmbeddingCache] = None, lazy: bool = False):
         if len(dataset) == 0:
             raise ValueError(f"the dataset {getattr(dataset, 'name', '')} is empty".replace("  ", " "))
         self.kind = dataset.kind
@@ -125,6 +130,8 @@ class RetrievalBench:
         self.caption_of = first  # item -> index of its first own caption in texts()
         self.directions = DIRECTIONS[self.kind]
         self.cache = cache if cache is not None else EmbeddingCache()
+        sampler = getattr(model, "frame_indices", None)
+        self.sampler = sampler if lazy and self.kind == "video" and callable(sampler) else None
         self._visuals: dict = {}
         self._texts: dict = {}
 
@@ -138,16 +145,43 @@ class RetrievalBench:
         """(visuals, records, embeddings) of every item under a visual condition (memoised)."""
         key = cond.key()
         if key not in self._visuals:
-            items = self.dataset.visuals()
-            n = len(items)
+            items = None if self.sampler is not None else self.dataset.visuals()
+            n = len(self.dataset)
             half = (lambda a: (lambda d, t: progress(a + d, 2 * n))) if progress and not cond.clean else None
-            outs, recs = perturb_many(items, cond, self.kind, progress=half(0) if half else None)
+            if self.sampler is not None:
+                outs, recs = self._sampled(cond, self.sampler, progress=half(0) if half else None)
+            else:
+                outs, recs = perturb_many(items, cond, self.kind, progress=half(0) if half else None)
             enc = cached_encode_videos if self.kind == "video" else cached_encode_images
             emb = enc(self.model, outs, cache=self.cache, records=recs, progress=half(n) if half else progress)
             self._visuals[key] = (outs, recs, np.asarray(emb, np.float32))
         return self._visuals[key]
 
     images = videos = visuals  # the older per-kind names
+
+    def _sampled(self, cond: Condition, sampler, progress: ProgressFn = None):
+        """(sampled frames, lazy records) of every video under ``cond``; video i gets seed ``cond.seed + i``."""
+        from robustlab.perturb.condition import check
+        from robustlab.perturb.lazy import ArraySource, perturb_sampled
+
+        if not cond.clean:
+            check(cond, "video")
+        ds = self.dataset
+        from_files = callable(getattr(ds, "frame_source", None))
+        items = None if from_files else ds.visuals()
+        outs, recs = [], []
+        for i in range(len(ds)):
+            src = ds.frame_source(i) if from_files else ArraySource(items[i])
+            if cond.clean:
+                outs.append(src.read(sampler(int(src.n_frames))))
+            else:
+                r = perturb_sampled(src, cond.name, int(cond.severity), seed=int(cond.seed) + i,
+                                    variant=cond.variant, indices=sampler)
+                outs.append(r.output)
+                recs.append(r.record)
+            if progress:
+                progress(i + 1, len(ds))
+        return outs, (None if cond.clean else recs)
 
     def texts(self, cond: Condition = Condition()):
         """(texts, records, embeddings) of every caption under a text condition (memoised)."""
@@ -307,7 +341,11 @@ class RetrievalBench:
             return {}
         vids, _, ve = self.visuals(visual_cond)
         _, _, te = self.texts(text_cond)
-        rev = [np.ascontiguousarray(np.asarray(v)[::-1]) for v in vids]
+        if self.sampler is not None:  # the frames the model samples from the whole clip played backwards
+            smp = self.sampler
+            rev, _ = self._sampled(visual_cond, lambda t: t - 1 - np.asarray(smp(t)))
+        else:
+            rev = [np.ascontiguousarray(np.asarray(v)[::-1]) for v in vids]
         re = np.asarray(cached_encode_videos(self.model, rev, cache=self.cache), np.float32)
         sr = te @ re.T
         pos = _gt_array(self.text_pos)
@@ -339,15 +377,16 @@ class RetrievalTask(Task):
     def check_model(self, model, kind: str = "image") -> None:
         check_model(model, kind)
 
-    def bench(self, model, dataset, cache=None) -> RetrievalBench:
+    def bench(self, model, dataset, cache=None, lazy: bool = False) -> RetrievalBench:
         self.check_dataset(dataset)
-        return RetrievalBench(model, dataset, cache=cache)
+        return RetrievalBench(model, dataset, cache=cache, lazy=lazy)
 
     def evaluate(self, model, dataset, conditions=None, *, progress: ProgressFn = None, cache=None,
-                 ks=(1, 5, 10), order: bool = True, worst: int = 0, **options) -> list:
+                 ks=(1, 5, 10), order: bool = True, worst: int = 0, lazy: bool = True, **options) -> list:
         """One :class:`Result` per condition set: ``metrics = {"t2i": {R@1, R@5, R@10, MdR, MnR}, "i2t": ...}``
         (t2v / v2t for videos) and, for video datasets with time-reversed captions, the order-sensitivity numbers of
-        :meth:`RetrievalBench.order_metrics` (``t2v_R@1_reversed``, ``order_acc``...)."""
+        :meth:`RetrievalBench.order_metrics` (``t2v_R@1_reversed``, ``order_acc``...). ``lazy`` (default): videos
+        are perturbed only at the frames the model samples (same numbers, far less work; see RetrievalBench)."""
         conds = as_conditions(conditions)
         self.check_dataset(dataset)
         check_model(model, dataset.kind)
@@ -358,7 +397,7 @@ class RetrievalTask(Task):
                 check(c["visual"], dataset.kind)
             if "text" in c:
                 check(c["text"], "text")
-        bench = RetrievalBench(model, dataset, cache=cache if cache is not None else EmbeddingCache())
+        bench = RetrievalBench(model, dataset, cache=cache if cache is not None else EmbeddingCache(), lazy=lazy)
         out = []
         for i, c in enumerate(conds):
             vc, tc = c.get("visual", Condition()), c.get("text", Condition())

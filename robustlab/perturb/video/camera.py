@@ -145,3 +145,41 @@ def translate(x: np.ndarray, params: dict, rng: np.random.Generator) -> np.ndarr
     off = np.round(rng.integers(0, m + 1, size=(t, 2)) * unit).astype(np.int64)
     nh, nw = max(h, int(round(h * _SCALE))), max(w, int(round(w * _SCALE)))
     return crop_frames(_resize_frames(v, nh, nw), off[:, 0], off[:, 1], h, w)
+
+
+# --------------------------------------------------------------- lazy plans: frame t from input frame t alone
+
+from robustlab.perturb.lazy import per_frame_plan, lazy_plan  # noqa: E402
+
+
+@lazy_plan("static_rotate")
+def _static_rotate_plan(shape, params, rng):
+    a = float(params["angle"])
+    return per_frame_plan(shape[0], lambda f, t: rotate_frames(f[None], a)[0])
+
+
+@lazy_plan("rotate")
+def _rotate_plan(shape, params, rng):
+    m = int(params["max_angle"])
+    angles = rng.integers(-m, m + 1, size=shape[0])
+    return per_frame_plan(shape[0], lambda f, t: rotate_frames(f[None], angles[t])[0])
+
+
+@lazy_plan("translate")
+def _translate_plan(shape, params, rng):
+    t, h, w = shape[:3]
+    m = int(params["max_offset"])
+    mode = params["mode"]
+    if mode == "crop224":
+        nh, nw = (256, int(w * 256 / h)) if w > h else (int(h * 256 / w), 256)
+        off = rng.integers(0, m + 1, size=(t, 2))
+        return per_frame_plan(t, lambda f, i: crop_frames(_resize_frames(f[None], nh, nw), off[i, 0], off[i, 1],
+                                                          224, 224)[0])
+    unit = min(h, w) / 224.0
+    if mode == "clip_shift":
+        dy, dx = np.round(rng.integers(0, m + 1, size=2) * unit).astype(np.int64)
+        return per_frame_plan(t, lambda f, i: crop_frames(f[None], dy, dx, h, w)[0])
+    off = np.round(rng.integers(0, m + 1, size=(t, 2)) * unit).astype(np.int64)
+    nh, nw = max(h, int(round(h * _SCALE))), max(w, int(round(w * _SCALE)))
+    return per_frame_plan(t, lambda f, i: crop_frames(_resize_frames(f[None], nh, nw), off[i, 0], off[i, 1],
+                                                      h, w)[0])

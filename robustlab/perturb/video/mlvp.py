@@ -206,6 +206,15 @@ _SNOW_KEYS = ("loc", "scale", "zoom", "threshold", "blur_radius", "blur_sigma", 
 def mlvp_snow(x: np.ndarray, params: dict, rng: np.random.Generator) -> np.ndarray:
     v = frames_of(x)
     t, h, w, _ = v.shape
+    curtain = _snow_curtain(t, h, w, params, rng)
+    out = np.empty_like(v)
+    for a, b in _chunks(v):
+        out[a:b] = _snow_frames(v[a:b], np.arange(a, b), curtain, params)
+    return out
+
+
+def _snow_curtain(t: int, h: int, w: int, params: dict, rng: np.random.Generator) -> np.ndarray:
+    """The falling curtain ((H + (T−1)·speed) × W float32 in [0, 1]); drawn from ``rng``, no pixels needed."""
     speed = int(params["fall_speed"])
     canvas_h = h + (t - 1) * speed
     from robustlab.perturb.image import _filters as F
@@ -217,19 +226,22 @@ def mlvp_snow(x: np.ndarray, params: dict, rng: np.random.Generator) -> np.ndarr
     u8 = (np.clip(canvas, 0, 1) * 255).astype(np.uint8)  # MLVP goes through an 8-bit PNG
     taps = F.motion_taps(int(params["blur_radius"]), float(params["blur_sigma"]), angle, canvas_h, w)
     blurred = F.apply_taps(u8.astype(np.float32), taps)
-    curtain = (np.round(np.clip(blurred, 0, 255)) / np.float32(255)).astype(np.float32)
+    return (np.round(np.clip(blurred, 0, 255)) / np.float32(255)).astype(np.float32)
+
+
+def _snow_frames(frames: np.ndarray, ts: np.ndarray, curtain: np.ndarray, params: dict) -> np.ndarray:
+    """Frames (k×H×W×3 uint8) at clip positions ``ts`` under the curtain."""
+    h = frames.shape[1]
+    speed = int(params["fall_speed"])
     blend = np.float32(params["blend"])
-    out = np.empty_like(v)
     gw = np.array([0.299, 0.587, 0.114], np.float32)
-    for a, b in _chunks(v):
-        xf = v[a:b].astype(np.float32) / np.float32(255.0)
-        gray = (xf @ gw)[..., None]
-        bright = blend * xf + (1 - blend) * np.maximum(xf, gray * np.float32(1.5) + np.float32(0.5))
-        rows = (np.arange(a, b) * speed)[:, None] + np.arange(h)
-        layer = curtain[rows]  # (b−a)×H×W
-        snow = (layer + layer[:, ::-1, ::-1])[..., None]
-        out[a:b] = _to_uint8(bright + snow)
-    return out
+    xf = frames.astype(np.float32) / np.float32(255.0)
+    gray = (xf @ gw)[..., None]
+    bright = blend * xf + (1 - blend) * np.maximum(xf, gray * np.float32(1.5) + np.float32(0.5))
+    rows = (np.asarray(ts) * speed)[:, None] + np.arange(h)
+    layer = curtain[rows]  # k×H×W
+    snow = (layer + layer[:, ::-1, ::-1])[..., None]
+    return _to_uint8(bright + snow)
 
 
 # ------------------------------------------------------------------------------------------------ 6: H.264
@@ -401,8 +413,25 @@ def occlude(frames: np.ndarray, boxes, ratio: float, rng: np.random.Generator) -
     """
     v = frames_of(frames).copy()
     t, h, w, _ = v.shape
+    for i, r in enumerate(occluder_rects(t, h, w, boxes, ratio, rng)):
+        _blacken(v[i], r)
+    return v
+
+
+def _blacken(frame: np.ndarray, rect) -> np.ndarray:
+    if rect is not None:
+        x0, y0, x1, y1 = rect
+        if x1 > x0 and y1 > y0:
+            frame[y0:y1 + 1, x0:x1 + 1] = 0
+    return frame
+
+
+def occluder_rects(t: int, h: int, w: int, boxes, ratio: float, rng: np.random.Generator) -> list:
+    """The occluder of every frame (clipped (x0, y0, x1, y1) or None), drawn from ``rng`` frame by frame; no
+    pixels needed (the lazy path renders frame t from it alone)."""
     last = None
     sq = math.sqrt(ratio)
+    rects = []
     for i in range(t):
         box = boxes[i] if boxes is not None else None
         occ = None
@@ -423,13 +452,13 @@ def occlude(frames: np.ndarray, boxes, ratio: float, rng: np.random.Generator) -
             ow = int(rng.integers(w // 8, max(w // 4, w // 8 + 1)))
             oh = int(rng.integers(h // 8, max(h // 4, h // 8 + 1)))
             occ = [(w - ow) // 2, (h - oh) // 2, (w - ow) // 2 + ow, (h - oh) // 2 + oh]
+        rect = None
         if occ is not None:
             x0, y0 = max(0, occ[0]), max(0, occ[1])
             x1, y1 = min(w, occ[2]), min(h, occ[3])
-            if x1 > x0 and y1 > y0:
-                v[i, y0:y1 + 1, x0:x1 + 1] = 0
-            last = [x0, y0, x1, y1]
-    return v
+            rect = last = [x0, y0, x1, y1]
+        rects.append(rect)
+    return rects
 
 
 def centre_box(h: int, w: int, frac: float) -> tuple[int, int, int, int]:
@@ -599,5 +628,106 @@ def mlvp_temporal_scrambling(x: np.ndarray, params: dict, rng: np.random.Generat
     return take(v, scramble_indices(len(v), params, params["scramble"], rng))
 
 
-__all__ = ["occlude", "centre_box", "embed", "event_corpus", "optical_flows", "linear_motion_kernel",
+# ---------------------------------------------------------------------------------------------- lazy plans
+# Frame t from input frame t (fixed patterns, the curtain, the occluders: drawn before any pixel) or from frames
+# t−1 and t (the motion-aware blurs' optical flow). H.264 and event insertion need the whole clip: no plan.
+
+from robustlab.perturb.lazy import FramePlan, index_plan, lazy_plan, per_frame_plan  # noqa: E402
+
+
+@lazy_plan("mlvp_gaussian_noise")
+def _gaussian_plan(shape, params, rng):
+    noise = rng.standard_normal(shape[1:], dtype=np.float32) * np.float32(params["sigma"])
+    return per_frame_plan(shape[0], lambda f, t: _to_uint8(f.astype(np.float32) / np.float32(255.0) + noise))
+
+
+@lazy_plan("mlvp_impulse_noise")
+def _impulse_plan(shape, params, rng):
+    c = float(params["amount"])
+    u = rng.random(shape[1:3])
+    hi, lo = u >= 1.0 - c / 2.0, u < c / 2.0
+
+    def one(f, t):
+        o = f.copy()
+        o[hi] = 255
+        o[lo] = 0
+        return o
+
+    return per_frame_plan(shape[0], one)
+
+
+def _fixed_plan(names):
+    def plan(shape, params, rng):
+        spec = resolve_perturbation(names)
+        _, p = image_op_params(spec, int(params["image_severity"]), params["mlvp"])
+        seed = sub_seed(rng)
+        return per_frame_plan(shape[0], lambda f, t: fixed_pattern(spec.fn, f[None], p, seed)[0])
+
+    return plan
+
+
+lazy_plan("mlvp_fog")(_fixed_plan(FOG_OPS))
+lazy_plan("mlvp_elastic")(_fixed_plan(ELASTIC_OPS))
+lazy_plan("mlvp_style")(_fixed_plan(STYLE_OPS))
+
+
+@lazy_plan("mlvp_snow")
+def _snow_plan(shape, params, rng):
+    curtain = _snow_curtain(shape[0], shape[1], shape[2], params, rng)
+    return per_frame_plan(shape[0], lambda f, t: _snow_frames(f[None], np.array([t]), curtain, params)[0])
+
+
+@lazy_plan("mlvp_occlusion")
+def _occlusion_plan(shape, params, rng):
+    t, h, w = shape[:3]
+    box = centre_box(h, w, float(params["box_fraction"]))
+    rects = occluder_rects(t, h, w, [box] * t, float(params["ratio"]), rng)
+    return per_frame_plan(t, lambda f, i: _blacken(f.copy(), rects[i]))
+
+
+def _flow(get, t: int) -> np.ndarray:
+    import cv2
+
+    f = get(t)
+    if t == 0:
+        return np.zeros(f.shape[:2] + (2,), np.float32)
+    g0, g1 = (cv2.cvtColor(get(i), cv2.COLOR_RGB2GRAY) for i in (t - 1, t))
+    return cv2.calcOpticalFlowFarneback(g0, g1, None, pyr_scale=0.5, levels=3, winsize=15, iterations=3, poly_n=5,
+                                        poly_sigma=1.2, flags=0)
+
+
+def _neighbours(t: int):
+    return (t - 1, t) if t > 0 else (0,)
+
+
+@lazy_plan("mlvp_motion_blur")
+def _motion_blur_plan(shape, params, rng):
+    local = params["direction"] == "local"
+    short, long = int(params["short"]), int(params["long"])
+    return FramePlan(shape[0], _neighbours,
+                     lambda get, t: _motion_blur_frame(get(t), _flow(get, t), short, long, local))
+
+
+@lazy_plan("mlvp_defocus")
+def _defocus_plan(shape, params, rng):
+    import cv2
+
+    r = int(params["radius"])
+    k_small = mlvp_disk_kernel(r, float(params["alias_blur"]))
+    k_large = mlvp_disk_kernel(r * int(params["motion_factor"]), float(params["alias_blur"]))
+
+    def one(get, t):
+        f = get(t)
+        _, high = _motion_mask(_flow(get, t))
+        return np.where(high[..., None], cv2.filter2D(f, -1, k_large), cv2.filter2D(f, -1, k_small))
+
+    return FramePlan(shape[0], _neighbours, one)
+
+
+@lazy_plan("mlvp_temporal_scrambling")
+def _scrambling_plan(shape, params, rng):
+    return index_plan(scramble_indices(shape[0], params, params["scramble"], rng))
+
+
+__all__ = ["occlude", "occluder_rects", "centre_box", "embed", "event_corpus", "optical_flows", "linear_motion_kernel",
            "mlvp_disk_kernel", "scramble_indices", "image_op_params"]

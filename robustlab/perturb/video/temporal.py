@@ -153,3 +153,34 @@ def freeze(x: np.ndarray, params: dict, rng: np.random.Generator) -> np.ndarray:
     v = frames_of(x)
     anchors = freeze_anchors(len(v), params, rng)
     return take(v, freeze_indices(len(v), anchors, bool(params["start_at_zero"])))
+
+
+# ------------------------------------------------------------------------------- lazy plans (index maps only)
+
+from robustlab.perturb.lazy import index_plan, lazy_plan  # noqa: E402
+
+
+@lazy_plan("sampling")
+def _sampling_plan(shape, params, rng):
+    return index_plan(sampling_indices(shape[0], int(params["rate"])))
+
+
+@lazy_plan("reverse_sampling")
+def _reverse_sampling_plan(shape, params, rng):
+    return index_plan(sampling_indices(shape[0], int(params["rate"]))[::-1])
+
+
+@lazy_plan("jumble")
+def _jumble_plan(shape, params, rng):
+    return index_plan(jumble_indices(shape[0], int(params["segment"]), rng))
+
+
+@lazy_plan("box_jumble")
+def _box_jumble_plan(shape, params, rng):
+    return index_plan(box_jumble_indices(shape[0], int(params["segment"]), rng))
+
+
+@lazy_plan("freeze")
+def _freeze_plan(shape, params, rng):
+    anchors = freeze_anchors(shape[0], params, rng)
+    return index_plan(freeze_indices(shape[0], anchors, bool(params["start_at_zero"])))
