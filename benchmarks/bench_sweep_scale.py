@@ -66,24 +66,33 @@ def write_msrvtt(root: Path, clips: int, frames: int, px: int) -> None:
 
 
 class Timers:
+    """Exclusive time per part: a part called inside another (decoding inside a lazy perturbation) is taken out of
+    the outer one; a part called inside itself counts once."""
+
     def __init__(self):
         self.s = collections.Counter()
-        self.depth = collections.Counter()
+        self.stack: list = []
 
     def wrap(self, owner, name: str, part: str):
         fn = getattr(owner, name)
         timers = self
 
         def timed(*a, **k):
-            if timers.depth[part]:  # nested calls of the same part count once
+            st = timers.stack
+            if st and st[-1][0] == part:
                 return fn(*a, **k)
-            timers.depth[part] += 1
-            t0 = time.perf_counter()
+            now = time.perf_counter()
+            if st:
+                timers.s[st[-1][0]] += now - st[-1][1]
+            st.append([part, now])
             try:
                 return fn(*a, **k)
             finally:
-                timers.s[part] += time.perf_counter() - t0
-                timers.depth[part] -= 1
+                now = time.perf_counter()
+                p, t = st.pop()
+                timers.s[p] += now - t
+                if st:
+                    st[-1][1] = now
         setattr(owner, name, timed)
 
 
@@ -116,6 +125,9 @@ def main(argv=None) -> int:
     timers = Timers()
     timers.wrap(_clips.ClipSource, "read", "decode")
     timers.wrap(registry, "_run", "perturb")
+    from robustlab.perturb import lazy
+
+    timers.wrap(lazy, "perturb_sampled", "perturb")
     import robustlab.models.builtin_video as bv
 
     for cls in vars(bv).values():
@@ -139,7 +151,7 @@ def main(argv=None) -> int:
            "perturbations": len(vis), "severities": sevs, "cells": status.total, "seconds": round(total, 1),
            "parts_s": parts, "projected_clips": args.target, "projected_s": round(total * scale, 1),
            "projected_h": round(total * scale / 3600, 2), "write_videos_s": round(t_write, 1),
-           "cpus": os.cpu_count(), "lazy": hasattr(sw, "LAZY") and bool(sw.LAZY)}
+           "cpus": os.cpu_count(), "lazy": True}
     by_p = collections.Counter()
     for r in sw.load_results(out):
         by_p[r["conditions"]["visual"].get("name") or "clean"] += r["extra"].get("seconds", 0.0)

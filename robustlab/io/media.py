@@ -305,36 +305,40 @@ def pad_even(frames: np.ndarray) -> np.ndarray:
     return np.pad(frames, ((0, 0), (0, ph), (0, pw), (0, 0)), mode="edge")
 
 
+_YUV_CHUNK = 8  # frames per vectorised step: int32 intermediates stay in the CPU caches
+
+
 def rgb_to_yuv420(frames: np.ndarray) -> np.ndarray:
     """T×H×W×3 uint8 (even H, W) -> T×(3H/2)×W uint8 I420 planes (Y, then U, then V), BT.601 limited range."""
     t, h, w, _ = frames.shape
-    f = frames.astype(np.int32)
-    r, g, b = f[..., 0], f[..., 1], f[..., 2]
-    y = ((66 * r + 129 * g + 25 * b + 128) >> 8) + 16
-    rs = r.reshape(t, h // 2, 2, w // 2, 2).sum(axis=(2, 4))
-    gs = g.reshape(t, h // 2, 2, w // 2, 2).sum(axis=(2, 4))
-    bs = b.reshape(t, h // 2, 2, w // 2, 2).sum(axis=(2, 4))
-    u = ((-38 * rs - 74 * gs + 112 * bs + 512) >> 10) + 128
-    v = ((112 * rs - 94 * gs - 18 * bs + 512) >> 10) + 128
     out = np.empty((t, h * 3 // 2, w), np.uint8)
-    out[:, :h] = y
-    out[:, h:].reshape(t, 2, h // 2, w // 2)[:, 0] = u  # U then V, each (h/2)×(w/2) packed into w-wide rows
-    out[:, h:].reshape(t, 2, h // 2, w // 2)[:, 1] = v
+    for a in range(0, t, _YUV_CHUNK):
+        b = min(a + _YUV_CHUNK, t)
+        f = frames[a:b].astype(np.int32)
+        r, g, bl = f[..., 0], f[..., 1], f[..., 2]
+        out[a:b, :h] = ((66 * r + 129 * g + 25 * bl + 128) >> 8) + 16
+        q = f[:, 0::2, 0::2] + f[:, 0::2, 1::2] + f[:, 1::2, 0::2] + f[:, 1::2, 1::2]  # 2×2 sums, exact
+        rs, gs, bs = q[..., 0], q[..., 1], q[..., 2]
+        uv = out[a:b, h:].reshape(b - a, 2, h // 2, w // 2)  # U then V, each (h/2)×(w/2) packed into w-wide rows
+        uv[:, 0] = ((-38 * rs - 74 * gs + 112 * bs + 512) >> 10) + 128
+        uv[:, 1] = ((112 * rs - 94 * gs - 18 * bs + 512) >> 10) + 128
     return out
 
 
 def yuv420_to_rgb(planes: np.ndarray, h: int, w: int) -> np.ndarray:
     """Inverse of ``rgb_to_yuv420`` (T×(3H/2)×W I420 -> T×H×W×3 uint8), nearest chroma."""
     t = planes.shape[0]
-    y = planes[:, :h].astype(np.int32) - 16
-    uv = planes[:, h:].reshape(t, 2, h // 2, w // 2).astype(np.int32) - 128
-    u = uv[:, 0].repeat(2, axis=1).repeat(2, axis=2)
-    v = uv[:, 1].repeat(2, axis=1).repeat(2, axis=2)
-    c = 298 * y + 128
     out = np.empty((t, h, w, 3), np.uint8)
-    out[..., 0] = np.clip((c + 409 * v) >> 8, 0, 255)
-    out[..., 1] = np.clip((c - 100 * u - 208 * v) >> 8, 0, 255)
-    out[..., 2] = np.clip((c + 516 * u) >> 8, 0, 255)
+    for a in range(0, t, _YUV_CHUNK):
+        b = min(a + _YUV_CHUNK, t)
+        c = 298 * (planes[a:b, :h].astype(np.int32) - 16) + 128
+        uv = planes[a:b, h:].reshape(b - a, 2, h // 2, w // 2).astype(np.int32) - 128
+        u = uv[:, 0].repeat(2, axis=1).repeat(2, axis=2)
+        v = uv[:, 1].repeat(2, axis=1).repeat(2, axis=2)
+        o = out[a:b]
+        o[..., 0] = np.clip((c + 409 * v) >> 8, 0, 255)
+        o[..., 1] = np.clip((c - 100 * u - 208 * v) >> 8, 0, 255)
+        o[..., 2] = np.clip((c + 516 * u) >> 8, 0, 255)
     return out
 
 
