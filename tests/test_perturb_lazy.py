@@ -114,3 +114,24 @@ def test_severity_zero_and_bad_indices(vid):
         perturb_sampled(vid, "jumble", 2, indices=[30])
     with pytest.raises(TypeError):
         perturb_sampled(vid, "ocr", 2)
+
+
+def test_lazy_retrieval_metrics_equal_eager_on_builtin_videos(tmp_path):
+    """The sweep's lazy path gives the same Result metrics (order metrics included) as perturbing whole clips."""
+    from robustlab.datasets import build
+    from robustlab.engine.cache import EmbeddingCache
+    from robustlab.models import load_model
+    from robustlab.tasks import get
+
+    m = load_model("builtin:tiny-clip-video-seqtransf", device="cpu")
+    ds = build("builtin-videos", n=24)
+    conds = [None, {"visual": "jumble:3"}, {"visual": "gaussian_noise:4"}, {"visual": "rotate:2"},
+             {"visual": "codec2:2"}, {"visual": "sampling:5", "text": "keyboard:2"}]
+    task = get("retrieval")
+    lazy = task.evaluate(m, ds, conds, cache=EmbeddingCache(tmp_path / "a"), worst=2)
+    eager = task.evaluate(m, ds, conds, cache=EmbeddingCache(tmp_path / "b"), lazy=False, worst=2)
+    for a, b in zip(lazy, eager):
+        assert a.metrics == b.metrics, a.conditions
+        assert "order_acc" in a.flat() or "t2v_R@1_reversed" in a.flat()
+    rec = lazy[2].extra["worst"][0]["visual_record"]
+    assert rec["sampled"]["lazy"] and len(rec["sampled"]["indices"]) == m.num_frames
