@@ -140,6 +140,14 @@ def main(argv=None) -> int:
                         worst=0)
     from robustlab.engine.cache import EmbeddingCache
 
+    caches: list = []
+    init = sw.FrameCache.__init__
+
+    def cache_init(self, *a, **k):
+        init(self, *a, **k)
+        caches.append(self)
+
+    sw.FrameCache.__init__ = cache_init
     out = Path(tempfile.mkdtemp(prefix="sweep_scale_"))
     t1 = time.perf_counter()
     status = sw.run_sweep(spec, out, cache=EmbeddingCache(out / "cache"))
@@ -151,7 +159,10 @@ def main(argv=None) -> int:
            "perturbations": len(vis), "severities": sevs, "cells": status.total, "seconds": round(total, 1),
            "parts_s": parts, "projected_clips": args.target, "projected_s": round(total * scale, 1),
            "projected_h": round(total * scale / 3600, 2), "write_videos_s": round(t_write, 1),
-           "cpus": os.cpu_count(), "lazy": True}
+           "cpus": os.cpu_count(), "lazy": True,
+           "frame_cache": {"frames_decoded": sum(c.decoded for c in caches), "evicted": sum(c.evicted for c in caches),
+                           "peak_mb": round(max((c.peak for c in caches), default=0) / 2**20, 1),
+                           "max_mb": round(max((c.max_bytes for c in caches), default=0) / 2**20, 1)}}
     by_p = collections.Counter()
     for r in sw.load_results(out):
         by_p[r["conditions"]["visual"].get("name") or "clean"] += r["extra"].get("seconds", 0.0)

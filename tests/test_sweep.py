@@ -229,3 +229,34 @@ def test_cli_errors_are_one_line(tmp_path, extra, message):
     lines = [ln for ln in r.stderr.splitlines() if ln.startswith("robustlab:")]
     assert len(lines) == 1 and message in lines[0], r.stderr
     assert "Traceback" not in r.stderr
+
+
+def test_frame_cache_decodes_each_sampled_frame_once_and_keeps_no_whole_clip():
+    """A sweep's frame cache: frames a model samples are decoded once and served from memory afterwards; a whole-clip
+    read (codecs) is decoded but not kept (it would push the sampled frames out); LRU eviction past the limit."""
+    import numpy as np
+
+    from robustlab.engine.sweep import CachedSource, FrameCache
+
+    class Counting:
+        n_frames = 300
+
+        def __init__(self):
+            self.reads = []
+
+        def read(self, idx):
+            self.reads.append(list(idx))
+            return np.stack([np.full((4, 4, 3), t % 256, np.uint8) for t in idx])
+
+    src, cache = Counting(), FrameCache(max_bytes=10 * 48)
+    cs = CachedSource(src, cache, item=0)
+    a = cs.read([3, 1, 3])
+    assert [int(f[0, 0, 0]) for f in a] == [3, 1, 3] and src.reads == [[1, 3]]
+    cs.read([1, 3, 5])
+    assert src.reads[-1] == [5] and cache.decoded == 3
+    whole = cs.read(range(300))
+    assert whole.shape == (300, 4, 4, 3) and len(cache._d) == 3 and cache.evicted == 0
+    assert [int(f[0, 0, 0]) for f in whole[:6]] == [0, 1, 2, 3, 4, 5]
+    for t in range(20, 30):  # 10 more frames into a cache of 10: the oldest go
+        cs.read([t])
+    assert len(cache._d) == 10 and cache.evicted == 3 and cache.peak == 10 * 48

@@ -262,8 +262,8 @@ class FrameCache:
         mb = float(os.environ.get("ROBUSTLAB_FRAME_CACHE_MB", "2048") or 2048)
         self.max_bytes = int(max_bytes if max_bytes is not None else mb * 2**20)
         self._d: "collections.OrderedDict" = collections.OrderedDict()
-        self.bytes = 0
-        self.decoded = 0
+        self.bytes = self.peak = 0
+        self.decoded = self.evicted = 0
         self._lock = threading.Lock()
 
     def get(self, key):
@@ -282,11 +282,15 @@ class FrameCache:
             while self.bytes > self.max_bytes and len(self._d) > 1:
                 _, old = self._d.popitem(last=False)
                 self.bytes -= old.nbytes
+                self.evicted += 1
+            self.peak = max(self.peak, self.bytes)
 
 
 class CachedSource:
     """A frame source (``n_frames``, ``read(indices)``) that decodes only the frames not yet in the sweep's
-    :class:`FrameCache`."""
+    :class:`FrameCache`. Reads of more than ``KEEP_MAX`` distinct frames (whole clips) bypass the cache."""
+
+    KEEP_MAX = 64
 
     def __init__(self, source, cache: FrameCache, item: int):
         self.source, self.cache, self.item = source, cache, item
@@ -302,10 +306,14 @@ class CachedSource:
         if need:
             frames = self.source.read(need)
             self.cache.decoded += len(need)
+            # a whole-clip read (codecs, event insertion) would push every other clip's sampled frames out of the
+            # cache and be evicted before the next cell asks for it again: it is decoded, not kept
+            keep = len(set(idx)) <= self.KEEP_MAX
             for t, f in zip(need, frames):
                 f = np.ascontiguousarray(f)
                 have[t] = f
-                self.cache.put((self.item, t), f)
+                if keep:
+                    self.cache.put((self.item, t), f)
         return np.stack([have[t] for t in idx])
 
 
