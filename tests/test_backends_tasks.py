@@ -118,13 +118,19 @@ def test_vilt_replace_identity_uniform_and_restore(vilt):
     seen = []
     vilt.forward_with_attention(IMG, "x", replace=lambda i, p, lay: seen.append((i, tuple(p.shape), len(lay))))
     assert [s[0] for s in seen] == [0, 1] and seen[0][1][-1] == seen[0][2]
-    # patches are per instance and restored, also after an error inside the forward
-    assert all("forward" not in m.__dict__ for m in modules)
+    # the hook is per call: each attention module got a dispatcher once (per instance, not the class), which runs
+    # the installed forward unless the calling context has a hook — also after an error inside a hooked forward
+    assert all(getattr(m.__dict__.get("forward"), "robustlab_dispatch", False) for m in modules)
+    from transformers.models.vilt.modeling_vilt import ViltSelfAttention
+
+    assert "robustlab_dispatch" not in vars(ViltSelfAttention.forward)
     with pytest.raises(ValueError, match="replace returned shape"):
         vilt.forward_with_attention(IMG, "x", replace=lambda i, p, lay: p[..., :-1])
     with pytest.raises(ZeroDivisionError):
         vilt.forward_with_attention(IMG, "x", replace=lambda i, p, lay: 1 / 0)
-    assert all("forward" not in m.__dict__ for m in modules)
+    from robustlab.models.attention import _LAYER_HOOK
+
+    assert _LAYER_HOOK.get() is None  # the failed call's hook is gone from this context
     np.testing.assert_array_equal(vilt.forward_with_attention(IMG, "is it red?", pad_to=16).outputs["logits"],
                                   base.outputs["logits"])
 

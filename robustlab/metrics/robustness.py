@@ -68,6 +68,22 @@ def robustness(clean, perturbed, scale: float = 1.0) -> dict:
     return {"gamma_a": _out(1.0 - drop / scale), "gamma_r": _out(1.0 - drop / c), "mmi": _out(drop / c)}
 
 
+def mmi(acc_orig, acc_adv):
+    """MultiModal Impact (PEELING, Qiu et al.): ``(acc_orig − acc_adv) / acc_orig``, the relative drop — e.g.
+    ``mmi(89.3, 68.0) = 0.2385``. Works in any unit (fractions or percent: it is a ratio) and on arrays; a clean
+    accuracy of 0 is an error (the drop is undefined)."""
+    c = _as_values(acc_orig, "original accuracy")
+    p = _as_values(acc_adv, "perturbed accuracy")
+    if c.size and (c <= 0).any():
+        raise ValueError("the original accuracy is 0: MMI is undefined")
+    if (c.size and c.min() < 0) or (p.size and p.min() < 0):
+        raise ValueError("accuracies must be ≥ 0")
+    try:
+        return _out((c - p) / c)
+    except ValueError:
+        raise ValueError(f"original {c.shape} and perturbed {p.shape} accuracies do not broadcast") from None
+
+
 def _categories(categories, names) -> dict:
     """perturbation -> category from either {perturbation: category} or {category: [perturbations]}."""
     if categories is None:

@@ -16,6 +16,7 @@ class, so other models are untouched) and restores them on exit, even on error.
 from __future__ import annotations
 
 import contextlib
+import contextvars
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator, Optional, Sequence
 
@@ -191,6 +192,8 @@ def apply_replace(replace: Optional[ReplaceFn], layer_idx: int, probs: torch.Ten
 class AttentionRecorder:
     """Collects each layer's (possibly replaced) probabilities during one forward."""
 
+    records = True  # a model doing QUAG-attention hands it the equivalent N × N attention to record
+
     def __init__(self, n_layers: int, replace: Optional[ReplaceFn] = None, layout: Optional[TokenLayout] = None):
         self.n_layers = n_layers
         self.replace = replace
@@ -226,5 +229,72 @@ def patched_forwards(patches: Sequence[tuple[torch.nn.Module, Callable]]) -> Ite
                 module.__dict__.pop("forward", None)
 
 
+class BatchHook:
+    """``hook(layer_idx, probs)`` for a batched forward: calls ``replace`` with the batch's layout (a
+    :class:`robustlab.diagnostics.quag.TokenLayout` with per-sample valid masks)."""
+
+    records = False
+
+    def __init__(self, replace: ReplaceFn, layout):
+        self.replace, self.layout = replace, layout
+
+    def __call__(self, layer_idx: int, probs: torch.Tensor) -> torch.Tensor:
+        return apply_replace(self.replace, layer_idx, probs, self.layout)
+
+
+# ---- interventions scoped to the caller ------------------------------------------------------------------
+# The dashboard serves many sessions (threads) from one cached model, so an ablation must never be a property of the
+# model: it lives in a context variable, which each thread sees on its own (a new thread starts with none).
+_INTERVENTION: contextvars.ContextVar = contextvars.ContextVar("robustlab_attention_intervention", default=None)
+_LAYER_HOOK: contextvars.ContextVar = contextvars.ContextVar("robustlab_attention_layer_hook", default=None)
+
+
+@contextlib.contextmanager
+def intervention(replace: Optional[ReplaceFn]) -> Iterator[None]:
+    """Within the block, every fusion forward of *this thread* (this context) calls ``replace(layer_idx, probs,
+    layout)`` after each layer's softmax — VQA, ITM, grounding and batched evaluation alike. Other threads, e.g.
+    other dashboard sessions sharing the model, are not affected; blocks nest (the innermost wins); ``None`` turns
+    an outer intervention off. Batched forwards pass a :class:`robustlab.diagnostics.quag.TokenLayout` (spans and
+    per-sample valid masks) as ``layout``; single forwards (``forward_with_attention``) pass the model's
+    per-position layout."""
+    token = _INTERVENTION.set(replace)
+    try:
+        yield
+    finally:
+        _INTERVENTION.reset(token)
+
+
+def current_intervention() -> Optional[ReplaceFn]:
+    """The ``replace`` of the innermost :func:`intervention` block of this context, or None."""
+    return _INTERVENTION.get()
+
+
+@contextlib.contextmanager
+def layer_hook(hook: Optional[Callable]) -> Iterator[None]:
+    """For models whose attention modules dispatch through :func:`dispatching_forward`: ``hook(layer_idx, probs)``
+    for the forwards of this context."""
+    token = _LAYER_HOOK.set(hook)
+    try:
+        yield
+    finally:
+        _LAYER_HOOK.reset(token)
+
+
+def dispatching_forward(original: Callable, hooked: Callable[[Callable], Callable]) -> Callable:
+    """A module ``forward`` installed once for good: it runs ``original`` unless this context has a
+    :func:`layer_hook`, and then ``hooked(hook)`` — the explicit-math forward with the hook between softmax and
+    value mixing. Installing per call instead would leak one session's hook into another's concurrent forward."""
+
+    def forward(*args, **kwargs):
+        hook = _LAYER_HOOK.get()
+        if hook is None:
+            return original(*args, **kwargs)
+        return hooked(hook)(*args, **kwargs)
+
+    forward.robustlab_dispatch = True  # type: ignore[attr-defined]
+    return forward
+
+
 __all__ = ["AttentionCapture", "TokenLayout", "ReplaceFn", "AttentionRecorder", "patched_forwards",
-           "apply_replace", "identity", "uniform", "only_layers", "TEXT", "VISUAL"]
+           "apply_replace", "identity", "uniform", "only_layers", "TEXT", "VISUAL", "intervention",
+           "current_intervention", "layer_hook", "dispatching_forward", "BatchHook"]

@@ -29,7 +29,7 @@ import numpy as np
 import torch
 
 from robustlab.models.attention import (TEXT, VISUAL, AttentionCapture, AttentionRecorder, ReplaceFn,
-                                        TokenLayout, patched_forwards)
+                                        TokenLayout, current_intervention, dispatching_forward, layer_hook)
 from robustlab.models.base import Fingerprinted, ModelInfo
 from robustlab.models.hf_backend import (_float32_kw, _load_image_processor, hf_source, hub_access, load_config,
                                          processor_identity, seeded, tokenizer_identity, unavailable)
@@ -222,6 +222,15 @@ class HFViltModel(Fingerprinted):
     def _self_attentions(self) -> list[torch.nn.Module]:
         return [layer.attention.attention for layer in self.model.vilt.encoder.layer]
 
+    def _install_dispatch(self) -> None:
+        """Each self-attention module's forward becomes, once and for good, a dispatcher: the installed forward
+        unless the calling context has a layer hook (see :func:`robustlab.models.attention.dispatching_forward`),
+        so concurrent sessions sharing this model never see each other's hooks."""
+        for i, m in enumerate(self._self_attentions()):
+            if getattr(m.__dict__.get("forward"), "robustlab_dispatch", False):
+                continue
+            m.forward = dispatching_forward(m.forward, lambda hook, _m=m, _i=i: _vilt_attention_forward(_m, _i, hook))
+
     def _text_inputs(self, text: str, pad_to: Optional[int]) -> dict[str, torch.Tensor]:
         pad_kw = {"padding": "max_length", "max_length": min(int(pad_to), self.max_text)} if pad_to else \
             {"padding": False, "max_length": self.max_text}
@@ -292,9 +301,11 @@ class HFViltModel(Fingerprinted):
         text_inputs = self._text_inputs(text, pad_to)
         image_embeds, pixel_mask, frame_of, rc, grid = self._visual_inputs(frames)
         layout = self._layout(text_inputs, pixel_mask, frame_of, rc, grid, len(frames))
+        if replace is None:
+            replace = current_intervention()
         rec = AttentionRecorder(self.n_layers, replace=replace, layout=layout)
-        patches = [(m, _vilt_attention_forward(m, i, rec)) for i, m in enumerate(self._self_attentions())]
-        with torch.inference_mode(), patched_forwards(patches):
+        self._install_dispatch()
+        with torch.inference_mode(), layer_hook(rec):
             out = self.model(**text_inputs, image_embeds=image_embeds, pixel_mask=pixel_mask)
         logits = out.logits[0].float().cpu().numpy()
         outputs: dict = {"logits": logits, "head": self.head}

@@ -41,8 +41,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from robustlab.models.attention import (TEXT, VISUAL, AttentionCapture, AttentionRecorder, ReplaceFn,
-                                        TokenLayout)
+from robustlab.models.attention import (TEXT, VISUAL, AttentionCapture, AttentionRecorder, BatchHook, ReplaceFn,
+                                        TokenLayout, current_intervention)
 from robustlab.models.base import Fingerprinted, ModelInfo, ModelUnavailable
 from robustlab.models.builtin import ImageTower, load_minilm, preprocess_64
 from robustlab.models.checkpoints import checkpoint_path
@@ -116,6 +116,9 @@ class FusionLayer(nn.Module):
         self.mlp = nn.Sequential(nn.Linear(width, mlp), nn.GELU(), nn.Linear(mlp, width))
 
     def forward(self, x, key_pad, hook=None, layer_idx: int = 0):
+        qa = getattr(getattr(hook, "replace", None), "quag_attention", None)
+        if qa is not None and qa.applies(layer_idx):
+            return self._quag_attention(x, hook, layer_idx, qa)
         B, N, D = x.shape
         h = self.heads
         q, k, v = self.qkv(self.ln1(x)).view(B, N, 3, h, D // h).permute(2, 0, 3, 1, 4)
@@ -125,6 +128,29 @@ class FusionLayer(nn.Module):
         if hook is not None:
             probs = hook(layer_idx, probs)
         ctx = (probs @ v).transpose(1, 2).reshape(B, N, D)
+        x = x + self.out(ctx)
+        return x + self.mlp(self.ln2(x))
+
+
+    def _quag_attention(self, x, hook, layer_idx: int, qa):
+        """QUAG-attention (Rawal et al. §2.4): keys and values from the layer input with a modality averaged over
+        its valid tokens (see :class:`robustlab.diagnostics.quag.QuagAttention`); queries full length. The hook
+        records the equivalent N × N attention."""
+        from robustlab.diagnostics.quag import TokenLayout as QuagLayout
+
+        B, N, D = x.shape
+        h = self.heads
+        lay = hook.layout if isinstance(hook.layout, QuagLayout) else QuagLayout.from_model(hook.layout)
+        y = self.ln1(x)
+        W, b = self.qkv.weight, self.qkv.bias
+        q = F.linear(y, W[:D], b[:D]).view(B, N, h, D // h).transpose(1, 2)
+        yk, sizes, cols = qa.keys_values(y, lay)
+        k, v = F.linear(yk, W[D:], b[D:]).view(B, -1, 2, h, D // h).permute(2, 0, 3, 1, 4)
+        scores = qa.correct((q @ k.transpose(-1, -2)) / math.sqrt(D // h), sizes, cols)
+        probs = torch.softmax(scores, dim=-1)
+        ctx = (probs @ v).transpose(1, 2).reshape(B, N, D)
+        if getattr(hook, "records", False):
+            hook(layer_idx, qa.expand(probs, cols, N))
         x = x + self.out(ctx)
         return x + self.mlp(self.ln2(x))
 
@@ -520,7 +546,14 @@ class TinyVilt(Fingerprinted):
         ids, mask = self.tokenize(texts)
         vis, video = self.visual_embed(items)
         te = self.text_embed(ids)
-        h = self.net(te, mask, vis)
+        replace, hook = current_intervention(), None
+        if replace is not None:  # an ablation of this caller's context (robustlab.models.attention.intervention)
+            from robustlab.diagnostics.quag import TokenLayout as QuagLayout
+
+            nt, nv = ids.shape[1], vis.shape[1]
+            valid = torch.cat([mask.bool(), torch.ones(vis.shape[:2], dtype=torch.bool, device=mask.device)], 1)
+            hook = BatchHook(replace, QuagLayout(text=(0, nt), visual=(nt, nt + nv), valid=valid.cpu().numpy()))
+        h = self.net(te, mask, vis, hook=hook)
         return self.net.heads_out(h, ids.shape[1], te, mask), video
 
     def _batches(self, visuals, texts, batch_size: int = 64):
@@ -595,6 +628,8 @@ class TinyVilt(Fingerprinted):
         ids, mask = self.tokenize([text])
         vis, video = self.visual_embed(items)
         lay = self.layout(ids[0], mask[0], video)
+        if replace is None:
+            replace = current_intervention()
         rec = AttentionRecorder(self.n_layers, replace, lay)
         te = self.text_embed(ids)
         h = self.net(te, mask, vis, hook=rec)
