@@ -19,7 +19,8 @@
                                                        k-occurrence hubness indices and R@K, clean vs perturbed
     robustlab bench --models M1,M2 --dataset D [--root R --split S --n N] --tasks retrieval[,...]
                     --perturbations all|category:NAME|NAME,... [--text-perturbations ...] --severities 1-5
-                    [--directions t2v,v2t] --out runs/NAME [--engine local|ray [--address auto]]
+                    [--interventions quag:unimodal,input:language-only,...] [--directions t2v,v2t]
+                    --out runs/NAME [--engine local|ray [--address auto]]
                                                        a robustness sweep: one Result JSON per (model, task,
                                                        condition) cell; rerun to resume
     robustlab bench report runs/NAME [--metric M]      results.csv and a self-contained report.html
@@ -388,8 +389,8 @@ def _split(text) -> list[str]:
 
 
 def cmd_bench(args) -> int:
-    from robustlab.engine.sweep import (SweepError, SweepSpec, condition_grid, parse_perturbations,
-                                        parse_severities, run_sweep)
+    from robustlab.engine.sweep import (SweepError, SweepSpec, condition_grid, parse_interventions,
+                                        parse_perturbations, parse_severities, run_sweep)
 
     try:
         from robustlab.datasets.registry import build
@@ -410,7 +411,8 @@ def cmd_bench(args) -> int:
         sev = parse_severities(args.severities)
         tsev = parse_severities(args.text_severities) if args.text_severities else sev
         combine = args.combine if args.combine in ("auto", "all", "none") else int(args.combine)
-        conds = condition_grid(vis, sev, txt, tsev, seed=args.perturb_seed, combine=combine)
+        conds = condition_grid(vis, sev, txt, tsev, seed=args.perturb_seed, combine=combine,
+                               interventions=parse_interventions(args.interventions))
         spec = SweepSpec(models=_split(args.models), dataset={"name": args.dataset, "root": args.root,
                                                               "split": args.split or dataset.split, "n": args.n,
                                                               "seed": args.seed,
@@ -463,6 +465,10 @@ def _bench_parser(sub) -> None:
     b.add_argument("--perturbations", default="all",
                    help="visual perturbations: all | category:NAME | tag:NAME | NAME,NAME | none")
     b.add_argument("--text-perturbations", default=None, help="text perturbations, same forms (default none)")
+    b.add_argument("--interventions", default=None,
+                   help="model interventions, each a condition on clean inputs: quag:unimodal|crossmodal|video|text"
+                        "|VV+TV..., quag-attention:video-avg|text-avg|text-video-avg[/multiplicative], "
+                        "input:language-only|video-only, or all (default none)")
     b.add_argument("--severities", default="1-5", help="e.g. 1-5 or 1,3,5")
     b.add_argument("--text-severities", default=None, help="default: --severities")
     b.add_argument("--combine", default="auto",

@@ -107,11 +107,13 @@ def parse_perturbations(text, kind: str) -> list[str]:
 
 def condition_grid(visual: Sequence[str] = (), visual_severities: Sequence[int] = (1, 2, 3, 4, 5),
                    text: Sequence[str] = (), text_severities: Sequence[int] = (1, 2, 3, 4, 5), seed: int = 0,
-                   combine="auto") -> list[dict]:
+                   combine="auto", interventions: Sequence[str] = ()) -> list[dict]:
     """Clean, every visual (perturbation, severity), every text one, and — when both axes are swept — their
     combinations (Schiappa et al.'s paired perturbations): ``combine="auto"`` pairs them at severity 3 (the paper's
     choice; on each axis the middle swept severity when 3 is not swept), an int at that severity, ``"all"`` at every pair of
-    swept severities, ``None``/``"none"`` not at all. Each condition set is ``{axis: Condition}`` (clean = ``{}``)."""
+    swept severities, ``None``/``"none"`` not at all. ``interventions`` (``quag:unimodal``, ``input:language-only``...;
+    :mod:`robustlab.models.interventions`) add one condition set each, on clean inputs (Rawal et al.'s Table 1).
+    Each condition set is ``{axis: Condition}`` (clean = ``{}``)."""
     out: list[dict] = [{}]
     vis = [Condition(p, s, seed) for p in visual for s in visual_severities]
     txt = [Condition(p, s, seed) for p in text for s in text_severities]
@@ -125,7 +127,29 @@ def condition_grid(visual: Sequence[str] = (), visual_severities: Sequence[int] 
             sv, st = pick(list(visual_severities)), pick(list(text_severities))
             pairs = [(v, t) for v in vis for t in txt if v.severity == sv and t.severity == st]
         out += [{"visual": v, "text": t} for v, t in pairs]
+    if interventions:
+        from robustlab.models.interventions import as_condition
+
+        out += [{"intervention": as_condition(i)} for i in dict.fromkeys(interventions)]
     return out
+
+
+def parse_interventions(text) -> list[str]:
+    """``--interventions``: comma-separated names (``quag:unimodal,input:language-only,...``), ``all`` (every named
+    one) or ``none``; each checked (one-line SweepError for an unknown one)."""
+    from robustlab.models.interventions import InterventionError, names, parse
+
+    t = str(text or "").strip()
+    if t.lower() in ("", "none"):
+        return []
+    parts = names() if t.lower() == "all" else [p.strip() for p in t.split(",") if p.strip()]
+    out = []
+    for p in parts:
+        try:
+            out.append(parse(p).spec)
+        except InterventionError as e:
+            raise SweepError(str(e)) from None
+    return list(dict.fromkeys(out))
 
 
 # ------------------------------------------------------------------------------------------------ the spec

@@ -36,7 +36,7 @@ import pandas as pd
 from robustlab.metrics.retrieval import rsum
 from robustlab.metrics.robustness import robustness, robustness_table, table_rows
 from robustlab.perturb.condition import Condition
-from robustlab.tasks.base import AXES, Result
+from robustlab.tasks.base import AXES, INTERVENTION, Result, intervention_label
 
 RETRIEVAL_PAIRS = (("t2v", "v2t"), ("t2i", "i2t"))
 UNNATURAL_TAGS = ("p1:Positional", "p1:DropText")
@@ -96,11 +96,14 @@ def _cond(d, axis) -> Condition:
 
 
 def _cond_key(conds) -> tuple:
-    return tuple(_cond(conds, a).key() for a in AXES)
+    return tuple(_cond(conds, a).key() for a in AXES + (INTERVENTION,))
 
 
 def _cond_label(conds) -> str:
     parts = [f"{a} {_cond(conds, a).label()}" for a in AXES if not _cond(conds, a).clean]
+    iv = _cond(conds, INTERVENTION)
+    if not iv.clean:
+        parts.append(f"{INTERVENTION} {intervention_label(iv)}")
     return ", ".join(parts) or "clean"
 
 
@@ -111,7 +114,7 @@ def _read_cell(path: Path) -> Result:
     r = Result.from_json(d)
     if not isinstance(r.metrics, dict) or not isinstance(r.conditions, dict):
         raise ValueError("metrics and conditions must be objects")
-    for a in AXES:
+    for a in AXES + (INTERVENTION,):
         c = r.conditions.get(a)
         if c is not None and not isinstance(c, dict):
             raise ValueError(f"condition {a!r} is not an object")
@@ -209,12 +212,13 @@ def headline(result: Result, preferred_dirs=None) -> Optional[str]:
 
 
 def _row(r: Result, file: str) -> dict:
-    conds = {a: _cond(r.conditions, a) for a in AXES}
-    axes = "+".join(a for a in AXES if not conds[a].clean) or "clean"
+    conds = {a: _cond(r.conditions, a) for a in AXES + (INTERVENTION,)}
+    axes = "+".join(a for a in AXES + (INTERVENTION,) if not conds[a].clean) or "clean"
     row = {"model": r.model, "dataset": r.dataset, "split": r.split, "task": r.task, "axes": axes,
            "condition": _cond_label(r.conditions), "n": r.n, "cell": r.extra.get("cell") or Path(file).stem}
     for a in AXES:
         row.update(_axis_columns(a, conds[a]))
+    row[INTERVENTION] = "none" if conds[INTERVENTION].clean else intervention_label(conds[INTERVENTION])
     flat = {k: v for k, v in r.flat().items() if _numeric(v) or v is None}
     row.update(flat)
     if directions(r.metrics):
@@ -376,9 +380,47 @@ def combination_grid(df: pd.DataFrame) -> pd.DataFrame:
 def clean_table(df: pd.DataFrame) -> pd.DataFrame:
     """Clean metrics per model (section 1): the clean cells' flat metrics."""
     clean = df[df["axes"] == "clean"]
-    drop = [c for c in clean.columns if c.startswith(("visual", "text")) or c in (
+    drop = [c for c in clean.columns if c.startswith(("visual", "text", INTERVENTION)) or c in (
         "axes", "condition", "clean_score", "scale", "gamma_a", "gamma_r", "mmi", "cell")]
     return clean.drop(columns=drop).dropna(axis=1, how="all").reset_index(drop=True)
+
+
+TABLE1_ORDER = {k: i for i, k in enumerate(["input:language-only", "input:video-only", "quag:unimodal", "quag:crossmodal",
+                                             "quag:video", "quag:text", "quag-attention:video-avg",
+                                             "quag-attention:text-avg", "quag-attention:text-video-avg"])}
+DROP_FLAG = 0.02  # Rawal et al. Table 1: "↓" for a drop of at least 2 (percentage points; 0.02 on a 0..1 scale)
+
+
+def intervention_table(df: pd.DataFrame) -> pd.DataFrame:
+    """Rawal et al.'s Table 1 for every model: the metric on clean inputs without and with each model intervention
+    (QUAG short-circuits, QUAG-attention, input ablations), Δ vs the baseline, ↓ when the drop is at least 2 points,
+    and the metric per question type (``per_type_<type>_acc`` columns of VQA results) as ``type: <type>``."""
+    out = []
+    if df.empty or INTERVENTION not in df:
+        return pd.DataFrame(out)
+    for (m, t, d), g in df.groupby(["model", "task", "dataset"], sort=False, dropna=False):
+        rows = g[g["axes"].isin(["clean", INTERVENTION])]
+        if not (rows["axes"] == INTERVENTION).any():
+            continue
+        types = sorted({c[len("per_type_"):-len("_acc")] for c in g.columns
+                        if c.startswith("per_type_") and c.endswith("_acc")})
+        clean = rows[rows["axes"] == "clean"]
+        base = float(clean["score"].mean()) if len(clean) else math.nan
+        scale = float(g["scale"].iloc[0]) if _numeric(g["scale"].iloc[0]) else 1.0
+        ivs = rows[rows["axes"] == INTERVENTION]
+        ivs = ivs.iloc[sorted(range(len(ivs)), key=lambda i: (TABLE1_ORDER.get(ivs[INTERVENTION].iloc[i].split("/")[0],
+                                                                                 len(TABLE1_ORDER)),
+                                                                ivs[INTERVENTION].iloc[i]))]
+        for _, r in pd.concat([clean.head(1), ivs]).iterrows():
+            name = "baseline" if r["axes"] == "clean" else r[INTERVENTION]
+            delta = float(r["score"]) - base if _numeric(r["score"]) and _numeric(base) else math.nan
+            row = {"model": m, "task": t, "dataset": d, "intervention": name, "metric": r["metric"],
+                   "score": r["score"], "delta": 0.0 if name == "baseline" else delta,
+                   "drop": "↓" if name != "baseline" and _numeric(delta) and -delta >= DROP_FLAG * scale - 1e-12
+                   else "", "n": r["n"]}
+            row.update({f"type: {ty}": r.get(f"per_type_{ty}_acc") for ty in types})
+            out.append(row)
+    return pd.DataFrame(out)
 
 
 def report_tables(run: RunData, metric: Optional[str] = None) -> dict:
@@ -387,7 +429,8 @@ def report_tables(run: RunData, metric: Optional[str] = None) -> dict:
     df = results_table(run, metric)
     rob = robustness_rows(df) if not df.empty else pd.DataFrame()
     return {"results": df, "clean": clean_table(df) if not df.empty else df, "robustness": rob,
-            "effective": effective(rob), "combinations": combination_grid(df) if not df.empty else pd.DataFrame()}
+            "effective": effective(rob), "combinations": combination_grid(df) if not df.empty else pd.DataFrame(),
+            "interventions": intervention_table(df)}
 
 
 def report_figures(run: RunData, metric: Optional[str] = None) -> dict:
@@ -416,4 +459,4 @@ def write_report(run_dir, out_dir=None, metric: Optional[str] = None) -> tuple[P
 
 __all__ = ["RunData", "load_run", "results_table", "report_tables", "report_figures", "write_report", "describe",
            "headline", "directions", "run_rsum", "metric_scale", "natural", "robustness_rows", "effective",
-           "combination_grid", "clean_table"]
+           "combination_grid", "clean_table", "intervention_table", "DROP_FLAG"]

@@ -108,6 +108,14 @@ def _sections(tables: dict, figs: dict) -> list[dict]:
                         f"{_n(grid) if not grid.empty else _n(df)} · γʳ of {_metric(grid if not grid.empty else df)}"
                         " · first row / column: single-modality scores", pick("combinations"),
                         [("", grid)] if not grid.empty else (), "no cell perturbed on both axes in this run"))
+    iv = tables.get("interventions")
+    if iv is not None and not iv.empty:
+        out.append(_section(
+            "8. Model interventions (Rawal et al., Table 1)",
+            f"{_n(iv)} · metric {_metric(iv)} on clean inputs · QUAG short-circuits average attention quadrants in "
+            "every fusion layer; QUAG-attention averages a modality before the keys and values; input ablations run "
+            "the model without its visual (language-only) or text (video-only) input · ↓: a drop of at least 2 "
+            "points from the baseline", (), [("", iv)]))
     return out
 
 

@@ -439,6 +439,7 @@ class TinyVilt(Fingerprinted):
 
     backend = "builtin"
     random_init = False
+    supports_quag_attention = True  # FusionLayer can shrink its keys/values (robustlab.diagnostics.quag)
 
     def __init__(self, device=None, half=None, checkpoint: str | Path | None = None,
                  net: Optional[TinyViltNet] = None, meta: Optional[dict] = None):

@@ -24,7 +24,9 @@ from typing import Any, Callable, Iterable, Mapping, Optional
 
 from robustlab.perturb.condition import Condition
 
-AXES = ("visual", "text")
+AXES = ("visual", "text")  # perturbation axes (of the input)
+INTERVENTION = "intervention"  # the model-intervention axis (robustlab.models.interventions)
+ALL_AXES = AXES + (INTERVENTION,)
 ProgressFn = Optional[Callable[[int, int], None]]
 Conditions = dict  # axis -> Condition
 
@@ -56,8 +58,15 @@ def normalize(cond: Any) -> Conditions:
         raise ValueError(f"a condition set is a dict of {', '.join(AXES)} -> Condition, got {type(cond).__name__}")
     out = {}
     for axis, c in cond.items():
-        if axis not in AXES:
-            raise ValueError(f"unknown condition axis {axis!r}; axes: {', '.join(AXES)}")
+        if axis not in ALL_AXES:
+            raise ValueError(f"unknown condition axis {axis!r}; axes: {', '.join(ALL_AXES)}")
+        if axis == INTERVENTION:
+            from robustlab.models.interventions import as_condition
+
+            if c is None or (isinstance(c, Condition) and c.clean) or (isinstance(c, dict) and not c.get("name")):
+                continue
+            out[axis] = as_condition(c)
+            continue
         c = c if isinstance(c, Condition) else Condition.parse(c) if isinstance(c, str) or c is None \
             else Condition.from_dict(c)
         if not c.clean:
@@ -84,11 +93,22 @@ def grid(visual: Iterable = (None,), text: Iterable = (None,)) -> list[Condition
 
 
 def conditions_json(conds: Conditions) -> dict:
-    return {axis: conds.get(axis, Condition()).to_dict() for axis in AXES}
+    """Every perturbation axis (clean ones as ``{"name": None}``) and the intervention only when there is one, so
+    results (and sweep cell keys) without interventions are what they were before the axis existed."""
+    out = {axis: conds.get(axis, Condition()).to_dict() for axis in AXES}
+    iv = conds.get(INTERVENTION)
+    if iv is not None and not iv.clean:
+        out[INTERVENTION] = iv.to_dict()
+    return out
+
+
+def intervention_label(c: Condition) -> str:
+    return c.name + (f"/{c.variant}" if c.variant else "")
 
 
 def label(conds: Conditions) -> str:
-    parts = [f"{axis} {c.label()}" for axis, c in conds.items() if not c.clean]
+    parts = [f"{axis} {intervention_label(c) if axis == INTERVENTION else c.label()}" for axis, c in conds.items()
+             if not c.clean]
     return ", ".join(parts) or "clean"
 
 
@@ -187,6 +207,10 @@ def check_conditions(conds: list, visual_kind: str) -> None:
             check(c["visual"], visual_kind)
         if "text" in c:
             check(c["text"], "text")
+        if INTERVENTION in c:
+            from robustlab.models.interventions import parse
+
+            parse(c[INTERVENTION])
 
 
 def perturb_one(x, cond: Condition, index: int, kind: str):
@@ -240,6 +264,7 @@ class Task:
     kinds: tuple[str, ...] = ("image", "video")  # dataset kinds it runs on
     dataset_task: str = ""  # what a dataset must list in its ``tasks`` (default: the task's name)
     alternative: str = ""  # a model that can do it, for the one-line refusal
+    takes_interventions: bool = False  # runs a fusion model through calls an intervention reaches (VQA, ITM, ...)
 
     def check_model(self, model) -> None:
         """ValueError (one line) unless the model has the methods this task calls and, when it declares the tasks
@@ -271,14 +296,30 @@ class Task:
         self.check_dataset(dataset)
         conds = as_conditions(conditions)
         check_conditions(conds, self.visual_kind(dataset))
+        from robustlab.models.interventions import applied
+
+        self.check_interventions(conds, model)
         m = limit(dataset, n)
         out = []
         for ci, c in enumerate(conds):
             prog = (lambda d, t, ci=ci: progress(ci * t + d, len(conds) * t)) if progress else None
-            count, metrics, extra = self.run(model, dataset, c.get("visual", Condition()), c.get("text", Condition()),
-                                             m, prog, **options)
+            with applied(model, c.get(INTERVENTION)) as mod:
+                count, metrics, extra = self.run(mod, dataset, c.get("visual", Condition()),
+                                                 c.get("text", Condition()), m, prog, **options)
             out.append(make_result(self.name, model, dataset, c, count, metrics, **extra))
         return out
+
+    def check_interventions(self, conds: list, model) -> None:
+        """Refuse (one line) a model intervention this task cannot run or this model cannot take."""
+        from robustlab.models.interventions import check
+
+        for c in conds:
+            if INTERVENTION in c:
+                if not self.takes_interventions:
+                    raise ValueError(f"{self.name} takes no model interventions ({c[INTERVENTION].name}): they act "
+                                     "on a fusion model's joint attention or inputs; tasks that take them: "
+                                     "vqa, itm, grounding, clavi")
+                check(c[INTERVENTION], model)
 
     def visual_kind(self, dataset) -> str:
         """What a visual perturbation must apply to (the dataset's kind; "image" for image-only tasks)."""
@@ -292,4 +333,4 @@ class Task:
 
 __all__ = ["Result", "Task", "Condition", "grid", "as_conditions", "normalize", "conditions_json", "label",
            "make_result", "versions", "check_conditions", "heldout_quality", "perturb_one", "perturb_text", "chunks",
-           "limit", "AXES"]
+           "limit", "AXES", "ALL_AXES", "INTERVENTION", "intervention_label"]

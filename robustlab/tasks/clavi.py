@@ -33,6 +33,7 @@ def pairs(dataset, n=None) -> list:
 
 class ClaviTask(Task):
     name = "clavi"
+    takes_interventions = True
     description = "before/after answers on complement video pairs (a video and its time reversal): accuracy, " \
                   "pair consistency"
     needs = ("vqa",)

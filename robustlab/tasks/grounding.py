@@ -30,6 +30,7 @@ def ground_many(model, images, expressions) -> list:
 
 class GroundingTask(Task):
     name = "grounding"
+    takes_interventions = True
     description = "referring-expression grounding on images: accuracy at IoU > 0.5 and mean IoU"
     needs = ("ground",)
     kinds = ("image",)

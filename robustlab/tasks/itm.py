@@ -21,6 +21,7 @@ def itm_many(model, visuals, texts) -> np.ndarray:
 
 class ITMTask(Task):
     name = "itm"
+    takes_interventions = True
     description = "image/video–text matching against a hard negative caption: accuracy and positive-over-negative"
     needs = ("itm_score",)
     alternative = "builtin:tiny-vilt (or hf-vilt:dandelin/vilt-b32-mlm-itm)"

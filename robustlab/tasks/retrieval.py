@@ -390,6 +390,7 @@ class RetrievalTask(Task):
         conds = as_conditions(conditions)
         self.check_dataset(dataset)
         check_model(model, dataset.kind)
+        self.check_interventions(conds, model)
         for c in conds:  # refuse a wrong perturbation before any work
             from robustlab.perturb.condition import check
 

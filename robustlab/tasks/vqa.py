@@ -29,6 +29,7 @@ def _norm(a: str) -> str:
 
 class VQATask(Task):
     name = "vqa"
+    takes_interventions = True
     description = "visual question answering on images or videos: accuracy overall and per question type"
     needs = ("vqa",)
     alternative = "builtin:tiny-vilt (or hf-vilt:dandelin/vilt-b32-finetuned-vqa)"
