@@ -20,6 +20,7 @@ tune_allocator()  # process-wide, once: keep freed NumPy temporaries (glibc) for
 VIEWS = [
     ("pages/retrieval.py", "Retrieval", "🔎"),
     ("pages/grounding.py", "Grounding", "🎯"),
+    ("pages/attention.py", "Attention", "🧠"),
     ("pages/hubness.py", "Hubness", "🕸️"),
     ("pages/embeddings.py", "Embeddings", "🗺️"),
     ("pages/perturb.py", "Perturb", "🧪"),

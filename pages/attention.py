@@ -1,0 +1,138 @@
+"""Attention: does the model fuse the modalities? QUAG-ablated attention maps and Table 1 (Rawal et al.)."""
+from __future__ import annotations
+
+import streamlit as st
+
+import ui
+from robustlab.datasets import build
+from robustlab.diagnostics import quag
+from robustlab.diagnostics.attention_view import ablation_view, table1
+from robustlab.models.interventions import names as intervention_names
+from robustlab.perturb.record import hash_value
+from ui.attention import answer_bars, heatmaps, token_overlay
+from ui.inputs import _upload
+
+st.header("Attention — does the model fuse the modalities?")
+st.caption("QUAG (Rawal et al.) averages quadrants of every fusion layer's attention — VV, VT (visual queries × "
+           "text keys), TV, TT — and asks how much the answer depends on them. Before / after on one colour scale; "
+           "white lines: quadrant boundaries; grey bands: padding.")
+
+
+@st.cache_resource(show_spinner=False, max_entries=4)
+def qa_data(name: str):
+    return build(name, split="test", n=300 if name == "builtin" else 200)
+
+
+@st.cache_resource(show_spinner=False, max_entries=16)
+def view_of(spec, device, _visual, visual_hash, question, ablations):
+    return ablation_view(ui.get_model(spec, device), _visual, question, list(ablations))
+
+
+got = ui.task_model("vqa", "forward_with_attention", key="at_model")
+if got is None:
+    st.stop()
+spec, model = got
+device = ui.spec_device()[1]
+if not callable(getattr(model, "forward_with_attention", None)):
+    st.error(f"{spec} exposes no fusion attention: pick builtin:tiny-vilt or an hf-vilt model.")
+    st.stop()
+
+# ---- input: a built-in scene or event video with its question, or an upload -------------------------------------
+SOURCES = {"scene": "Built-in scene", "video": "Built-in video", "image": "Upload an image",
+           "upload_video": "Upload a video"}
+src = st.radio("Input", list(SOURCES), key="at_source", horizontal=True, format_func=SOURCES.get)
+question, answer = "", None
+with st.container(border=True):
+    if src in ("scene", "video"):
+        ds = qa_data("builtin" if src == "scene" else "builtin-videos")
+        i = int(st.number_input("Item", 0, len(ds) - 1, 0, key=f"at_item_{src}"))
+        visual, qas = ds.visual(i), ds.item(i).questions
+        if qas:
+            question, answer = qas[0].question, qas[0].answer
+    else:
+        item = _upload("image" if src == "image" else "video")
+        if item is None:
+            st.stop()
+        visual = item.data
+        question = "is there a red circle?" if src == "image" else "what happens first?"
+    question = st.text_input("Question", question, key=f"at_q_{src}_{hash_value(visual)[:8]}")
+    if answer is not None:
+        st.caption(f"Dataset answer: **{answer}**")
+if not question.strip():
+    st.info("Type a question about the input.")
+    st.stop()
+
+c1, c2, c3 = st.columns([3, 1, 1])
+options = list(quag.PRESETS) + ["VV", "VT", "TV", "TT"] + [n for n in intervention_names()
+                                                              if n.startswith("quag-attention:")]
+if not getattr(model, "supports_quag_attention", False):
+    options = [o for o in options if not o.startswith("quag-attention:")]
+ablations = c1.multiselect("Ablations (every fusion layer)", options, default=list(quag.PRESETS), key="at_abl",
+                           help="The paper's four short-circuits, single quadrants, or QUAG-attention (tiny-vilt).")
+try:
+    with st.spinner("Running the model with each ablation…"):
+        view = view_of(spec, device, visual, hash_value(visual), question.strip(), tuple(ablations))
+except (ValueError, RuntimeError) as e:
+    st.error(f"Cannot run this input: {e}")
+    st.stop()
+st.session_state.setdefault("at_layer", min(1, view.n_layers - 1))  # Rawal et al.'s Fig. 5: the second layer
+ui.clamp("at_layer", 0, view.n_layers - 1)
+layer = int(c2.selectbox("Layer", range(view.n_layers), key="at_layer"))
+head_opt = c3.selectbox("Head", ["mean"] + list(range(view.n_heads)), key="at_head")
+head = None if head_opt == "mean" else int(head_opt)
+shown = ["baseline"] + list(ablations)
+
+st.plotly_chart(heatmaps(view, layer, head, shown), key="at_heat", width="stretch",
+                config={"toImageButtonOptions": {"format": "svg"}})
+a0 = view.answer("baseline")
+st.dataframe({"ablation": shown, "answer": [view.answer(n) for n in shown],
+              f"P({a0})": [round(view.captures[n].outputs.get("vqa_scores", view.captures[n].outputs.get(
+                  "scores", {})).get(a0, 0.0), 4) for n in shown],
+              "attention change (L1 per row)": [round(view.change(n, layer, head), 4) for n in shown],
+              "what": [view.notes.get(n, "") for n in shown]}, hide_index=True, width="stretch")
+mass = view.quadrant_mass("baseline", layer, head)
+st.caption("Attention mass per quadrant in this layer (mean over valid queries, baseline): "
+           + ", ".join(f"{q} {mass[q]:.2f}" for q in quag.QUADRANTS)
+           + ". QUAG keeps each row's mass per quadrant and flattens it, so a change here comes from earlier layers.")
+
+# ---- one text token's attention on the image or frames ------------------------------------------------------------
+toks = view.text_tokens()
+t1, t2 = st.columns(2)
+pos = t1.selectbox("Query token", [p for p, _ in toks], key="at_tok",
+                   format_func=lambda p: dict(toks).get(p, str(p)))
+cmp_opts = list(ablations) or ["baseline"]
+ui.valid("at_cmp", cmp_opts)
+st.session_state.setdefault("at_cmp", "crossmodal" if "crossmodal" in cmp_opts else cmp_opts[0])
+other = t2.selectbox("Compare with", cmp_opts, key="at_cmp")
+st.plotly_chart(token_overlay(view, list(dict.fromkeys(["baseline", other])), layer, head, int(pos), visual),
+                key="at_overlay", width="stretch")
+st.subheader("Answers before and after")
+st.plotly_chart(answer_bars(view, shown), key="at_answers", width="stretch")
+st.download_button("Attention numbers (CSV)", view.csv(layer, head), file_name=f"attention_layer{layer}.csv",
+                   mime="text/csv", key="at_csv", icon="⬇️")
+
+# ---- Table 1 over dataset items -----------------------------------------------------------------------------
+st.subheader("Table 1 over the dataset")
+d1, d2, d3 = st.columns([2, 1, 3])
+which = d1.radio("Items", ["builtin", "builtin-videos"], key="at_t1_ds", horizontal=True,
+                 format_func=lambda d: "Built-in scenes" if d == "builtin" else "Built-in videos")
+n = int(d2.number_input("Items", 10, 1000, 100, step=10, key="at_t1_n"))
+ivs = d3.multiselect("Rows", [x for x in intervention_names() if x.startswith(("input:", "quag:"))
+                              or getattr(model, "supports_quag_attention", False)],
+                     default=[x for x in intervention_names() if not x.startswith("quag-attention:")], key="at_t1_iv")
+if st.button("Run Table 1", key="at_t1_run", type="primary", icon="▶️"):
+    bar = st.progress(0.0, text="Table 1…")
+    try:
+        t = table1(model, build(which, split="test", n=n), n, ivs,
+                   progress=lambda d, tot: bar.progress(min(d / max(tot, 1), 1.0), text=f"Table 1… {d}/{tot}"))
+        st.session_state["at_t1"] = (spec, which, n, t)
+    except (ValueError, RuntimeError) as e:
+        st.error(f"Table 1 cannot run: {e}")
+    finally:
+        bar.empty()
+res = st.session_state.get("at_t1")
+if res and res[0] == spec:
+    st.caption(f"{res[1]}, {res[2]} held-out items · ↓: a drop of at least 2 points from the baseline")
+    st.dataframe(res[3], hide_index=True, width="stretch")
+    st.download_button("Table 1 (CSV)", res[3].to_csv(index=False), file_name="table1.csv", mime="text/csv",
+                       key="at_t1_csv", icon="⬇️")
