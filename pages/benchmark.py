@@ -8,6 +8,7 @@ import streamlit as st
 import ui
 from robustlab.datasets.registry import get_entry
 from robustlab.engine.sweep import SweepError, SweepSpec, condition_grid, parse_perturbations, parse_severities
+from robustlab.models.interventions import names as intervention_names
 from robustlab.perturb import list_perturbations
 from robustlab.tasks.registry import get, names
 from ui import bench
@@ -52,7 +53,7 @@ def configure() -> tuple[SweepSpec, str] | None:
     specs = [s for s in list_perturbations(kind) if s.available]
     texts = [s.name for s in list_perturbations("text") if s.available]
     p1, p2 = st.columns([1, 2])
-    how = p1.radio("Perturbations", ["all", "a category", "chosen names"], key="bench_pmode")
+    how = p1.radio("Perturbations", ["all", "a category", "chosen names", "none"], key="bench_pmode")
     with p2:
         if how == "a category":
             cats = list(dict.fromkeys(s.category for s in specs))
@@ -60,10 +61,16 @@ def configure() -> tuple[SweepSpec, str] | None:
             sel = "category:" + st.selectbox(f"Category ({kind})", cats, key="bench_cat")
         elif how == "chosen names":
             sel = st.multiselect(f"{kind.capitalize()} perturbations", [s.name for s in specs], key="bench_pnames")
+        elif how == "none":
+            sel = ""
         else:
             sel = "all"
             st.caption(f"All {len(specs)} available {kind} perturbations.")
         text = st.multiselect("Text perturbations (optional)", texts, key="bench_text")
+        ivs = st.multiselect("Model interventions (optional; QUAG, input ablations)", intervention_names(),
+                             key="bench_iv", help="Each one a condition on clean inputs (Rawal et al.'s Table 1); "
+                             "fusion models and the tasks vqa, itm, grounding, clavi.") \
+            if get(task).takes_interventions else []
     s1, s2 = st.columns([2, 1])
     sev = s1.multiselect("Severities", [1, 2, 3, 4, 5], default=[1, 2, 3, 4, 5], key="bench_sev")
     name = s2.text_input("Run name", f"{dataset['name']}-{task}", key="bench_name",
@@ -71,12 +78,13 @@ def configure() -> tuple[SweepSpec, str] | None:
     try:
         vis = parse_perturbations(sel, kind) if sel else []
         txt = parse_perturbations(text, "text") if text else []
-        conds = condition_grid(vis, parse_severities(sev), txt, parse_severities(sev))
+        conds = condition_grid(vis, parse_severities(sev) if vis or txt else [], txt,
+                               parse_severities(sev) if vis or txt else [], interventions=ivs)
     except SweepError as e:
         st.warning(f"{e}." if sev else "Pick at least one severity.")
         return None
-    if not vis and not txt:
-        st.warning("Pick at least one perturbation.")
+    if not vis and not txt and not ivs:
+        st.warning("Pick at least one perturbation" + (" or intervention." if get(task).takes_interventions else "."))
         return None
     if not chosen:
         st.warning(f"Pick at least one model that can do {task}.")
@@ -86,7 +94,8 @@ def configure() -> tuple[SweepSpec, str] | None:
                      device=None if device == "auto" else device)
     st.caption(f"{len(spec.cells())} cells: {len(chosen)} model(s) × {len(conds)} condition sets "
                f"(clean, {len(vis)} × {len(sev)} visual, {len(txt)} × {len(sev)} text"
-               f"{', and their pairs' if vis and txt else ''}) on {n or 'all'} items.")
+               f"{', and their pairs' if vis and txt else ''}{f', {len(ivs)} interventions' if ivs else ''}) "
+               f"on {n or 'all'} items.")
     return spec, name
 
 

@@ -174,3 +174,29 @@ def test_job_cancel_keeps_finished_cells_and_resume_skips_them(tmp_path):
     assert again.error is None and not again.status.cancelled
     assert again.status.skipped == job.status.done and again.status.done == 3 - job.status.done
     assert len(list((tmp_path / "r" / "cells").glob("*.json"))) == 3
+
+
+def test_vqa_sweep_with_interventions_shows_table1(runs):
+    at = page()
+    at.selectbox(key="bench_task").set_value("vqa").run()
+    assert not at.exception, at.exception
+    at.multiselect(key="bench_models").set_value(["builtin:tiny-vilt"])
+    at.number_input(key="bench_n").set_value(8)
+    at.radio(key="bench_pmode").set_value("none").run()
+    at.multiselect(key="bench_iv").set_value(["quag:crossmodal", "input:language-only"])
+    at.text_input(key="bench_name").set_value("quag").run()
+    assert not at.exception, at.exception
+    assert any(c.value.startswith("3 cells: 1 model(s)") and "2 interventions" in c.value for c in at.caption)
+    at.button(key="bench_go").click().run()
+    assert not at.exception, at.exception
+    assert not at.error, [e.value for e in at.error]
+    t1 = next(d for d in at.dataframe if "intervention" in d.value.columns).value
+    assert list(t1["intervention"]) == ["baseline", "input:language-only", "quag:crossmodal"]
+
+
+def test_retrieval_offers_no_interventions(runs):
+    at = page()
+    assert at.selectbox(key="bench_task").value == "retrieval"
+    assert not [m for m in at.multiselect if m.key == "bench_iv"]
+    at.radio(key="bench_pmode").set_value("none").run()
+    assert any("Pick at least one perturbation." in w.value for w in at.warning)

@@ -217,6 +217,10 @@ def show_report(run_dir: Path) -> None:
                        mime="text/html", key="bench_dl_html", on_click="ignore", icon="📄")
     d2.download_button("Download results.csv", lambda: report_file(run_dir, 0), file_name=f"{run.name}-results.csv",
                        mime="text/csv", key="bench_dl_csv", on_click="ignore", icon="📊")
+    iv = tables.get("interventions")
+    if iv is not None and not iv.empty:
+        st.markdown("**Model interventions** (Rawal et al.'s Table 1, clean inputs; ↓: a drop of at least 2 points)")
+        st.dataframe(iv.dropna(axis=1, how="all"), hide_index=True, width="stretch", key="bench_table1")
     order = ("heatmap", "severity", "robustness", "scatter", "combinations", "clean")
     keys = sorted(figs, key=lambda k: next((i for i, o in enumerate(order) if k.startswith(o)), len(order)))
     for i, k in enumerate(keys):
