@@ -12,19 +12,9 @@ import pytest
 
 from robustlab.models import interventions as I
 from robustlab.tasks.base import conditions_json, normalize
+from test_quag import _random_vilt, _tiny_vilt
 
 ROOT = Path(__file__).resolve().parents[1]
-
-
-def _tiny_vilt():
-    from robustlab.models.checkpoints import checkpoint_path
-    from robustlab.models.tiny_vilt import CHECKPOINT
-
-    if not checkpoint_path(CHECKPOINT).exists():
-        pytest.skip("assets/tiny-vilt.safetensors missing; run `robustlab train tiny-vilt`")
-    from robustlab.models import load_model
-
-    return load_model("builtin:tiny-vilt", device="cpu")
 
 
 def test_parse_names_and_errors():
@@ -115,15 +105,7 @@ def test_which_models_and_tasks_take_interventions():
     ds = build("builtin", split="test", n=8)
     with pytest.raises(ValueError, match="retrieval takes no model interventions"):
         get("retrieval").evaluate(clip, ds, [{"intervention": "input:language-only"}])
-    pytest.importorskip("transformers")
-    from transformers import ViltConfig
-
-    from robustlab.models.hf_fusion import HFViltModel
-
-    cfg = ViltConfig(hidden_size=32, intermediate_size=37, num_hidden_layers=2, num_attention_heads=4, image_size=32,
-                     patch_size=8, max_position_embeddings=40, vocab_size=300, initializer_range=0.2,
-                     id2label={0: "yes", 1: "no"}, label2id={"yes": 0, "no": 1})
-    hf = HFViltModel.from_config(cfg, head="vqa", device="cpu")
+    hf = _random_vilt()
     assert I.check("quag:crossmodal", hf).spec == "quag:crossmodal"
     with pytest.raises(I.InterventionError, match="QUAG-attention .* implements for builtin:tiny-vilt"):
         I.check("quag-attention:video-avg", hf)

@@ -157,6 +157,30 @@ def test_multiplication_counts():
         Q.multiplications(2, 2, 8, mode="audio")
 
 
+def _tiny_vilt():
+    from robustlab.models.checkpoints import checkpoint_path
+    from robustlab.models.tiny_vilt import CHECKPOINT
+
+    if not checkpoint_path(CHECKPOINT).exists():
+        pytest.skip("assets/tiny-vilt.safetensors missing; run `robustlab train tiny-vilt`")
+    from robustlab.models import load_model
+
+    return load_model("builtin:tiny-vilt", device="cpu")
+
+
+def _random_vilt():
+    """A random-init transformers ViLT VQA model of a tiny config (plumbing only)."""
+    pytest.importorskip("transformers")
+    from transformers import ViltConfig
+
+    from robustlab.models.hf_fusion import HFViltModel
+
+    cfg = ViltConfig(hidden_size=32, intermediate_size=37, num_hidden_layers=2, num_attention_heads=4, image_size=32,
+                     patch_size=8, max_position_embeddings=40, vocab_size=300, initializer_range=0.2,
+                     id2label={0: "yes", 1: "no"}, label2id={"yes": 0, "no": 1})
+    return HFViltModel.from_config(cfg, head="vqa", device="cpu")
+
+
 # ---- Φ on real fusion models ----------------------------------------------------------------------------
 
 def _check_phi(model, image, text, pad_to=None):
@@ -182,15 +206,9 @@ def _check_phi(model, image, text, pad_to=None):
 
 
 def test_phi_on_tiny_vilt():
-    from robustlab.models.checkpoints import checkpoint_path
-    from robustlab.models.tiny_vilt import CHECKPOINT
-
-    if not checkpoint_path(CHECKPOINT).exists():
-        pytest.skip("assets/tiny-vilt.safetensors missing; run `robustlab train tiny-vilt`")
     from robustlab.datasets.synthetic import world
-    from robustlab.models import load_model
 
-    model = load_model("builtin:tiny-vilt", device="cpu")
+    model = _tiny_vilt()
     img = world.render_scene(world.sample_scene(1000, 3), 128)
     base, lay = _check_phi(model, img, "is there a red circle?")
     assert lay.order == "text-first" and lay.text[0] == 0  # [CLS] is a text token in ViLT-style models
@@ -200,15 +218,7 @@ def test_phi_on_tiny_vilt():
 
 
 def test_phi_on_random_init_transformers_vilt():
-    pytest.importorskip("transformers")
-    from transformers import ViltConfig
-
-    from robustlab.models.hf_fusion import HFViltModel
-
-    cfg = ViltConfig(hidden_size=32, intermediate_size=37, num_hidden_layers=2, num_attention_heads=4, image_size=32,
-                     patch_size=8, max_position_embeddings=40, vocab_size=300, initializer_range=0.2,
-                     id2label={0: "yes", 1: "no"}, label2id={"yes": 0, "no": 1})
-    model = HFViltModel.from_config(cfg, head="vqa", device="cpu")
+    model = _random_vilt()
     img = np.random.default_rng(0).integers(0, 256, (40, 56, 3), dtype=np.uint8)
     base, lay = _check_phi(model, img, "is it red?", pad_to=16)
     assert lay.order == "text-first" and (~lay.valid).sum() > 0  # padded text in the layout
@@ -216,17 +226,6 @@ def test_phi_on_random_init_transformers_vilt():
 
 
 # ---- QUAG-attention ----------------------------------------------------------------------------------------
-
-def _tiny_vilt():
-    from robustlab.models.checkpoints import checkpoint_path
-    from robustlab.models.tiny_vilt import CHECKPOINT
-
-    if not checkpoint_path(CHECKPOINT).exists():
-        pytest.skip("assets/tiny-vilt.safetensors missing; run `robustlab train tiny-vilt`")
-    from robustlab.models import load_model
-
-    return load_model("builtin:tiny-vilt", device="cpu")
-
 
 @pytest.mark.parametrize("mode", list(Q.QUAG_ATTENTION_MODES))
 def test_quag_attention_additive_is_the_mean_key_n_times(mode):
@@ -344,15 +343,7 @@ def test_interventions_do_not_leak_between_threads_tiny_vilt():
 
 
 def test_interventions_do_not_leak_between_threads_hf_vilt():
-    pytest.importorskip("transformers")
-    from transformers import ViltConfig
-
-    from robustlab.models.hf_fusion import HFViltModel
-
-    cfg = ViltConfig(hidden_size=32, intermediate_size=37, num_hidden_layers=2, num_attention_heads=4, image_size=32,
-                     patch_size=8, max_position_embeddings=40, vocab_size=300, initializer_range=0.2,
-                     id2label={0: "yes", 1: "no"}, label2id={"yes": 0, "no": 1})
-    model = HFViltModel.from_config(cfg, head="vqa", device="cpu")
+    model = _random_vilt()
     img = np.random.default_rng(0).integers(0, 256, (40, 56, 3), dtype=np.uint8)
     _concurrent(model, img, "is it red?", _scores)
     # per-call replace= too (patching the modules per call had one thread's forward run another's hooks:

@@ -110,13 +110,6 @@ class AttentionView:
         return buf.getvalue()
 
 
-def _replace_for(name: str):
-    if name.startswith("quag-attention:"):
-        mode, _, corr = name.split(":", 1)[1].partition("/")
-        return quag.QuagAttention(mode, corr or "additive")
-    return quag.replace_fn(name)
-
-
 def ablation_view(model, visual, question: str, ablations: Sequence[str] = tuple(quag.PRESETS),
                   layers: Optional[Sequence[int]] = None) -> AttentionView:
     """Run ``model.forward_with_attention`` on the input clean and under each ablation (QUAG on every fusion
@@ -131,10 +124,10 @@ def ablation_view(model, visual, question: str, ablations: Sequence[str] = tuple
         if name in caps:
             continue
         if name.startswith("quag-attention:"):
-            from robustlab.models.interventions import check
+            from robustlab.models.interventions import check, replace_for
 
             check(name, model)
-            rep = _replace_for(name)
+            rep = replace_for(name)
             notes[name] = f"QUAG-attention {rep.mode}, {rep.correction} correction (the equivalent N × N attention)"
         else:
             S = quag.quadrant_set(name)

@@ -185,13 +185,23 @@ def applied(model, cond) -> Iterator[object]:
     if iv.kind == "input":
         yield _InputAblated(model, iv.name)
         return
-    from robustlab.diagnostics import quag
     from robustlab.models.attention import intervention
 
-    rep = quag.replace_fn(iv.name) if iv.kind == "quag" else quag.QuagAttention(iv.name, iv.variant or "additive")
-    with intervention(rep):
+    with intervention(replace_for(iv)):
         yield model
 
 
+def replace_for(text, layers=None):
+    """The attention hook of a QUAG or QUAG-attention intervention (``layers``: QUAG on those layers only)."""
+    from robustlab.diagnostics import quag
+
+    iv = parse(text)
+    if iv.kind == "quag":
+        return quag.replace_fn(iv.name, layers=layers)
+    if iv.kind == "quag-attention":
+        return quag.QuagAttention(iv.name, iv.variant or "additive", layers=layers)
+    raise InterventionError(f"{iv.spec} is an input ablation, not an attention hook")
+
+
 __all__ = ["Intervention", "InterventionError", "KINDS", "INPUTS", "names", "parse", "as_condition", "check",
-           "applied"]
+           "applied", "replace_for"]
