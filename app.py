@@ -21,6 +21,7 @@ VIEWS = [
     ("pages/retrieval.py", "Retrieval", "🔎"),
     ("pages/grounding.py", "Grounding", "🎯"),
     ("pages/attention.py", "Attention", "🧠"),
+    ("pages/clavi.py", "CLAVI", "🔁"),
     ("pages/hubness.py", "Hubness", "🕸️"),
     ("pages/embeddings.py", "Embeddings", "🗺️"),
     ("pages/perturb.py", "Perturb", "🧪"),

@@ -25,6 +25,7 @@ ROWS = [  # (task, dataset, condition set)
     ("vqa", "builtin", {}),
     ("vqa", "builtin-videos", {}),
     ("grounding", "builtin", {}),
+    ("order-reversal", "builtin-videos", {}),
     ("clavi", "builtin-videos", {}),
     ("itm", "builtin", {}),
     ("itm", "builtin-videos", {}),
@@ -56,11 +57,13 @@ def main(argv=None) -> int:
     out = {"model": model.model_id, "n": args.n, "seed": args.seed, "threads": 1,
            "machine": f"{platform.machine()} {platform.processor() or ''}".strip(),
            "checkpoint_mb": round(ck.stat().st_size / 1e6, 2), "train": model.meta.get("train", {}), "rows": []}
-    for task, name, cond in ROWS[:6] if args.clean_only else ROWS:
+    for task, name, cond in ROWS[:7] if args.clean_only else ROWS:
         t = time.time()
-        # CLAVI: n pairs, taken from the first videos that have one (about 1 in 2.2 has a before/after question)
-        ds = build(name, split="test", seed=args.seed, n=args.n if task != "clavi" else 20 * args.n + 100)
-        res = get(task).evaluate(model, ds, cond, **({"n": args.n} if task == "clavi" else {}))[0]
+        # order reversal: n pairs from the first videos that have one (about 1 in 2.2 has a before/after question);
+        # CLAVI: n pairs from the first videos whose two events concern two objects (about 1 in 2.1)
+        n_items = {"order-reversal": 20 * args.n + 100, "clavi": 3 * args.n}.get(task, args.n)
+        ds = build(name, split="test", seed=args.seed, n=n_items)
+        res = get(task).evaluate(model, ds, cond, **({"n": args.n} if task in ("clavi", "order-reversal") else {}))[0]
         r = {"task": task, **res.to_json(), "seconds": round(time.time() - t, 1)}
         r.pop("versions")
         out["rows"].append(r)

@@ -100,7 +100,7 @@ def test_fusion_tasks(models):
     assert {k: v["n"] for k, v in r["by_expression"].items()} == \
         {k: v["n"] for k, v in OLD["grounding"][1]["by_expression"].items()}
     # CLAVI: the old call took the first 100 videos of the world that have a before/after question
-    r = get("clavi").evaluate(vl, build("builtin-videos", n=600), n=100)[0]
+    r = get("order-reversal").evaluate(vl, build("builtin-videos", n=600), n=100)[0]
     assert r.n == OLD["clavi"][0]["n_pairs"] == 100
     same(r.metrics, OLD["clavi"][0], ["acc_original", "acc_complement", "acc", "pair_consistency", "yes_rate"])
     itm = get("itm")

@@ -255,12 +255,12 @@ def clavi_result(model):
     from robustlab.tasks import get
 
     # the first 150 videos of world 2024 that have a before/after question (about 1 in 2.2 has one)
-    return get("clavi").evaluate(model, build("builtin-videos", n=500, seed=2024), n=150)[0]
+    return get("order-reversal").evaluate(model, build("builtin-videos", n=500, seed=2024), n=150)[0]
 
 
 def test_clavi_pairs_flip_and_are_reported(clavi_result):
     from robustlab.datasets import build
-    from robustlab.tasks.clavi import pairs
+    from robustlab.tasks.order_reversal import pairs
 
     ds = build("builtin-videos", n=80, seed=2024)
     found = pairs(ds, 30)

@@ -132,8 +132,8 @@ def test_video_examples_bring_their_counterfactual_partners():
     for j, k in pairs:
         assert task[j] == task[k] == 0
         diff = [(x, y) for x, y in zip(texts[j].split(" "), texts[k].split(" ")) if x != y]
-        assert len(diff) == 1 and diff[0][0].strip("?") in ("before", "after", "first", "last")
-        if diff[0][0] in ("before", "after"):  # yes/no questions: the partner's answer is the other one
+        assert len(diff) == 1 and diff[0][0].strip("?") in ("before", "after", "first", "last", "beginning", "end")
+        if diff[0][0].strip("?") in ("before", "after", "beginning", "end"):  # yes/no: the partner's is the other
             assert {int(ans[j]), int(ans[k])} == {inv["yes"], inv["no"]}
         else:  # which changes first/last: a colour each, pooled on the object that answers
             assert {qa.ANSWERS[int(ans[j])], qa.ANSWERS[int(ans[k])]} <= set(world.COLORS)

@@ -318,7 +318,7 @@ class Task:
                 if not self.takes_interventions:
                     raise ValueError(f"{self.name} takes no model interventions ({c[INTERVENTION].name}): they act "
                                      "on a fusion model's joint attention or inputs; tasks that take them: "
-                                     "vqa, itm, grounding, clavi")
+                                     "vqa, itm, grounding, clavi, order-reversal")
                 check(c[INTERVENTION], model)
 
     def visual_kind(self, dataset) -> str:

@@ -1,81 +1,117 @@
-"""CLAVI-style complement pairs: does a model answer a before/after question by the order of events?
+"""CLAVI: 19 questions on each video and on its complement (the two actions swapped), balanced accuracy and
+consistent accuracies split into control and complement questions (:mod:`robustlab.diagnostics.clavi`).
 
-A pair is a video whose two events concern different objects and the same video reversed in time (the same
-events in swapped order); the question "does A change before/after B?" is the same for both members and its right
-answer flips (the dataset gives it: ``dataset.clavi_pair(i)``, the built-in event videos). Reports accuracy on
-originals and on complements, pair consistency (both members right; chance 0.25) and the rate of "yes".
+Runs on a dataset that builds CLAVI pairs (``dataset.clavi(i, seed=, method=)`` -> (Pair, questions) or None for
+a video without two distinct actions): the built-in event videos (:mod:`robustlab.datasets.synthetic.clavi`).
+An uploaded video with its two intervals typed in goes through :func:`clavi_one` (the CLAVI page).
 
-A visual condition perturbs both members with the same seed (``condition.seed + i``); a text condition perturbs
-the shared question once.
+Options: ``n`` caps the number of pairs, ``method`` = ``"swap"`` (the paper's complement, default) or
+``"render"`` (the built-in world re-rendered with the events exchanged: no seams; not in the paper), ``seed``
+(the extensions). A visual condition perturbs V and V′ with the same seed (``condition.seed + i``); a text
+condition perturbs each question (the same words on V and V′).
 """
 from __future__ import annotations
 
-import numpy as np
-
-from robustlab.tasks.base import Task, chunks, perturb_one, perturb_text
+from robustlab.diagnostics import clavi as cl
+from robustlab.tasks.base import Task, perturb_one, perturb_text
 from robustlab.tasks.registry import register_task
 from robustlab.tasks.vqa import answer_many
 
-CHUNK = 50  # pairs per model call
-
-
-def pairs(dataset, n=None) -> list:
-    """(item index, QA on the video, QA on its reversal) for the first ``n`` items that have a pair."""
-    out = []
-    for i in range(len(dataset)):
-        p = dataset.clavi_pair(i)
-        if p is not None:
-            out.append((i, p[0], p[1]))
-            if n is not None and len(out) >= int(n):
-                break
-    return out
+CHUNK = 8  # pairs per model call (8 × 38 questions)
 
 
 class ClaviTask(Task):
     name = "clavi"
     takes_interventions = True
-    description = "before/after answers on complement video pairs (a video and its time reversal): accuracy, " \
-                  "pair consistency"
+    description = "CLAVI (Rawal et al.): 19 questions on a video and its action-swapped complement; balanced " \
+                  "accuracy, video- and text-consistent accuracy on control and complement questions"
     needs = ("vqa",)
     kinds = ("video",)
     alternative = "builtin:tiny-vilt"
 
-    def evaluate(self, model, dataset, conditions=None, *, progress=None, n=None, **options) -> list:
-        """``metrics = {"acc_original", "acc_complement", "acc", "pair_consistency", "chance_acc",
-        "chance_pair_consistency", "yes_rate"}``; ``n`` caps the number of pairs (not of videos)."""
-        if not callable(getattr(dataset, "clavi_pair", None)):
+    def evaluate(self, model, dataset, conditions=None, *, progress=None, n=None, method: str = "swap",
+                 seed: int = 0, **options) -> list:
+        """``metrics``: balanced_acc, acc, cacc_v / cacc_t (overall, _control, _complement), yes_rate, pairs,
+        questions and ``fine`` (accuracy per released type code). ``n`` caps the number of pairs."""
+        if not callable(getattr(dataset, "clavi", None)):
             self.check_model(model)
-            raise ValueError(f"dataset {dataset.name} has no CLAVI pairs (use builtin-videos)")
-        return super().evaluate(model, dataset, conditions, progress=progress, max_pairs=n, **options)
+            self.check_dataset(dataset)
+            raise ValueError(f"dataset {dataset.name} builds no CLAVI pairs (use builtin-videos, or the CLAVI page "
+                             "for an uploaded video with its two actions' intervals)")
+        return super().evaluate(model, dataset, conditions, progress=progress, max_pairs=n, method=method,
+                                pair_seed=seed, **options)
 
-    def run(self, model, dataset, vc, tc, m, progress, max_pairs=None, **options):
-        items = pairs(dataset, max_pairs)
-        if not items:
-            raise ValueError(f"dataset {dataset.name} has no video with a before/after question")
-        o_right, c_right, yes = [], [], []
-        for idx in chunks(len(items), CHUNK):
-            visuals, questions, answers = [], [], []
-            for j in idx:
-                i, q, q_rev = items[j]
-                frames = dataset.visual(i)
-                rev = frames[::-1].copy()
-                qt = perturb_text(q.question, tc, i)
-                visuals += [perturb_one(frames, vc, i, "video"), perturb_one(rev, vc, i, "video")]
-                questions += [qt, qt]
-                answers += [q.answer, q_rev.answer]
-            preds = answer_many(model, visuals, questions)
-            for k in range(0, len(preds), 2):
-                o_right.append(int(preds[k] == answers[k]))
-                c_right.append(int(preds[k + 1] == answers[k + 1]))
-                yes += [int(preds[k] == "yes"), int(preds[k + 1] == "yes")]
+    def run(self, model, dataset, vc, tc, m, progress, max_pairs=None, method="swap", pair_seed=0, **options):
+        cap = int(max_pairs) if max_pairs is not None else None
+        answered, pending, considered = [], [], 0
+
+        def flush():
+            visuals, texts = [], []
+            for i, pair, qs in pending:
+                v, c = perturb_one(pair.video, vc, i, "video"), perturb_one(pair.complement, vc, i, "video")
+                words = [perturb_text(q.question, tc, i) for q in qs]
+                visuals += [v] * len(qs) + [c] * len(qs)
+                texts += words + words
+            preds = answer_many(model, visuals, texts)
+            k = 0
+            for i, pair, qs in pending:
+                nq = len(qs)
+                answered.append(cl.PairAnswers(qs, preds[k:k + nq], preds[k + nq:k + 2 * nq],
+                                               id=dataset.item(i).id, record=pair.record()))
+                k += 2 * nq
+            pending.clear()
+
+        for i in range(m):
+            considered += 1
+            got = dataset.clavi(i, seed=pair_seed, method=method)
+            if got is not None:
+                pending.append((i, *got))
+            if len(pending) >= CHUNK:
+                flush()
             if progress:
-                progress(idx[-1] + 1, len(items))
-        o, cc = np.array(o_right), np.array(c_right)
-        return len(items), {"acc_original": float(o.mean()), "acc_complement": float(cc.mean()),
-                            "acc": float(np.concatenate([o, cc]).mean()), "pair_consistency": float((o & cc).mean()),
-                            "chance_acc": 0.5, "chance_pair_consistency": 0.25, "yes_rate": float(np.mean(yes))}, {}
+                progress(len(answered) + len(pending), cap) if cap else progress(i + 1, m)
+            if cap is not None and len(answered) + len(pending) >= cap:
+                break
+        if pending:
+            flush()
+        if not answered:
+            raise ValueError(f"dataset {dataset.name} has no video with two distinct actions in its first {m} items")
+        out = cl.metrics(answered)
+        return len(answered), out, {"method": method, "pair_seed": int(pair_seed), "videos_considered": considered,
+                                    "chance_balanced_acc": 0.5}
+
+
+def clavi_one(model, frames, a, b, actions, *, seed: int = 0, templates=cl.PAPER_TEMPLATES,
+              fps: float | None = None, seconds: bool = False, ext=None) -> dict:
+    """One video with two actions typed in (an upload): its pair, the 19 questions, the model's answers on V and
+    V′, the per-question consistency table and the metrics. ``actions`` = (A, B, C) as text (the paper's
+    templates: gerund phrases, "opening a door") or :class:`robustlab.diagnostics.clavi.Action`; with
+    ``seconds=True`` the intervals are seconds (``fps`` needed)."""
+    TASK.check_model(model)
+    frames_n = len(frames)
+    if seconds:
+        a, b = cl.frames_from_seconds(a, b, fps, frames_n)
+    acts = [x if isinstance(x, cl.Action) else cl.Action(str(x).strip()) for x in actions]
+    if len(acts) != 3 or not all(x.text for x in acts):
+        raise cl.ClaviError("CLAVI needs three action phrases: A, B and a negative control C that never happens")
+    pair = cl.complement(frames, a, b, ext, seed=seed)
+    qs = cl.questions(*acts, templates=templates)
+    ans = cl.answer_pair(lambda v, q: answer_many(model, v, q), pair, qs)
+    return {"pair": pair, "questions": qs, "answers": ans, "table": ans.consistency(), "metrics": cl.metrics([ans])}
+
+
+def clavi_item(model, dataset, i: int, *, seed: int = 0, method: str = "swap") -> dict:
+    """One built-in video's pair with the model's answers (the same dict as :func:`clavi_one`); a ValueError
+    when the video has no two distinct actions."""
+    TASK.check_model(model)
+    got = dataset.clavi(int(i), seed=seed, method=method)
+    if got is None:
+        raise cl.ClaviError(f"video {i} has no two events on different objects: CLAVI needs two distinct actions")
+    pair, qs = got
+    ans = cl.answer_pair(lambda v, q: answer_many(model, v, q), pair, qs, id=dataset.item(int(i)).id)
+    return {"pair": pair, "questions": qs, "answers": ans, "table": ans.consistency(), "metrics": cl.metrics([ans])}
 
 
 TASK = register_task(ClaviTask())
 
-__all__ = ["ClaviTask", "pairs", "TASK"]
+__all__ = ["ClaviTask", "clavi_one", "clavi_item", "TASK"]

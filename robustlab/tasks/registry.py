@@ -18,7 +18,8 @@ TASK_MODULES = (
     "robustlab.tasks.grounding",    # grounding: referring expression -> box
     "robustlab.tasks.vqa",          # vqa: visual question answering (images or videos)
     "robustlab.tasks.itm",          # itm: image/video-text matching
-    "robustlab.tasks.clavi",        # clavi: before/after answers on complement video pairs
+    "robustlab.tasks.clavi",        # clavi: CLAVI's 19 questions on a video and its action-swapped complement
+    "robustlab.tasks.order_reversal",  # order-reversal: before/after on a video and its time reversal
     "robustlab.tasks.entailment",   # entailment: SNLI-VE visual entailment (hub fusion models)
     "robustlab.tasks.reasoning",    # reasoning: NLVR2 visual reasoning over two images (hub fusion models)
 )

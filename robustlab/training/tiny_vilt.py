@@ -53,7 +53,12 @@ from robustlab.datasets.synthetic import qa, world
 
 SCENE_SEED = 21
 VIDEO_SEED = 22
-VIDEO_QTYPE_P = {"order": 0.3, "event_order": 0.25, "event": 0.2, "first": 0.1, "direction": 0.15}
+VIDEO_QTYPE_P = {"order": 0.26, "event_order": 0.2, "event": 0.16, "first": 0.1, "direction": 0.1,
+                 "be": 0.12, "event_nc": 0.03, "order_nc": 0.03}  # the last three: CLAVI's (qa.CLAVI_TYPES)
+PEELING_Q_P = 0.25  # share of image questions drawn from PEELING's uniqueness templates (qa.PEELING_TYPES)
+PEELING_TYPE_P = {"count_of": 0.45, "many": 0.35, "reflected": 0.2}
+OVERSPECIFIED_P = 0.5  # share of grounding expressions with redundant attributes (world.overspecified_expression)
+NO_ARTICLE_P = 0.2  # share of grounding expressions without "the" (PEELING's reduced expressions have none)
 IMAGE_MIX = (0.55, 0.30, 0.15)  # VQA, grounding, ITM
 COLOR_ID = {c: i + 1 for i, c in enumerate(world.COLORS)}   # 0 = no object
 SHAPE_ID = {s: i + 1 for i, s in enumerate(world.SHAPES)}
@@ -218,16 +223,21 @@ def _image_examples(scenes, labels, idx, rng, mix=IMAGE_MIX):
         r = rng.random()
         a, b, m = -100, [0.0] * 4, 0.0
         if r < mix[0]:
-            q = qa.image_question(s, rng)
+            if rng.random() < PEELING_Q_P:
+                q = qa.image_question(s, rng, str(rng.choice(list(PEELING_TYPE_P), p=list(PEELING_TYPE_P.values()))))
+            else:
+                q = qa.image_question(s, rng)
             texts.append(q.question)
             a, t = ans_id[q.answer], 0
             if q.target >= 0:
                 pool[j] = labels[i, :, 3] == q.target
         elif r < mix[0] + mix[1]:
             k = int(rng.integers(len(s.objects)))
-            ref = world.referring_expression(s, k, 128)
+            ref = world.overspecified_expression(s, k, rng, 128) if rng.random() < OVERSPECIFIED_P \
+                else world.referring_expression(s, k, 128)
             x0, y0, x1, y1 = (v / 128.0 for v in ref["box"])
-            texts.append(ref["expression"])
+            expr = ref["expression"]
+            texts.append(expr[4:] if rng.random() < NO_ARTICLE_P and expr.startswith("the ") else expr)
             b, t = [(x0 + x1) / 2, (y0 + y1) / 2, x1 - x0, y1 - y0], 1
         else:
             t = 2
@@ -530,7 +540,8 @@ def train_tiny_vilt(out: str | Path | None = None, seed: int = 0, n_train: int =
                       token_pretrain_losses=stage0,
                       answer_refine_steps=int(answer_steps), answer_refine_losses=stage2,
                       question_pools=QUESTION_POOLS if answer_steps else 0, joint_pairs=JOINT_PAIRS, image_mix=list(IMAGE_MIX),
-                      video_qtype_p=VIDEO_QTYPE_P, aux_weight=AUX_W, pool_weight=POOL_W,
+                      video_qtype_p=VIDEO_QTYPE_P, peeling_q_p=PEELING_Q_P, peeling_type_p=PEELING_TYPE_P,
+                      overspecified_p=OVERSPECIFIED_P, no_article_p=NO_ARTICLE_P, aux_weight=AUX_W, pool_weight=POOL_W,
                       scene_seed=SCENE_SEED, video_seed=VIDEO_SEED, threads=torch.get_num_threads(),
                       train_seconds=round(train_s, 1), feature_seconds=round(t_feat, 1), final_losses=history[-1],
                       loss_history=history, cnn_from="tiny-clip.safetensors (frozen)",
@@ -548,7 +559,9 @@ def train_tiny_vilt(out: str | Path | None = None, seed: int = 0, n_train: int =
                        "vqa_images": heldout_quality("vqa", model, "builtin", eval_n),
                        "vqa_videos": heldout_quality("vqa", model, "builtin-videos", eval_n),
                        "grounding": heldout_quality("grounding", model, "builtin", eval_n),
-                       "clavi": heldout_quality("clavi", model, "builtin-videos", 20 * eval_n + 100, pairs=eval_n),
+                       "order_reversal": heldout_quality("order-reversal", model, "builtin-videos", 20 * eval_n + 100,
+                                                         pairs=eval_n),
+                       "clavi": heldout_quality("clavi", model, "builtin-videos", 3 * eval_n, pairs=eval_n),
                        "eval_seconds": round(time.time() - te, 1)}
             save_tiny_vilt(net, out, {"train": recipe, "quality": quality})
         size_mb = out.stat().st_size / 1e6

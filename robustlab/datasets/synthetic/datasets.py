@@ -160,6 +160,29 @@ class SyntheticScenes(_Synthetic):
         return self.all_visuals()
 
 
+@register_dataset("builtin-refs", kind="image", tasks=("grounding", "peeling", "vqa"),
+                  splits=tuple(SPLIT_SEEDS), default_split="test", needs_root=False,
+                  description="the built-in scenes with human-like referring expressions: the shortest unique "
+                              "description plus redundant attributes (PEELING's input)",
+                  needs="nothing (generated offline; n=, seed=, size= to choose)")
+class SyntheticRefs(SyntheticScenes):
+    """The ``builtin`` scenes (same seeds, same renders) whose referring expression is over-specified as people's
+    are (:func:`robustlab.datasets.synthetic.world.overspecified_expression`): "the small striped red circle at the
+    top left" where "the circle" would do. ``Ref.meta`` keeps the attributes said and the shortest unique set."""
+    name = "builtin-refs"
+    tasks = ("grounding", "peeling", "vqa")
+
+    def item(self, i: int) -> Item:
+        base = SyntheticScenes.item(self, i)
+        sc = self.scenes[i]
+        target = int(np.random.default_rng([self.seed, i, 56]).integers(len(sc.objects)))
+        ref = world.overspecified_expression(sc, target, np.random.default_rng([self.seed, i, 59]), self.size)
+        base.refs = [Ref(ref["expression"], tuple(ref["box"]), {"attributes": list(ref["attributes"]),
+                                                                "minimal": list(ref["minimal"]), "target": target})]
+        base.id = f"refs-{self.seed}-{sc.index:05d}"
+        return base
+
+
 @register_dataset("builtin-videos", kind="video", tasks=("retrieval", "vqa", "itm", "clavi"),
                   splits=tuple(SPLIT_SEEDS), default_split="test", needs_root=False,
                   description="the built-in synthetic event videos (64 px): caption and its time reversal, "
@@ -195,6 +218,17 @@ class SyntheticVideos(_Synthetic):
         """CLAVI's complement pair for video i: (QA on the video, the same question's QA on its time reversal),
         or None when the video has no before/after question (both events hit one object)."""
         return qa.clavi_pair(self.scenes[i], np.random.default_rng([self.seed, i, 57]))
+
+    def clavi(self, i: int, seed: int = 0, method: str = "swap"):
+        """CLAVI's pair for video i: (:class:`robustlab.diagnostics.clavi.Pair`, its 19 questions), or None when
+        its two events concern one object (:mod:`robustlab.datasets.synthetic.clavi`)."""
+        from robustlab.datasets.synthetic import clavi as wc
+
+        v = self.scenes[i]
+        if not wc.eligible(v):
+            return None
+        pair, qs, *_ = wc.world_pair(v, self.visual(i), seed, method, self.size)
+        return pair, qs
 
     @property
     def reversed_captions(self) -> list[str]:
@@ -239,5 +273,5 @@ def builtin_video_gallery(n: int = 200, seed: int = world.DEMO_SEED, size: int =
     return SyntheticVideos("demo", n=n, seed=seed, size=size, cache_dir=cache_dir, progress=progress)
 
 
-__all__ = ["SyntheticScenes", "SyntheticVideos", "builtin_gallery", "builtin_video_gallery", "SPLIT_SEEDS",
+__all__ = ["SyntheticScenes", "SyntheticRefs", "SyntheticVideos", "builtin_gallery", "builtin_video_gallery", "SPLIT_SEEDS",
            "BUILTIN_VIDEO_FPS"]

@@ -36,9 +36,16 @@ from robustlab.datasets.synthetic.world import COLORS, DIRECTIONS, OPPOSITE, POS
 COUNT_WORDS = ("1", "2", "3", "4")
 ANSWERS: tuple[str, ...] = (("yes", "no") + tuple(COLORS) + SHAPES + COUNT_WORDS
                             + tuple(POSITIONS[k] for k in sorted(POSITIONS) if POSITIONS[k] not in DIRECTIONS)
-                            + tuple(DIRECTIONS))
+                            + tuple(DIRECTIONS) + ("0",))
 IMAGE_TYPES = ("exist", "color", "shape", "count", "position")
 VIDEO_TYPES = ("order", "event_order", "event", "first", "direction")
+# Question types the built-in datasets do not ask but tiny-vilt is trained on, so that it can serve the methods
+# that ask them: PEELING's uniqueness check (its three templates, about an object phrase X: "how many X in the
+# image?" (0-4), "are there many X in the image?" (two or more), "is there a reflected X in the image?" (the world
+# has no reflections: always "no")) and CLAVI's beginning/end questions and negative controls (an object that is
+# not in the video).
+PEELING_TYPES = ("count_of", "many", "reflected")
+CLAVI_TYPES = ("be", "event_nc", "order_nc")
 
 
 @dataclass
@@ -88,7 +95,36 @@ def image_question(scene: Scene, rng: np.random.Generator, qtype: str | None = N
     raise AssertionError("unreachable: count questions always exist")  # pragma: no cover
 
 
+PHRASE_ATTRIBUTES = (("shape",), ("color", "shape"), ("size", "shape"), ("texture", "shape"), ("shape", "position"),
+                     ("size", "color", "shape"), ("color", "shape", "position"))
+
+
+def object_phrase(objs: list[Obj], rng: np.random.Generator) -> tuple[str, int, int]:
+    """An object phrase as PEELING's candidates read ("circle", "red circle", "circle at the top left"; no article)
+    about a present object (85 %) or a near miss, with how many objects it fits and the one it names (-1 unless
+    exactly one)."""
+    o = objs[int(rng.integers(len(objs)))]
+    attrs = PHRASE_ATTRIBUTES[int(rng.integers(len(PHRASE_ATTRIBUTES)))]
+    if "texture" in attrs and o.texture == "solid":
+        attrs = ("shape",)
+    if rng.random() < 0.15:  # a near miss: another colour / shape / size than the object's
+        o = Obj(**vars(o))
+        a = str(rng.choice(["color", "shape", "size"] if "position" not in attrs else ["color", "shape"]))
+        pool = {"color": list(COLORS), "shape": list(SHAPES), "size": ["small", "large"]}[a]
+        setattr(o, a, str(rng.choice([v for v in pool if v != getattr(o, a)])))
+        attrs = tuple(sorted(set(attrs) | {a}, key=("size", "texture", "color", "shape", "position").index))
+    fits = [i for i, p in enumerate(objs) if all(getattr(p, a) == getattr(o, a) for a in attrs)]
+    return world.expression_text(o, attrs, article=False), len(fits), (fits[0] if len(fits) == 1 else -1)
+
+
 def _image_q(objs: list[Obj], qt: str, rng: np.random.Generator) -> QA | None:
+    if qt in PEELING_TYPES:
+        x, n, tgt = object_phrase(objs, rng)
+        if qt == "count_of":
+            return QA(f"how many {x} in the image?", str(n), qt, tgt)
+        if qt == "many":
+            return QA(f"are there many {x} in the image?", "yes" if n >= 2 else "no", qt, tgt)
+        return QA(f"is there a reflected {x} in the image?", "no", qt, tgt)
     if qt == "count":
         return QA(str(rng.choice(["how many objects are there?", "how many objects are in the image?",
                                   "how many shapes are there?"])), COUNT_WORDS[len(objs) - 1], "count")
@@ -193,6 +229,22 @@ def _video_q(video: VideoScene, qt: str, rng: np.random.Generator) -> QA | None:
         which = "first" if rng.random() < 0.5 else "last"
         e = e1 if which == "first" else e2
         return QA(f"what colour is the object that changes {which}?", objs[e.obj].color, "first", e.obj)
+    if qt == "be":
+        e = (e1, e2)[int(rng.integers(2))]
+        if e1.obj == e2.obj and e1.kind == e2.kind and e1.direction == e2.direction:
+            return None
+        where = "beginning" if rng.random() < 0.5 else "end"
+        ans = "yes" if ((e is e1) == (where == "beginning")) else "no"
+        return QA(f"does {_name(objs[e.obj])} {_verb(e)} at the {where}?", ans, "be", e.obj)
+    if qt in ("event_nc", "order_nc"):
+        c = absent_event(video, rng)
+        if qt == "event_nc":
+            return QA(f"does {c[0]} {_verb(c[1])}?", "no", qt, -1)
+        e = (e1, e2)[int(rng.integers(2))]
+        rel = "before" if rng.random() < 0.5 else "after"
+        if rng.random() < 0.5:
+            return QA(f"does {_name(objs[e.obj])} {_verb(e)} {rel} {c[0]} {_verb(c[1], third=True)}?", "no", qt, e.obj)
+        return QA(f"does {c[0]} {_verb(c[1])} {rel} {_name(objs[e.obj])} {_verb(e, third=True)}?", "no", qt, e.obj)
     if qt == "direction":
         moves = [e for e in (e1, e2) if e.kind == "moves"]
         if not moves:
@@ -202,6 +254,16 @@ def _video_q(video: VideoScene, qt: str, rng: np.random.Generator) -> QA | None:
             return None
         return QA(f"which way does {_name(objs[e.obj])} move?", e.direction, "direction", e.obj)
     raise ValueError(f"unknown video question type {qt!r}")
+
+
+def absent_event(video: VideoScene, rng: np.random.Generator) -> tuple[str, "world.Event"]:
+    """CLAVI's negative control C: an event of an object that is not in the video (a colour and a shape the video
+    has neither of, so that it shares no object with it), as (its name, the event)."""
+    colors = [c for c in COLORS if c not in {o.color for o in video.objects}]
+    shapes = [s for s in SHAPES if s not in {o.shape for o in video.objects}]
+    kind = str(rng.choice(["moves", "moves", "appears", "disappears"]))
+    e = world.Event(obj=-1, kind=kind, direction=str(rng.choice(list(DIRECTIONS))) if kind == "moves" else "")
+    return f"the {rng.choice(colors)} {rng.choice(shapes)}", e
 
 
 def clavi_pair(video: VideoScene, rng: np.random.Generator) -> tuple[QA, QA] | None:
@@ -238,7 +300,8 @@ def frame_indices(n_total: int, n: int) -> np.ndarray:
     return np.clip(np.floor((np.arange(n) + 0.5) * n_total / n).astype(int), 0, n_total - 1)
 
 
-_RELATION_FLIP = {"before": "after", "after": "before", "first": "last", "last": "first"}
+_RELATION_FLIP = {"before": "after", "after": "before", "first": "last", "last": "first", "beginning": "end",
+                  "end": "beginning"}
 
 
 def relation_flip(video: VideoScene, q: QA) -> QA | None:
@@ -248,7 +311,7 @@ def relation_flip(video: VideoScene, q: QA) -> QA | None:
     relation word. A counterfactual partner: the two differ only in the relation word."""
     words = q.question[:-1].split(" ")
     at = [i for i, w in enumerate(words) if w in _RELATION_FLIP]
-    if q.qtype not in ("order", "event_order", "first") or len(at) != 1:
+    if q.qtype not in ("order", "event_order", "first", "be") or len(at) != 1:
         return None
     words[at[0]] = _RELATION_FLIP[words[at[0]]]
     text = " ".join(words) + q.question[-1]
@@ -267,5 +330,5 @@ def video_frames_at(video: VideoScene, idx, size: int = 64) -> np.ndarray:
                                           video.background, size, rng, background=bg) for t in idx])
 
 
-__all__ = ["ANSWERS", "IMAGE_TYPES", "VIDEO_TYPES", "QA", "image_question", "video_question", "order_question",
+__all__ = ["ANSWERS", "IMAGE_TYPES", "VIDEO_TYPES", "PEELING_TYPES", "CLAVI_TYPES", "object_phrase", "absent_event", "QA", "image_question", "video_question", "order_question",
            "clavi_pair", "relation_flip", "mismatched_caption", "describe", "frame_indices", "video_frames_at"]

@@ -1,0 +1,135 @@
+"""CLAVI: does the model answer by the order of events? A video, its action-swapped complement, 19 questions."""
+from __future__ import annotations
+
+import streamlit as st
+
+import ui
+from robustlab.datasets import build
+from robustlab.datasets.synthetic.clavi import METHODS, eligible
+from robustlab.diagnostics.clavi import ClaviError
+from robustlab.perturb.record import hash_value
+from robustlab.tasks import get
+from robustlab.tasks.clavi import clavi_item, clavi_one
+from ui.clavi import fine_table, metrics_table, question_table
+from ui.inputs import _upload
+from ui.media import show_visual
+
+st.header("CLAVI — does the model answer by the order of events?")
+st.caption("CLAVI (Rawal et al.) swaps a video's two actions (with random boundary extensions, the gap between them "
+           "kept) and asks the same 19 questions of the video V and its complement V′. Beginning/end and before/after "
+           "answers must flip; a model that reads only the words and which actions occur is right on V and wrong on "
+           "V′, so its consistent accuracy on the complement questions falls to zero.")
+METHOD_HELP = {"swap": "the paper's: the extended action segments swapped (V′ has two seams)",
+               "render": "not in the paper: the built-in world re-rendered with the events exchanged (no seams)"}
+
+
+@st.cache_resource(show_spinner=False, max_entries=2)
+def videos(n: int = 200):
+    return build("builtin-videos", split="test", n=n)
+
+
+@st.cache_resource(show_spinner=False, max_entries=32)
+def one_builtin(spec, device, i, seed, method):
+    return clavi_item(ui.get_model(spec, device), videos(), i, seed=seed, method=method)
+
+
+@st.cache_resource(show_spinner=False, max_entries=8)
+def one_upload(spec, device, _frames, frames_hash, a, b, actions, seed, fps):
+    return clavi_one(ui.get_model(spec, device), _frames, a, b, list(actions), seed=seed, fps=fps, seconds=True)
+
+
+got = ui.task_model("clavi", "vqa", key="cv_model")
+if got is None:
+    st.stop()
+spec, model = got
+device = ui.spec_device()[1]
+
+src = st.radio("Input", ["builtin", "upload"], key="cv_source", horizontal=True,
+               format_func={"builtin": "Built-in event video", "upload": "Upload a video"}.get)
+c1, c2 = st.columns([1, 3])
+seed = int(c1.number_input("Seed (extensions)", 0, 10_000, 0, key="cv_seed"))
+try:
+    if src == "builtin":
+        ds = videos()
+        ok = [i for i in range(len(ds)) if eligible(ds.scene(i))]
+        ui.valid("cv_item", ok)
+        i = c2.selectbox("Video (two events on different objects)", ok, key="cv_item",
+                         format_func=lambda j: f"#{j} · {ds.scene(j).caption}")
+        method = st.radio("Complement", METHODS, key="cv_method", horizontal=True, format_func=METHOD_HELP.get)
+        with st.spinner("Asking 38 questions…"):
+            res = one_builtin(spec, device, int(i), seed, method)
+        fps = ds.fps
+    else:
+        item = _upload("video")
+        if item is None:
+            st.stop()
+        fps = float(item.fps or 8.0)
+        dur = len(item.data) / fps
+        st.caption(f"{len(item.data)} frames at {fps:g} fps ({dur:.1f} s). Type the two actions' intervals "
+                   "(seconds, no overlap) and three action phrases as gerunds (\"opening a door\"); C must never "
+                   "happen in the video.")
+        t = st.columns(4)
+        a = (t[0].number_input("A from (s)", 0.0, dur, 0.0, key="cv_a0"),
+             t[1].number_input("A to (s)", 0.0, dur, min(dur, dur / 3), key="cv_a1"))
+        b = (t[2].number_input("B from (s)", 0.0, dur, dur / 2, key="cv_b0"),
+             t[3].number_input("B to (s)", 0.0, dur, dur, key="cv_b1"))
+        w = st.columns(3)
+        acts = (w[0].text_input("Action A", "opening a door", key="cv_act_a"),
+                w[1].text_input("Action B", "closing a door", key="cv_act_b"),
+                w[2].text_input("Negative control C", "washing a car", key="cv_act_c"))
+        with st.spinner("Asking 38 questions…"):
+            res = one_upload(spec, device, item.data, hash_value(item.data), a, b, acts, seed, fps)
+except (ClaviError, ValueError, RuntimeError) as e:
+    st.error(f"Cannot build this CLAVI pair: {e}")
+    st.stop()
+
+pair = res["pair"]
+v1, v2 = st.columns(2)
+with v1:
+    st.markdown("**V** — actions in their order")
+    show_visual(pair.video, kind="video", gid=f"clavi-v-{hash_value(pair.video)[:12]}", fps=fps, slot="V",
+                caption=f"A: frames {pair.a_in_v[0]}–{pair.a_in_v[1] - 1} · B: {pair.b_in_v[0]}–{pair.b_in_v[1] - 1}")
+with v2:
+    st.markdown("**V′** — the complement")
+    seams = f" · seams after frames {pair.seams[0] - 1} and {pair.seams[1] - 1}" if pair.seams else " · no seams"
+    show_visual(pair.complement, kind="video", gid=f"clavi-c-{hash_value(pair.complement)[:12]}", fps=fps,
+                slot="V′", caption=f"B: frames {pair.b_in_c[0]}–{pair.b_in_c[1] - 1} · A: {pair.a_in_c[0]}–"
+                                   f"{pair.a_in_c[1] - 1}{seams}")
+m = res["metrics"]
+k = st.columns(4)
+for col, key, label in zip(k, ("balanced_acc", "cacc_v_control", "cacc_v_complement", "cacc_t_complement"),
+                           ("Balanced accuracy", "CAcc_V control", "CAcc_V complement", "CAcc_T complement")):
+    col.metric(label, f"{m[key]:.2f}")
+st.dataframe(question_table(res["table"]), hide_index=True, width="stretch", key="cv_table")
+st.caption("✓/✗: right or wrong · video-consistent: right on V and on V′ · text-consistent: right on the question "
+           "and on its swapped-word partner Q′ (E and E-NC pair with themselves).")
+
+# ---- over the built-in videos -----------------------------------------------------------------------------------
+st.subheader("Over the built-in event videos")
+d1, d2 = st.columns([1, 3])
+n = int(d1.number_input("Pairs", 5, 1000, 50, step=5, key="cv_n"))
+methods = d2.multiselect("Complements", METHODS, default=["swap"], key="cv_run_methods", format_func=METHOD_HELP.get)
+if st.button("Run CLAVI", key="cv_run", type="primary", icon="▶️", disabled=not methods):
+    bar = st.progress(0.0, text="CLAVI…")
+    try:
+        ds = build("builtin-videos", split="test", n=3 * n)
+        runs = {}
+        for j, meth in enumerate(methods):
+            r = get("clavi").evaluate(model, ds, n=n, method=meth, seed=seed, progress=lambda d, tot, j=j: bar.progress(
+                min((j + d / max(tot, 1)) / len(methods), 1.0), text=f"CLAVI ({meth})… {d}/{tot} pairs"))[0]
+            runs[meth] = r.metrics
+        st.session_state["cv_runs"] = (spec, n, runs)
+    except (ValueError, RuntimeError) as e:
+        st.error(f"CLAVI cannot run: {e}")
+    finally:
+        bar.empty()
+runs = st.session_state.get("cv_runs")
+if runs and runs[0] == spec:
+    st.caption(f"{runs[1]} held-out pairs (world seed 1000) · chance balanced accuracy 0.5")
+    st.dataframe(metrics_table(runs[2]), width="stretch", key="cv_metrics")
+    for meth, mm in runs[2].items():
+        st.markdown(f"Fine-grained accuracy ({meth}): V/V′ × question type × Q/Q′")
+        ft = fine_table(mm)
+        st.dataframe(ft, hide_index=True, width="stretch", key=f"cv_fine_{meth}")
+        st.download_button(f"Fine-grained table, {meth} (CSV)", ft.to_csv(index=False), file_name=f"clavi_{meth}.csv",
+                           mime="text/csv", key=f"cv_csv_{meth}", icon="⬇️")
