@@ -92,3 +92,83 @@ def test_reversed_caption_is_caption_of_reversed_events():
     first = v.caption.split(", then ")
     rev = v.reversed_caption.split(", then ")
     assert len(first) == len(rev) == 2
+
+
+def _fits(objs, phrase):
+    """How many objects a PEELING-style phrase ("small red circle at the top left") describes."""
+    from robustlab.datasets.synthetic.world import POSITIONS
+
+    words = phrase.split(" ")
+    pos = next((p for p in sorted(POSITIONS.values(), key=len, reverse=True) if phrase.endswith(" " + p)), None)
+    if pos:
+        words = phrase[: -len(pos)].split(" ")[:-3]  # drop "at the " / "in the "
+    n = 0
+    for o in objs:
+        ok = all(w in (o.size, o.texture, o.color, o.shape) for w in words if w)
+        n += ok and (pos is None or o.position == pos)
+    return n
+
+
+def test_peeling_questions_answer_from_the_scene():
+    import numpy as np
+
+    from robustlab.datasets.synthetic import qa
+
+    rng = np.random.default_rng(3)
+    seen = set()
+    for s in world.make_scenes(150, 11):
+        for t in qa.PEELING_TYPES:
+            q = qa.image_question(s, rng, t)
+            assert q.qtype == t and q.answer in qa.ANSWERS
+            x = q.question[len({"count_of": "how many ", "many": "are there many ",
+                                "reflected": "is there a reflected "}[t]):-len(" in the image?")]
+            n = _fits(s.objects, x)
+            if t == "count_of":
+                assert q.answer == str(n), (q, n)
+                seen.add(n)
+            elif t == "many":
+                assert q.answer == ("yes" if n >= 2 else "no"), (q, n)
+            else:
+                assert q.answer == "no"  # the world has no reflections
+            assert (q.target >= 0) == (n == 1)
+    assert {0, 1, 2} <= seen  # near misses (0) and repeated objects (2+) occur
+
+
+def test_overspecified_expressions_add_redundant_attributes():
+    import numpy as np
+
+    rng = np.random.default_rng(0)
+    extra = 0
+    for s in world.make_scenes(100, 12):
+        for k in range(len(s.objects)):
+            r = world.overspecified_expression(s, k, rng)
+            assert set(r["minimal"]) <= set(r["attributes"]) and "shape" in r["attributes"]
+            assert r["box"] == world.referring_expression(s, k)["box"]
+            t = s.objects[k]
+            assert sum(all(getattr(o, a) == getattr(t, a) for a in r["attributes"]) for o in s.objects) == 1
+            extra += len(r["attributes"]) > len(set(r["minimal"]) | {"shape"})
+            assert r["expression"].startswith("the ") and t.shape in r["expression"]
+    assert extra > 150  # nearly always at least one redundant attribute
+
+
+def test_clavi_training_questions():
+    import numpy as np
+
+    from robustlab.datasets.synthetic import qa
+
+    rng = np.random.default_rng(1)
+    for i in range(60):
+        v = world.sample_video(13, i)
+        e1, e2 = v.events
+        q = qa.video_question(v, rng, "be")
+        if q.qtype == "be":
+            first = q.question.endswith("at the beginning?")
+            named = [e for e in (e1, e2) if q.question.startswith(f"does {qa._name(v.objects[e.obj])} {qa._verb(e)} ")]
+            assert named and q.answer == ("yes" if (named[0] is e1) == first else "no")
+            flip = qa.relation_flip(v, q)
+            assert flip.answer != q.answer and ("beginning" in flip.question) != first
+        for t in ("event_nc", "order_nc"):
+            q = qa.video_question(v, rng, t)
+            assert q.answer == "no"
+            names = {qa._name(o) for o in v.objects}
+            assert sum(n in q.question for n in names) == (0 if t == "event_nc" else 1)

@@ -53,8 +53,10 @@ from robustlab.datasets.synthetic import qa, world
 
 SCENE_SEED = 21
 VIDEO_SEED = 22
-VIDEO_QTYPE_P = {"order": 0.26, "event_order": 0.2, "event": 0.16, "first": 0.1, "direction": 0.1,
-                 "be": 0.12, "event_nc": 0.03, "order_nc": 0.03}  # the last three: CLAVI's (qa.CLAVI_TYPES)
+VIDEO_QTYPE_P = {"order": 0.3, "event_order": 0.25, "event": 0.2, "first": 0.1, "direction": 0.15}
+# CLAVI's beginning/end and negative-control questions (qa.CLAVI_TYPES) are left out: measured, mixing them in
+# (be 0.12, event_nc 0.03, order_nc 0.03, the others scaled down) dropped held-out video VQA from 0.810 to 0.701
+# (event 0.85 -> 0.65: "does X move left?" and "does X move left at the beginning?" differ only in their tails).
 PEELING_Q_P = 0.25  # share of image questions drawn from PEELING's uniqueness templates (qa.PEELING_TYPES)
 PEELING_TYPE_P = {"count_of": 0.45, "many": 0.35, "reflected": 0.2}
 OVERSPECIFIED_P = 0.5  # share of grounding expressions with redundant attributes (world.overspecified_expression)
