@@ -10,6 +10,7 @@ from robustlab.perturb.record import hash_value
 from robustlab.tasks.grounding import grounding_compare, grounding_sweep
 from ui.inputs import grounding_input
 from ui.panels import sweep_chart
+from ui.peeling import peeling_panel
 
 st.header("Grounding — where does the model find the expression?")
 st.caption("A referring expression (\u201cthe small red circle\u201d) and an image: the model's box on the clean "
@@ -77,6 +78,9 @@ if ic.name or tc.name:
     sweep_chart(rows, {"image": f"image: {ic.name}", "text": f"text: {tc.name}", "both": "both"}, "gr_sweep")
 else:
     st.info("Pick an image or a text perturbation to sweep its severities.")
+
+# ---- PEELING on the clean input: a shorter expression that still names the object, perturbed, grounded again ---
+peeling_panel(spec, device, got[1], image, image_hash, expr, gt, source, label, src, seed)
 
 # ---- basket: the perturbed image and expression with the model's boxes and IoUs ----------------------------
 b1, b2 = st.columns([1, 3])

@@ -116,7 +116,14 @@ def cmd_train(args) -> int:
 
     if args.threads and "threads" in inspect.signature(fn).parameters:
         kw["threads"] = args.threads
-    res = fn(**kw)
+    if getattr(args, "stage3_from", None):
+        if "stage3_from" not in inspect.signature(fn).parameters:
+            return _err(f"--stage3-from is for tiny-vilt, not {args.model}")
+        kw["stage3_from"] = args.stage3_from
+    try:
+        res = fn(**kw)
+    except ValueError as e:
+        return _err(str(e))
     print(json.dumps(res, indent=2))
     return 0
 
@@ -516,6 +523,8 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("--eval-n", type=int, default=1000)
     t.add_argument("--threads", type=int, default=None)
     t.add_argument("--out", default=None, help="checkpoint path (default: assets/NAME.safetensors)")
+    t.add_argument("--stage3-from", default=None, metavar="CHECKPOINT",
+                   help="tiny-vilt only: run the last stage (PEELING's uniqueness questions) on a stage-2 checkpoint")
     t.set_defaults(fn=cmd_train)
 
     d = sub.add_parser("datasets", help="list the datasets and what each needs")

@@ -7,6 +7,10 @@
 the old retrieval functions perturbed item i with ``perturb_seed + i`` (0 + i), the old fusion functions with
 ``world seed + i`` (1000 + i): the conditions below say so. The old VQA and ITM reported an image part (the
 scenes) and a video part (the event videos) in one call; a task runs on one dataset, so each part is one run.
+
+The fusion numbers belong to the tiny-vilt checkpoint of that time, kept as ``tests/data/tiny-vilt-pre-move.safetensors``
+(robustlab 0.2's shipped tiny-vilt was retrained later, for PEELING's and CLAVI's questions); the fusion test loads
+that file, so it still compares the task layer with the old code on the same weights.
 """
 import importlib
 import json
@@ -21,6 +25,7 @@ from robustlab.perturb.condition import Condition as C
 from robustlab.tasks import get
 
 OLD = json.loads((Path(__file__).parent / "data" / "pre_move_numbers.json").read_text())
+PRE_MOVE_VILT = Path(__file__).parent / "data" / "tiny-vilt-pre-move.safetensors"
 N = OLD["n"]
 
 
@@ -45,8 +50,10 @@ def models():
     torch.set_num_threads(2)
     from robustlab.models import load_model
 
-    return {s: load_model(s, device="cpu") for s in ("builtin:tiny-clip", "builtin:tiny-clip-video-meanp",
-                                                     "builtin:tiny-clip-video-seqtransf", "builtin:tiny-vilt")}
+    out = {s: load_model(s, device="cpu") for s in ("builtin:tiny-clip", "builtin:tiny-clip-video-meanp",
+                                                    "builtin:tiny-clip-video-seqtransf")}
+    out["builtin:tiny-vilt"] = load_model("builtin:tiny-vilt", device="cpu", checkpoint=PRE_MOVE_VILT)
+    return out
 
 
 def test_image_retrieval_and_hubness(models, cache):

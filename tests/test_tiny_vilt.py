@@ -305,7 +305,7 @@ def test_training_is_reproducible_from_the_seed(tmp_path):
     from robustlab.training.tiny_vilt import train_tiny_vilt
 
     kw = dict(seed=3, n_train=32, n_videos=16, epochs=1, eval_n=0, verbose=False, threads=1, pretrain_steps=4,
-              answer_steps=3)
+              answer_steps=3, uniqueness_steps=2)
     a = train_tiny_vilt(out=tmp_path / "a.safetensors", **kw)
     b = train_tiny_vilt(out=tmp_path / "b.safetensors", **kw)
     assert torch.get_num_threads() == 2  # the recipe restores the caller's thread count
@@ -322,6 +322,16 @@ def test_training_is_reproducible_from_the_seed(tmp_path):
     assert t["answer_refine_steps"] == 3 and t["question_pools"] == 2 and m.net.question_pool == 2
     assert m.net.vqa_head[0].in_features == 2 * 128 + 40 + 8 + 2 * 128  # [CLS], pool, attributes, frame, words
     assert m.vqa(np.zeros((64, 64, 3), np.uint8), "how many?")[0] in m.answers
+    # stage 3 (PEELING's uniqueness questions) added "0" to the answers; it depends only on the stage-2 weights and
+    # the seed, so running it on a saved stage-2 checkpoint (--stage3-from) gives the whole recipe's checkpoint
+    assert t["uniqueness"]["steps"] == 2 and m.answers[-1] == "0" and len(m.answers) == 32
+    two = train_tiny_vilt(out=tmp_path / "two.safetensors", **{**kw, "uniqueness_steps": 0})
+    assert "0" not in load_model("builtin:tiny-vilt", checkpoint=two["checkpoint"], device="cpu").answers
+    c = train_tiny_vilt(out=tmp_path / "c.safetensors", stage3_from=two["checkpoint"], **kw)
+    sc = load_file(c["checkpoint"])
+    assert sc.keys() == sa.keys() and all(torch.equal(sa[k], sc[k]) for k in sa)
+    with pytest.raises(ValueError, match="already has stage 3"):
+        train_tiny_vilt(out=tmp_path / "d.safetensors", stage3_from=c["checkpoint"], **kw)
 
 
 def test_question_pools_read_only_real_words_and_old_configs_load_without_them(tmp_path):

