@@ -1,6 +1,7 @@
 """Diagnostics: hubness (``hubness``), hubness reduction (``reduction``), embedding projections (``embedding``),
-caption similarity (``text_similarity``), hubness of a model on a dataset (``hubness_eval``) and the page-facing
-views over a retrieval bench (``views``); QUAG, CLAVI, PEELING land here in later issues.
+caption similarity (``text_similarity``), hubness of a model on a dataset (``hubness_eval``), the page-facing
+views over a retrieval bench (``views``), QUAG (``quag``) and its attention views (``attention_view``), CLAVI
+(``clavi``) and PEELING (``peeling``).
 
 Submodules load on first attribute access (``rl.diagnostics.hubness.k_occurrence(...)``), so ``import robustlab``
 stays light. ``rl.analysis`` is this package under its older name (documented, kept working)."""
@@ -8,7 +9,8 @@ from __future__ import annotations
 
 import importlib
 
-_SUBMODULES = {"hubness", "reduction", "embedding", "text_similarity", "hubness_eval", "views"}
+_SUBMODULES = {"hubness", "reduction", "embedding", "text_similarity", "hubness_eval", "views", "quag",
+               "attention_view", "clavi", "peeling"}
 
 
 def __getattr__(name: str):
