@@ -152,7 +152,10 @@ def cmd_tasks(args) -> int:
         print(json.dumps(rows, indent=2))
         return 0
     for r in rows:
-        print(f"{r['name']:<12} {'/'.join(r['kinds']):<12} {r['description']}")
+        print(f"{r['name']:<14} {'/'.join(r['kinds']):<12} {r['description']}")
+        if args.options:
+            for k, v in r["options"].items():
+                print(f"{'':<14} --option {k}=...  {v}")
     return 0
 
 
@@ -206,11 +209,30 @@ def _bar(args, desc: str):
     return bar, progress
 
 
+def _options(pairs: list) -> dict:
+    """``KEY=VALUE`` strings -> a dict; a value is read as JSON when it parses (true, 3, 0.5), else as text."""
+    out = {}
+    for p in pairs:
+        key, eq, value = p.partition("=")
+        if not eq or not key.strip():
+            raise ValueError(f"--option {p!r}: use KEY=VALUE (e.g. --option method=render)")
+        try:
+            out[key.strip()] = json.loads(value)
+        except ValueError:
+            out[key.strip()] = value
+    return out
+
+
 def cmd_eval(args) -> int:
     from robustlab.perturb.condition import Condition, check
     from robustlab.tasks.registry import get
 
     task = get(args.task)
+    try:
+        options = _options(args.option or [])
+        task.check_options(options)
+    except ValueError as e:
+        return _err(str(e))
     name = args.dataset or ("builtin-videos" if task.kinds == ("video",) else "builtin")
     visual = Condition(args.perturb, args.severity, args.perturb_seed) if args.perturb else Condition()
     text = Condition(args.text_perturb, args.text_severity, args.perturb_seed) if args.text_perturb else Condition()
@@ -233,8 +255,9 @@ def cmd_eval(args) -> int:
         conds.append({k: c for k, c in (("visual", visual), ("text", text)) if not c.clean})
     bar, progress = _bar(args, f"eval {args.task} on {dataset.name}")
     try:
-        results = task.evaluate(model, dataset, conds, progress=progress)
-    except ValueError as e:  # a model or dataset that cannot do this task, a perturbation of the wrong kind
+        results = task.evaluate(model, dataset, conds, progress=progress, **options)
+    except (ValueError, TypeError) as e:  # a model or dataset that cannot do this task, a perturbation of the
+        # wrong kind, an option value of the wrong type
         bar.close()
         return _err(str(e))
     bar.close()
@@ -536,6 +559,7 @@ def build_parser() -> argparse.ArgumentParser:
     tk = sub.add_parser("tasks", help="list the evaluation tasks")
     tk.add_argument("pattern", nargs="?", default=None)
     tk.add_argument("--json", action="store_true")
+    tk.add_argument("--options", action="store_true", help="also list each task's options (eval --option)")
     tk.set_defaults(fn=cmd_tasks)
 
     from robustlab.tasks.registry import names as task_names
@@ -554,6 +578,9 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument("--text-severity", type=int, default=3, choices=range(1, 6), metavar="K", help="1..5")
     e.add_argument("--perturb-seed", type=int, default=0)
     e.add_argument("--device", default=None)
+    e.add_argument("--option", action="append", metavar="KEY=VALUE",
+                   help="a task option, repeatable (`robustlab tasks --options` lists them; e.g. clavi: "
+                        "method=render, peeling: wide=true)")
     e.add_argument("--out", default=None, help="write each Result as JSON into this folder")
     e.add_argument("--json", action="store_true")
     e.set_defaults(fn=cmd_eval)

@@ -235,3 +235,25 @@ def test_clavi_one_on_an_uploaded_video_with_typed_intervals(vilt, videos):
     assert all(r["pred_v"] in vilt.answers and r["pred_c"] in vilt.answers for r in out["table"])
     with pytest.raises(cl.ClaviError, match="three action phrases"):
         clavi_one(vilt, frames, (1, 5), (8, 12), ["a", "", "c"])
+
+
+# ---- the CLI: task options ---------------------------------------------------------------------------------
+def test_cli_eval_takes_task_options_and_refuses_unknown_ones(capsys):
+    import json
+
+    from robustlab.cli import main
+
+    assert main(["eval", "clavi", "--model", "builtin:tiny-vilt", "--n", "12", "--option", "method=render",
+                 "--option", "seed=3", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["task"] == "clavi" and out["extra"]["method"] == "render" and out["extra"]["pair_seed"] == 3
+    assert out["metrics"]["pairs"] == out["n"] > 0
+    for bad, says in ((["--option", "foo=1"], "task clavi has no option foo (its options: method, seed)"),
+                      (["--option", "method=xx"], "CLAVI method 'xx'"),
+                      (["--option", "method"], "use KEY=VALUE")):
+        assert main(["eval", "clavi", "--model", "builtin:tiny-vilt", "--n", "4", *bad]) == 2
+        err = capsys.readouterr().err
+        assert says in err and "Traceback" not in err
+    assert main(["tasks", "peeling", "--options"]) == 0
+    listed = capsys.readouterr().out
+    assert "--option wide=" in listed and "--option compat=" in listed

@@ -265,6 +265,14 @@ class Task:
     dataset_task: str = ""  # what a dataset must list in its ``tasks`` (default: the task's name)
     alternative: str = ""  # a model that can do it, for the one-line refusal
     takes_interventions: bool = False  # runs a fusion model through calls an intervention reaches (VQA, ITM, ...)
+    options: dict = {}  # the keyword options evaluate() takes beyond n / progress: name -> one-line help
+
+    def check_options(self, options: dict) -> None:
+        """ValueError (one line) for an option this task does not take (the CLI's ``--option KEY=VALUE``)."""
+        bad = sorted(set(options) - set(self.options))
+        if bad:
+            takes = ", ".join(sorted(self.options)) or "none"
+            raise ValueError(f"task {self.name} has no option {', '.join(bad)} (its options: {takes})")
 
     def check_model(self, model) -> None:
         """ValueError (one line) unless the model has the methods this task calls and, when it declares the tasks

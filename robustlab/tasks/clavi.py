@@ -28,11 +28,16 @@ class ClaviTask(Task):
     needs = ("vqa",)
     kinds = ("video",)
     alternative = "builtin:tiny-vilt"
+    options = {"method": "swap (the paper's complement: the two extended action segments swapped) or render (the "
+                         "world re-rendered with the events' times swapped: seamless; not in the paper)",
+               "seed": "the seed of the random extensions (default 0)"}
 
     def evaluate(self, model, dataset, conditions=None, *, progress=None, n=None, method: str = "swap",
                  seed: int = 0, **options) -> list:
         """``metrics``: balanced_acc, acc, cacc_v / cacc_t (overall, _control, _complement), yes_rate, pairs,
         questions and ``fine`` (accuracy per released type code). ``n`` caps the number of pairs."""
+        if method not in ("swap", "render"):
+            raise ValueError(f"CLAVI method {method!r}: use swap (the paper) or render (seamless, built-in world)")
         if not callable(getattr(dataset, "clavi", None)):
             self.check_model(model)
             self.check_dataset(dataset)

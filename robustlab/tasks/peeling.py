@@ -36,6 +36,17 @@ class PeelingTask(Task):
     needs = ("vqa", "ground")
     kinds = ("image",)
     alternative = "builtin:tiny-vilt"
+    options = {"vqa_model": "the model that answers the uniqueness questions (default: the grounding model)",
+               "compat": "the released code's substring answer parsing and template string (default false)",
+               "wide": "every proper subset of the properties as a candidate (the paper's wording; default false)",
+               "skip_plural": "skip plural objects, the released rule (default true)",
+               "check_all": "ask the uniqueness questions for every candidate (default false)",
+               "keep_article": "put the original determiner back into the reduced expression (default false)",
+               "stages": "the P2 stages, comma-separated: back_translation,synonym,keyboard",
+               "synonym_mode": "paper (one word) or code (every eligible word)",
+               "synonym_threshold": "the synonym's minimum similarity (default 0.6)",
+               "short_len": "expressions this short get only the synonym stage (default 5)",
+               "seed": "the tests' base seed (default 0)", "chunk": "items per batched model call"}
 
     def check_dataset(self, dataset) -> None:
         """Any image dataset with referring expressions (one that lists "peeling" or "grounding")."""

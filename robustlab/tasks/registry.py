@@ -38,7 +38,8 @@ def _ensure_loaded() -> None:
 
 def list_tasks(pattern: str | None = None) -> list[dict]:
     _ensure_loaded()
-    return [{"name": t.name, "description": t.description, "needs": list(t.needs), "kinds": list(t.kinds)}
+    return [{"name": t.name, "description": t.description, "needs": list(t.needs), "kinds": list(t.kinds),
+             "options": dict(t.options)}
             for name, t in sorted(_REGISTRY.items()) if not pattern or fnmatch.fnmatch(name, pattern)]
 
 
