@@ -260,3 +260,19 @@ def test_frame_cache_decodes_each_sampled_frame_once_and_keeps_no_whole_clip():
     for t in range(20, 30):  # 10 more frames into a cache of 10: the oldest go
         cs.read([t])
     assert len(cache._d) == 10 and cache.evicted == 3 and cache.peak == 10 * 48
+
+
+def test_clavi_and_peeling_are_sweep_tasks_with_interventions(tmp_path):
+    """Issue 13: CLAVI and PEELING run in sweeps like any task (an embedding cache is retrieval's only; the sweep
+    used to hand it to every task, and PEELING refused it as an unknown option)."""
+    from robustlab.export.report import load_run, results_table
+    from robustlab.models.interventions import as_condition
+
+    for ds, task, metric in (("builtin-refs", "peeling", "acc_adv"), ("builtin-videos", "clavi", "acc")):
+        spec = SweepSpec(models=["builtin:tiny-vilt"], dataset={"name": ds, "split": "test", "n": 12},
+                         tasks=[task], conditions=[{}, {"intervention": as_condition("quag:crossmodal")}])
+        st = run_sweep(spec, tmp_path / task)
+        assert st.done == 2, st
+        rows = results_table(load_run(tmp_path / task)).to_dict("records")
+        assert {r["intervention"] for r in rows} == {"none", "quag:crossmodal"}
+        assert all(r["task"] == task and r["metric"] == metric and 0 <= float(r["score"]) <= 1 for r in rows), rows

@@ -468,9 +468,11 @@ def run_group(spec: SweepSpec, model, task_name: str, cells: Sequence[Cell], dat
     from robustlab.tasks.registry import get
 
     task = get(task_name)
-    opts = {"cache": cache} if cache is not None else {}
-    if task_name == "retrieval":
+    opts = {}
+    if task_name == "retrieval":  # the one task with an embedding cache and worst examples
         opts["worst"] = int(spec.worst)
+        if cache is not None:
+            opts["cache"] = cache
 
     def prog(done, total):
         if cancel is not None and cancel.is_set():
