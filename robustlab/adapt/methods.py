@@ -1,0 +1,226 @@
+"""The test-time adaptation methods: a registry of small parts over one loop (:mod:`robustlab.adapt.loop`).
+
+Each method turns one step's query features and scores into a loss (and, for HAT-VTR, chooses the pseudo-positives
+and refines the output scores). Defaults are the papers' where they state them and otherwise the released HAT-VTR
+configs (``bingqingzhang/vtr_tta``, MIT licence, ``config_tta/msrvtt/{v2t,t2v}/clip4clip_{tent,tcr,vtr}.json``):
+batch 16, 3 steps per batch, AdamW with weight decay 1e-4, τ = 0.02, t = 0.1, con_ratio 0.3; lr 3e-5 for Tent,
+3e-4 for TCR, and for HAT-VTR 3e-4 on visual queries (v2t) and 3e-5 on text queries (t2v); the Reliable Memory holds
+100 pairs for text queries (the t2v config's ``max_queue_size``) and a batch's worth, 16, for visual queries (the v2t
+config sets none and the code falls back to the batch size; the paper's App. C.1 says 16).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Optional
+
+import torch
+
+from robustlab.adapt import losses as L
+from robustlab.adapt.towers import AdaptError
+
+
+@dataclass(frozen=True)
+class Param:
+    name: str
+    default: object  # None: chosen by direction (see ``resolve``)
+    kind: str  # "float", "int", "bool", "choice"
+    help: str
+    min: Optional[float] = None
+    max: Optional[float] = None
+    choices: tuple = ()
+
+    def to_dict(self) -> dict:
+        return {"name": self.name, "default": self.default, "type": self.kind, "help": self.help, "min": self.min,
+                "max": self.max, "choices": list(self.choices)}
+
+
+COMMON = (
+    Param("batch_size", 16, "int", "queries per online batch (B)", 1, 4096),
+    Param("steps", 3, "int", "gradient steps per batch (the released tta_steps)", 1, 100),
+    Param("lr", None, "float", "AdamW learning rate (default: the released config's for this method and direction)",
+          0.0, 1.0),
+    Param("weight_decay", 1e-4, "float", "AdamW weight decay", 0.0, 1.0),
+    Param("temperature", 0.02, "float", "τ of the softmax over scores", 1e-6, 10.0),
+    Param("order", "dataset", "choice", "query stream order: the dataset's, or shuffled with the seed",
+          choices=("dataset", "shuffled")),
+    Param("seed", 0, "int", "seed of the shuffled order (the loop itself draws nothing at random)", 0, 2**31 - 1),
+)
+
+
+@dataclass(frozen=True)
+class Method:
+    name: str
+    label: str
+    source: str
+    description: str
+    params: tuple = ()
+    adapts: bool = True
+
+    def all_params(self) -> tuple:
+        return (COMMON if self.adapts else ()) + self.params
+
+    def defaults(self) -> dict:
+        return {p.name: p.default for p in self.all_params()}
+
+    def to_dict(self) -> dict:
+        return {"name": self.name, "label": self.label, "source": self.source, "description": self.description,
+                "adapts": self.adapts, "params": [p.to_dict() for p in self.all_params()]}
+
+
+METHODS: dict[str, Method] = {
+    "none": Method("none", "No adaptation", "—", "The shifted queries through the unadapted model (the baseline).",
+                   adapts=False),
+    "tent": Method(
+        "tent", "Tent", "Wang et al. 2021, ICLR (arXiv:2006.10726)",
+        "Minimises the entropy of each query's softmax over the whole gallery.", ()),
+    "tcr": Method(
+        "tcr", "TCR", "Li et al. 2025, ICLR (test-time adaptation for cross-modal retrieval with query shift)",
+        "Noise-robust entropy over the batch's nearest gallery items, query uniformity and a modality gap held "
+        "to that of a queue of reliable pairs (a batch's worth, filled during the first 10 batches).",
+        (Param("t", 0.1, "float", "uniformity scale t (distances × t)", 0.0, 100.0),
+         Param("ratio", 0.3, "float", "share of each batch offered to the queue (con_ratio)", 0.0, 1.0),
+         Param("capacity", None, "int", "queue size (default: the batch size)", 1, 100000),
+         Param("update_batches", 10, "int", "the queue is updated during the first N batches only", 1, 10**9))),
+    "hat-vtr": Method(
+        "hat-vtr", "HAT-VTR", "Zhang et al., HAT-VTR §4.2-4.3 (hubness-aware test-time adaptation)",
+        "Pseudo-positives chosen through the Hubness Suppression Memory; the Reliable Memory's most diverse pairs "
+        "set the entropy threshold and the cross-modal targets; multi-granular uniformity (across queries and "
+        "within each video's frames) and cross-modal losses (modality gap and frame-level cross-moment); the "
+        "output scores reranked by HSM.",
+        (Param("t", 0.1, "float", "uniformity scale t (distances × t; the paper's t = 10 as a divisor)", 0.0, 100.0),
+         Param("ratio", 0.3, "float", "share of each batch added to the Reliable Memory (con_ratio)", 0.0, 1.0),
+         Param("capacity", None, "int", "Reliable Memory size (default: 100 for text queries, as the released t2v "
+                                        "config; the batch size for visual queries, as its v2t config)", 1, 100000),
+         Param("alpha", 100.0, "float", "HSM α: softmax over remembered queries (gallery term)", 0.0, 10000.0),
+         Param("beta", 10.0, "float", "HSM β: softmax over the gallery (query term)", 0.0, 10000.0),
+         Param("m", 0.5, "float", "HSM mix of the gallery term", 0.0, 1.0),
+         Param("memory", None, "int", "HSM: batch matrices remembered (default: the released max(1, ⌊0.1·N_G⌋))",
+               1, 10**9),
+         Param("select", True, "bool", "choose pseudo-positives through HSM (Table 6's target selection)"),
+         Param("rerank", True, "bool", "rerank the output scores with HSM (Table 6's posterior reranking)"))),
+}
+
+LR = {("tent", "text"): 3e-5, ("tent", "visual"): 3e-5, ("tcr", "text"): 3e-4, ("tcr", "visual"): 3e-4,
+      ("hat-vtr", "text"): 3e-5, ("hat-vtr", "visual"): 3e-4}
+
+
+def list_methods() -> list[dict]:
+    """Every method: name, label, source, description, params with defaults (None: chosen by direction)."""
+    return [m.to_dict() for m in METHODS.values()]
+
+
+def get_method(name: str) -> Method:
+    if name not in METHODS:
+        raise AdaptError(f"unknown adaptation method {name!r}; methods: {', '.join(METHODS)}")
+    return METHODS[name]
+
+
+def resolve(method: str, side: str, n_gallery: int, params: dict) -> dict:
+    """The method's full parameter set for a query ``side`` and gallery size, checked (one-line errors)."""
+    m = get_method(method)
+    known = {p.name: p for p in m.all_params()}
+    bad = sorted(set(params) - set(known))
+    if bad:
+        raise AdaptError(f"{method} has no parameter {', '.join(bad)}; its parameters: {', '.join(known) or 'none'}")
+    out = m.defaults()
+    for k, v in params.items():
+        p = known[k]
+        if v is None:
+            continue
+        try:
+            if p.kind == "bool":
+                v = v if isinstance(v, bool) else str(v).lower() in ("1", "true", "yes", "on")
+            elif p.kind == "choice":
+                if v not in p.choices:
+                    raise ValueError
+            else:
+                f = float(v)
+                if p.kind == "int" and f != int(f):
+                    raise ValueError
+                v = int(f) if p.kind == "int" else f
+                if (p.min is not None and v < p.min) or (p.max is not None and v > p.max) or f != f:
+                    raise ValueError
+        except (TypeError, ValueError):
+            want = {"int": "an integer", "float": "a number", "bool": "true or false",
+                    "choice": " or ".join(p.choices)}[p.kind]
+            rng = f" in [{p.min}, {p.max}]" if p.kind in ("int", "float") and p.min is not None else ""
+            raise AdaptError(f"{method}: {k} must be {want}{rng}, got {v!r}") from None
+        out[k] = v
+    if m.adapts and out.get("lr") is None:
+        out["lr"] = LR[(method, side)]
+    if "capacity" in out and out["capacity"] is None:
+        out["capacity"] = 100 if (method == "hat-vtr" and side == "text") else int(out["batch_size"])
+    if "memory" in out and out["memory"] is None:
+        out["memory"] = max(1, int(0.1 * n_gallery))
+    return out
+
+
+# ---- the per-run state of each method ----------------------------------------------------------------------
+@dataclass
+class StepOut:
+    loss: torch.Tensor
+    parts: dict = field(default_factory=dict)
+
+
+class Runner:
+    """One method's state over one run (memories), reset by making a new one."""
+
+    def __init__(self, method: str, params: dict, gallery: torch.Tensor, gallery_frames: Optional[torch.Tensor],
+                 query_side: str):
+        self.method, self.p, self.side = method, params, query_side
+        self.gallery = gallery  # N_G × D, normalised
+        self.gallery_frames = gallery_frames  # N_G × T × D (text queries, HAT-VTR) or None
+        if method == "tcr":
+            self.rm = L.ReliableMemory(int(params["capacity"]), params["ratio"], "tcr", params["temperature"])
+        elif method == "hat-vtr":
+            self.rm = L.ReliableMemory(int(params["capacity"]), params["ratio"], "diversity", params["temperature"])
+            self.hsm = L.HubnessMemory(int(params["memory"]), params["alpha"], params["beta"], params["m"])
+        self.rm_sizes: list[int] = []
+
+    def step(self, q: torch.Tensor, scores: torch.Tensor, step: int, batch: int) -> StepOut:
+        """The loss of one step from the batch's features ``q`` (B×D or B×T×D) and scores (B×N_G)."""
+        tau = self.p["temperature"]
+        if self.method == "tent":
+            loss = L.tent_loss(scores, tau)
+            return StepOut(loss, {"entropy": float(loss.detach())})
+        if self.method == "tcr":
+            qg = L.frame_mean(q)
+            idx = scores.detach().argmax(1)
+            g = self.gallery[idx]
+            if step == 0 and batch < int(self.p["update_batches"]):
+                self.rm.update(qg, g)
+            mq, mg = self.rm.features()
+            rem = L.noise_robust_entropy(qg, g, self.rm.threshold(), tau)
+            uni = L.uniformity(qg, self.p["t"])
+            emg = (L.modality_gap(qg, g) - L.modality_gap(mq, mg)) ** 2
+            return StepOut(rem + uni + emg, {"rem": float(rem), "uni": float(uni), "emg": float(emg)})
+        # HAT-VTR
+        s = scores.detach()
+        idx = (self.hsm.refine(s) if self.p["select"] else s.cpu()).argmax(1).to(s.device)
+        if self.side == "text":
+            text = q
+            g = self.gallery_frames[idx] if self.gallery_frames is not None else self.gallery[idx].unsqueeze(1)
+            video = g
+        else:
+            text, g = self.gallery[idx], self.gallery[idx]
+            video = q if q.dim() == 3 else q.unsqueeze(1)
+        if step == 0:
+            self.rm.update(q, g)
+        mq, mg = self.rm.features()
+        mem_video, mem_text = (mg, mq) if self.side == "text" else (mq, mg)
+        na = L.noise_robust_entropy(q, g, self.rm.threshold(), tau)
+        uni = L.multigranular_uniformity(q, self.p["t"])
+        cm = L.cross_modal_multigranular(video, text, mem_video, mem_text)
+        return StepOut(na + uni + cm, {"na": float(na), "mguni": float(uni), "mgcm": float(cm)})
+
+    def output(self, scores: torch.Tensor) -> torch.Tensor:
+        """The batch's final scores (from the last step's forward): HSM-refined for HAT-VTR, as they are else."""
+        s = scores.detach().float().cpu()
+        if self.method != "hat-vtr":
+            return s
+        out = self.hsm.refine(s) if self.p["rerank"] else s
+        self.hsm.push(s)
+        return out
+
+
+__all__ = ["METHODS", "Method", "Param", "list_methods", "get_method", "resolve", "Runner"]
