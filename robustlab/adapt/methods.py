@@ -193,7 +193,7 @@ class Runner:
             rem = L.noise_robust_entropy(qg, g, self.rm.threshold(), tau)
             uni = L.uniformity(qg, self.p["t"])
             emg = (L.modality_gap(qg, g) - L.modality_gap(mq, mg)) ** 2
-            return StepOut(rem + uni + emg, {"rem": float(rem), "uni": float(uni), "emg": float(emg)})
+            return StepOut(rem + uni + emg, {"rem": float(rem.detach()), "uni": float(uni.detach()), "emg": float(emg.detach())})
         # HAT-VTR
         s = scores.detach()
         idx = (self.hsm.refine(s) if self.p["select"] else s.cpu()).argmax(1).to(s.device)
@@ -211,7 +211,7 @@ class Runner:
         na = L.noise_robust_entropy(q, g, self.rm.threshold(), tau)
         uni = L.multigranular_uniformity(q, self.p["t"])
         cm = L.cross_modal_multigranular(video, text, mem_video, mem_text)
-        return StepOut(na + uni + cm, {"na": float(na), "mguni": float(uni), "mgcm": float(cm)})
+        return StepOut(na + uni + cm, {"na": float(na.detach()), "mguni": float(uni.detach()), "mgcm": float(cm.detach())})
 
     def output(self, scores: torch.Tensor) -> torch.Tensor:
         """The batch's final scores (from the last step's forward): HSM-refined for HAT-VTR, as they are else."""
