@@ -183,6 +183,11 @@ def test_a_run_resets_same_seed_same_numbers_and_reports(seq, videos):
     assert a.params["lr"] == 3e-5 and a.params["capacity"] == 100 and a.params["memory"] == max(1, 48 // 10)
     assert a.metrics["shifted"] == adapt.run(seq, videos, "none", "t2v", "char_swap:3").metrics["adapted"]
     json.dumps(a.to_json())
+    assert set(a.spread) == {"clean", "shifted", "adapted"} and all(-1 <= v <= 1 for v in a.spread.values())
+    assert a.spread["shifted"] == pytest.approx(adapt.loop.mean_cosine(a.query_shifted))
+    x = np.random.default_rng(0).normal(size=(5, 3))
+    xn = x / np.linalg.norm(x, axis=1, keepdims=True)
+    assert adapt.loop.mean_cosine(x) == pytest.approx(((xn @ xn.T).sum() - 5) / 20, abs=1e-6)
     # tower state save / restore is exact
     t = tower_for(seq, "visual", video=True)
     s0 = t.state()
@@ -245,8 +250,9 @@ def test_one_line_refusals(videos):
             continue
         with pytest.raises(AdaptError, match=msg):
             adapt.run(seq, videos, **args)
-    names = [m["name"] for m in adapt.list_methods()]
-    assert names == ["none", "tent", "tcr", "hat-vtr"]
+    methods = adapt.list_methods()
+    assert [m["name"] for m in methods] == ["none", "tent", "tcr", "hat-vtr", "oracle"]
+    assert [m["name"] for m in methods if m["diagnostic"]] == ["oracle"]  # uses the ground truth: kept apart
 
 
 # ---- hub backends (random init: plumbing only) --------------------------------------------------------------------

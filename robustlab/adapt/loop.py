@@ -45,13 +45,16 @@ class AdaptResult:
     positives: Optional[list] = field(default=None, repr=False)
     model_fingerprint: str = ""
     adapted_fingerprint: str = ""
+    spread: dict = field(default_factory=dict)  # mean pairwise cosine of the queries: clean / shifted / adapted
+
 
     def to_json(self) -> dict:
         """Plain JSON (no arrays)."""
         return {"method": self.method, "direction": self.direction, "condition": self.condition,
                 "params": self.params, "n_queries": self.n_queries, "n_gallery": self.n_gallery,
                 "metrics": self.metrics, "losses": self.losses, "seconds": self.seconds,
-                "adapted_parameters": self.adapted_parameters, "model_fingerprint": self.model_fingerprint,
+                "adapted_parameters": self.adapted_parameters, "spread": self.spread,
+                "model_fingerprint": self.model_fingerprint,
                 "adapted_fingerprint": self.adapted_fingerprint}
 
     def loss_curve(self, key: str = "loss") -> list[float]:
@@ -141,6 +144,7 @@ def run(model, dataset, method: str = "hat-vtr", direction: str = "t2v", conditi
             g_frames = frozen_frames(model, bench.visuals(clean)[0], kind == "video").to(dev)
             seconds["prepare"] += time.perf_counter() - ts
         runner = Runner(method, p, gallery, g_frames, side)
+        first_pos = torch.tensor([int(np.atleast_1d(x)[0]) for x in positives], dtype=torch.long, device=dev)
         opt = torch.optim.AdamW(tower.parameters(), lr=p["lr"], weight_decay=p["weight_decay"])
         order = np.arange(len(q_inputs))
         if p["order"] == "shuffled":
@@ -161,7 +165,8 @@ def run(model, dataset, method: str = "hat-vtr", direction: str = "t2v", conditi
                     q = tower.encode(prepared)
                     qg = tower.pool(q)
                     s = qg @ gallery.t()
-                    so = runner.step(q if q.dim() == 3 else qg, s, step, b)
+                    so = runner.step(q if q.dim() == 3 else qg, s, step, b,
+                                     targets=first_pos[torch.as_tensor(idx, dtype=torch.long)])
                     opt.zero_grad(set_to_none=True)
                     so.loss.backward()
                     opt.step()
@@ -182,12 +187,26 @@ def run(model, dataset, method: str = "hat-vtr", direction: str = "t2v", conditi
     seconds["per_1000_queries"] = (seconds["prepare"] + seconds["adapt"]) * 1000.0 / nq
     seconds = {k: round(v, 4) for k, v in seconds.items()}
     res = AdaptResult(method, direction, cond.to_dict(), p, len(q_inputs), n_gallery, out, losses, seconds, n_par,
-                      model_fingerprint=fp, adapted_fingerprint=afp)
+                      model_fingerprint=fp, adapted_fingerprint=afp,
+                      spread={k: mean_cosine(v) for k, v in (("clean", qe_clean), ("shifted", qe_shift),
+                                                             ("adapted", q_adapt))})
     if keep_arrays:
         res.query_clean, res.query_shifted, res.query_adapted = qe_clean, qe_shift, q_adapt
         res.gallery, res.scores_shifted, res.scores_adapted = np.asarray(g_emb), m_shift.scores, scores
         res.positives = positives
     return res
+
+
+def mean_cosine(x: np.ndarray) -> float:
+    """Mean pairwise cosine similarity of the rows (0 for spread-out queries, near 1 when they collapse onto one
+    point: the query shift's hubness seen from the query side)."""
+    x = np.asarray(x, np.float64)
+    n = len(x)
+    if n < 2:
+        return float("nan")
+    x = x / np.maximum(np.linalg.norm(x, axis=1, keepdims=True), 1e-12)
+    s = x.sum(0)
+    return round(float((s @ s - n) / (n * n - n)), 6)
 
 
 def m_shift_queries(bench, direction: str, vc, tc) -> np.ndarray:
