@@ -9,7 +9,7 @@ from robustlab.diagnostics import quag
 from robustlab.diagnostics.attention_view import ablation_view, table1
 from robustlab.models.interventions import names as intervention_names
 from robustlab.perturb.record import hash_value
-from ui.attention import answer_bars, heatmaps, token_overlay
+from ui.attention import answer_bars, heatmaps, rank_section, token_overlay
 from ui.inputs import _upload
 
 st.header("Attention — does the model fuse the modalities?")
@@ -110,6 +110,8 @@ st.subheader("Answers before and after")
 st.plotly_chart(answer_bars(view, shown), key="at_answers", width="stretch")
 st.download_button("Attention numbers (CSV)", view.csv(layer, head), file_name=f"attention_layer{layer}.csv",
                    mime="text/csv", key="at_csv", icon="⬇️")
+with st.expander("Rank of the attention before and after the short-circuits (Lemma 2.2)"):
+    rank_section(view, layer, head)
 
 # ---- Table 1 over dataset items -----------------------------------------------------------------------------
 st.subheader("Table 1 over the dataset")

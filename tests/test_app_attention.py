@@ -29,10 +29,16 @@ def _charts(at):
 def test_scene_with_the_four_short_circuits():
     at = page()
     assert at.selectbox(key="at_model").value == "builtin:tiny-vilt"
-    assert len(_charts(at)) == 3  # heatmaps, token overlay, answers
+    assert len(_charts(at)) == 4  # heatmaps, the rank diagnostic, token overlay, answers
     import json
 
-    heat = json.loads(_charts(at)[0].proto.spec)
+    specs = [json.loads(c.proto.spec) for c in _charts(at)]
+    rank = [f for f in specs if f["layout"].get("yaxis", {}).get("type") == "log"]
+    assert len(rank) == 1 and [t["name"].split(" (")[0] for t in rank[0]["data"]] == ["baseline", "video", "text"]
+    cap = " ".join(c.value for c in at.caption)
+    assert "Video short-circuit: rank" in cap and "holds" in cap and "violated" not in cap
+
+    heat = specs[0]
     titles = [a["text"] for a in heat["layout"]["annotations"]]
     assert titles == ["baseline", "unimodal", "crossmodal", "video", "text"]
     assert heat["layout"]["coloraxis"]["cmin"] == 0  # one shared colour scale

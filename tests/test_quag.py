@@ -362,3 +362,41 @@ def test_mmi_worked_number_and_errors():
         rl.metrics.mmi(0, 0.1)
     with pytest.raises(ValueError, match="must be a number"):
         rl.metrics.mmi("high", 0.1)
+
+
+def test_rank_diagnostic_lemma_2_2_on_random_and_padded_attention():
+    """Rawal et al. Lemma 2.2: the video short-circuit leaves rank ≤ l_T + 2, the text one ≤ l_V + 2."""
+    import numpy as np
+
+    from robustlab.diagnostics import quag
+
+    rng = np.random.default_rng(0)
+    a = rng.random((30, 30))
+    valid = np.ones(30, bool)
+    valid[[8, 9, 28, 29]] = False  # padding in both spans
+    a[:, ~valid] = 0
+    a /= a.sum(1, keepdims=True)
+    lay = quag.TokenLayout(text=(0, 10), visual=(10, 30), valid=valid)
+    r = quag.rank_diagnostic(a, lay, ("video", "text", "crossmodal"))
+    assert (r["l_text"], r["l_visual"]) == (8, 18)
+    assert r["baseline"]["rank"] == 26  # a random matrix over the 26 valid positions
+    assert r["video"]["bound"] == 10 and r["video"]["holds"] and r["video"]["rank"] <= 10
+    assert r["text"]["bound"] == 20 and r["text"]["holds"] and r["text"]["rank"] <= 20
+    assert r["crossmodal"]["bound"] is None and r["crossmodal"]["holds"] is None
+    sv = r["baseline"]["singular_values"]
+    assert len(sv) == 26 and sv == sorted(sv, reverse=True)
+    with pytest.raises(quag.QuagError, match="one N × N"):
+        quag.rank_diagnostic(a[None], lay)
+
+
+def test_rank_bound_holds_on_every_tiny_vilt_layer():
+    from robustlab.datasets.synthetic import world
+    from robustlab.diagnostics import quag
+
+    img = world.render_scene(world.sample_scene(1000, 3), 128)
+    cap = _tiny_vilt().forward_with_attention(img, "is there a red circle?")
+    lay = quag.TokenLayout.from_model(cap.layout)
+    for layer in range(cap.n_layers):
+        for head in range(cap.n_heads):
+            r = quag.rank_diagnostic(cap.attentions[layer][head], lay)
+            assert r["video"]["holds"] and r["text"]["holds"], (layer, head, r["video"]["rank"], r["text"]["rank"])

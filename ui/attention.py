@@ -99,3 +99,25 @@ def answer_bars(view: AttentionView, names: Sequence[str], top: int = 5) -> go.F
 
 
 __all__ = ["heatmaps", "token_overlay", "answer_bars"]
+
+
+def rank_section(view: AttentionView, layer: int, head: Optional[int]) -> None:
+    """Rawal et al.'s Lemma 2.2 on this layer's baseline attention: singular values of A and of φ(A, S) for the
+    video and text short-circuits (log scale), their numerical ranks and the paper's bounds."""
+    import streamlit as st
+
+    from robustlab.diagnostics.quag import rank_diagnostic
+
+    r = rank_diagnostic(view.matrix("baseline", layer, head), view.spans)
+    fig = go.Figure()
+    for name in ("baseline", "video", "text"):
+        sv = np.maximum(np.asarray(r[name]["singular_values"]), 1e-18)
+        fig.add_scatter(x=np.arange(1, len(sv) + 1), y=sv, mode="lines+markers", name=f"{name} (rank {r[name]['rank']})")
+    fig.update_layout(yaxis_type="log", xaxis_title="singular value index", yaxis_title="singular value",
+                      height=320, margin=dict(l=10, r=10, t=30, b=10))
+    st.plotly_chart(fig, key="at_rank", width="stretch")
+    st.caption(f"{r['l_text']} text and {r['l_visual']} visual tokens. Video short-circuit: rank {r['video']['rank']} "
+               f"(bound l_T + 2 = {r['video']['bound']}, {'holds' if r['video']['holds'] else 'violated'}); text "
+               f"short-circuit: rank {r['text']['rank']} (bound l_V + 2 = {r['text']['bound']}, "
+               f"{'holds' if r['text']['holds'] else 'violated'}). Numerical rank: singular values above "
+               "σ_max · N · machine epsilon.")

@@ -224,6 +224,38 @@ def apply(attn, layout: TokenLayout, quadrants: Quadrants):
     return out.numpy() if is_np else out
 
 
+def rank_diagnostic(attn, layout: TokenLayout, shortcircuits: Sequence[str] = ("video", "text"),
+                    tol: Optional[float] = None) -> dict:
+    """Rawal et al.'s Lemma 2.2 on one attention matrix (N × N, post-softmax; one head or the heads' mean): the
+    singular values and numerical rank of A over its valid positions, and of φ(A, S) for each short-circuit, with
+    the paper's bound — video SC: ρ ≤ l_T + 2, text SC: ρ ≤ l_V + 2 (l = the valid tokens of that modality).
+
+    ``tol``: the rank threshold (default numpy's: σ_max · N · eps). Returns ``{"baseline": {"singular_values",
+    "rank"}, "<sc>": {"singular_values", "rank", "bound", "holds"}, "l_text", "l_visual"}``."""
+    a = np.asarray(attn, np.float64)
+    if a.ndim != 2 or a.shape[0] != a.shape[1]:
+        raise QuagError(f"the rank diagnostic takes one N × N attention matrix, got shape {a.shape}")
+    t, v = layout.masks(1, a.shape[0])
+    t, v = np.asarray(t[0]), np.asarray(v[0])
+    keep = t | v
+    l_t, l_v = int(t.sum()), int(v.sum())
+
+    def svd(m):
+        sv = np.linalg.svd(m[np.ix_(keep, keep)], compute_uv=False)
+        thr = tol if tol is not None else (sv.max(initial=0.0) * max(m.shape) * np.finfo(np.float64).eps)
+        return sv, int((sv > thr).sum())
+
+    sv, r = svd(a)
+    out = {"baseline": {"singular_values": sv.tolist(), "rank": r}, "l_text": l_t, "l_visual": l_v}
+    for name in shortcircuits:
+        sv, r = svd(np.asarray(apply(a, layout, name), np.float64))
+        qs = quadrant_set(name)
+        bound = l_t + 2 if qs == PRESETS["video"] else l_v + 2 if qs == PRESETS["text"] else None
+        out[name] = {"singular_values": sv.tolist(), "rank": r, "bound": bound,
+                     "holds": None if bound is None else r <= bound}
+    return out
+
+
 def replace_fn(quadrants: Quadrants, layers: Optional[Sequence[int]] = None):
     """Φ as a hook: ``replace(layer_idx, probs, model_layout) -> probs`` for a fusion model's
     ``forward_with_attention(..., replace=...)``. ``layers``: apply only there (an extra, not in the paper: the
@@ -329,7 +361,6 @@ class QuagAttention:
 
     def expand(self, probs, cols, n: int):
         """B × H × N × L' attention over the reduced keys -> the equivalent B × H × N × N attention."""
-        import torch
 
         B, H, Nq, _ = probs.shape
         full = probs.new_zeros(B, H, Nq, n)
@@ -371,5 +402,5 @@ def multiplications(l_text: int, l_visual: int, width: int, mlp: int = 0, *, mod
             "mode": mode, "overhead_divisions": d * (2 if mode == "text-video-avg" else 1)}
 
 
-__all__ = ["QUADRANTS", "PRESETS", "QUAG_ATTENTION_MODES", "CORRECTIONS", "QuagAttention", "PRESET_NOTES", "INPUT_BASELINES", "QuagError", "TokenLayout", "apply",
+__all__ = ["rank_diagnostic", "QUADRANTS", "PRESETS", "QUAG_ATTENTION_MODES", "CORRECTIONS", "QuagAttention", "PRESET_NOTES", "INPUT_BASELINES", "QuagError", "TokenLayout", "apply",
            "quadrant_set", "preset_name", "replace_fn", "multiplications"]
