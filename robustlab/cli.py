@@ -20,10 +20,16 @@
     robustlab bench --models M1,M2 --dataset D [--root R --split S --n N] --tasks retrieval[,...]
                     --perturbations all|category:NAME|NAME,... [--text-perturbations ...] --severities 1-5
                     [--interventions quag:unimodal,input:language-only,...] [--directions t2v,v2t]
+                    [--adapt none,tent,tcr,hat-vtr [--adapt-param KEY=VALUE ...]]
                     --out runs/NAME [--engine local|ray [--address auto]]
                                                        a robustness sweep: one Result JSON per (model, task,
                                                        condition) cell; rerun to resume
     robustlab bench report runs/NAME [--metric M]      results.csv and a self-contained report.html
+    robustlab adapt --model M [--dataset D --root R --split S --n N --seed S] --direction t2v|v2t|t2i|i2t
+                    --perturb NAME --severity K [--method hat-vtr] [--param KEY=VALUE ...] [--json] [--out FILE]
+                                                       test-time adaptation of the query side under a query
+                                                       shift: clean / shifted / adapted R@K and the time
+    robustlab adapt --list [--json]                    the adaptation methods, their parameters and defaults
 """
 from __future__ import annotations
 
@@ -414,12 +420,140 @@ def cmd_hubness(args) -> int:
     return 0
 
 
+def _params(pairs: list) -> dict:
+    """``--param KEY=VALUE`` strings -> a dict (values as JSON where they parse: 3, 1e-4, true; else text)."""
+    out = {}
+    for p in pairs:
+        key, eq, value = p.partition("=")
+        if not eq or not key.strip():
+            raise ValueError(f"--param {p!r}: use KEY=VALUE (e.g. --param steps=1)")
+        try:
+            out[key.strip()] = json.loads(value)
+        except ValueError:
+            out[key.strip()] = value
+    return out
+
+
+def _list_methods(as_json: bool) -> int:
+    from robustlab.adapt import list_methods
+
+    rows = list_methods()
+    if as_json:
+        print(json.dumps(rows, indent=2))
+        return 0
+    for r in rows:
+        tag = "  [diagnostic: trains with the ground truth; never in a sweep's --adapt all]" if r.get("diagnostic") \
+            else ""
+        print(f"{r['name']:<10} {r['label']}{tag}\n    {r['description']}\n    source: {r['source']}")
+        if not r["params"]:
+            print("    (no parameters)")
+        for q in r["params"]:
+            default = "by method and direction" if q["default"] is None else json.dumps(q["default"])
+            if q["choices"]:
+                rng = f"; one of {', '.join(q['choices'])}"
+            elif q["min"] is not None and q["max"] is not None:
+                lo, hi = (int(q["min"]), int(q["max"])) if q["type"] == "int" else (q["min"], q["max"])
+                rng = f"; {q['type']} in [{lo}, {hi}]"
+            else:
+                rng = f"; {q['type']}"
+            print(f"    --param {q['name']}=  default {default}{rng}  {q['help']}")
+    return 0
+
+
+def cmd_adapt(args) -> int:
+    from robustlab.adapt import QUERY_SIDE, AdaptError, get_method, resolve
+    from robustlab.perturb.condition import Condition, check
+    from robustlab.tasks.retrieval import DIRECTIONS
+
+    if args.list:
+        return _list_methods(args.json)
+    if not args.model:
+        return _err("adapt needs --model (a retrieval model; see `robustlab models --task retrieval`)")
+    try:
+        method = get_method(args.method)
+        params = _params(args.param or [])
+    except (AdaptError, ValueError) as e:
+        return _err(str(e))
+    if args.direction is not None and args.direction not in QUERY_SIDE:
+        return _err(f"--direction must be one of {', '.join(QUERY_SIDE)}, got {args.direction!r}")
+    if not 1 <= args.severity <= 5:
+        return _err(f"--severity must be 1..5, got {args.severity}")
+    name = args.dataset or ("builtin" if args.direction in ("t2i", "i2t") else "builtin-videos")
+    dataset, code = _build_dataset(args, name)
+    if dataset is None:
+        return code
+    dirs = DIRECTIONS.get(dataset.kind, ())
+    direction = args.direction or (dirs[0] if dirs else "t2v")
+    if direction not in dirs:
+        return _err(f"--direction {direction} does not go with the {dataset.kind} dataset {dataset.name} "
+                    f"(use {' or '.join(dirs) or 'an image or video dataset'})")
+    side = QUERY_SIDE[direction]
+    cond = Condition(args.perturb, args.severity, args.perturb_seed) if args.perturb else Condition()
+    try:
+        check(cond, "text" if side == "text" else dataset.kind)
+    except (KeyError, ValueError) as e:
+        return _err(f"--perturb: {direction} shifts the {side} queries; {_msg(e)}")
+    try:
+        resolve(method.name, side, len(dataset), params)
+    except AdaptError as e:
+        return _err(str(e))
+    model, code = _load(args)
+    if model is None:
+        return code
+    from tqdm.auto import tqdm
+
+    from robustlab import adapt
+
+    bar = tqdm(desc=f"{method.name} {direction}", unit="batch", disable=args.json or not sys.stderr.isatty(),
+               file=sys.stderr)
+
+    def progress(done, total):
+        bar.total = total
+        bar.n = done
+        bar.refresh()
+    try:
+        res = adapt.run(model, dataset, method.name, direction, cond, progress=progress, keep_arrays=False,
+                        **params)
+    except (ValueError, TypeError) as e:  # AdaptError (a model or side with nothing to adapt, a bad setting), ...
+        bar.close()
+        return _err(str(e))
+    bar.close()
+    payload = {"model": getattr(model, "model_id", args.model), "dataset": dataset.name,
+               "split": getattr(dataset, "split", None), "n": len(dataset), "label": method.label, **res.to_json()}
+    if args.out:
+        from pathlib import Path
+
+        path = Path(args.out)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(payload, indent=1) + "\n")
+        print(f"wrote {path}", file=sys.stderr)
+    if args.json:
+        print(json.dumps(payload))
+        return 0
+    shift = f"{side} queries under {cond.label()}" if not cond.clean else f"clean {side} queries"
+    print(f"{method.name} ({method.label}) · {payload['model']} · {dataset.name} ({payload['split']}, "
+          f"n={len(dataset)}) · {direction} · {shift}")
+    print(f"{'':<9}" + "".join(f"{k:>9}" for k in ("R@1", "R@5", "R@10", "MdR", "MnR")))
+    for row in ("clean", "shifted", "adapted"):
+        m = res.metrics[row]
+        print(f"{row:<9}" + "".join(f"{m[k]:>9.3f}" for k in ("R@1", "R@5", "R@10")) +
+              "".join(f"{m[k]:>9.1f}" for k in ("MdR", "MnR")))
+    d = res.metrics["adapted"]["R@1"] - res.metrics["shifted"]["R@1"]
+    print(f"R@1 adapted − shifted: {d:+.3f} ({res.n_queries} queries, gallery {res.n_gallery})")
+    sec = res.seconds
+    print(f"time: {sec['per_1000_queries']:.2f} s per 1,000 queries (adaptation), {sec['total']:.2f} s in all; "
+          f"{res.adapted_parameters:,} LayerNorm parameters adapted")
+    if res.params:
+        print("params: " + " ".join(f"{k}={v}" for k, v in res.params.items()))
+    return 0
+
+
 def _split(text) -> list[str]:
     return [p.strip() for p in str(text or "").split(",") if p.strip()]
 
 
 def cmd_bench(args) -> int:
-    from robustlab.engine.sweep import (SweepError, SweepSpec, condition_grid, parse_interventions,
+    from robustlab.engine.sweep import (SweepError, SweepSpec, condition_grid, parse_adapt, parse_interventions,
                                         parse_perturbations, parse_severities, run_sweep)
 
     try:
@@ -441,14 +575,21 @@ def cmd_bench(args) -> int:
         sev = parse_severities(args.severities)
         tsev = parse_severities(args.text_severities) if args.text_severities else sev
         combine = args.combine if args.combine in ("auto", "all", "none") else int(args.combine)
+        directions = _split(args.directions) or None
+        methods = parse_adapt(args.adapt, args.adapt_param or [])
         conds = condition_grid(vis, sev, txt, tsev, seed=args.perturb_seed, combine=combine,
-                               interventions=parse_interventions(args.interventions))
+                               interventions=parse_interventions(args.interventions), adapt=methods,
+                               directions=directions)
+        if methods and not any("adapt" in c for c in conds):
+            raise SweepError("--adapt adapts the queries of a perturbed side: pass --perturbations or "
+                             "--text-perturbations" + (f" whose queries --directions {args.directions} uses"
+                                                        if directions else ""))
         spec = SweepSpec(models=_split(args.models), dataset={"name": args.dataset, "root": args.root,
                                                               "split": args.split or dataset.split, "n": args.n,
                                                               "seed": args.seed,
                                                               "options": {"trust_pickle": True} if args.trust_pickle
                                                               else {}},
-                         tasks=tasks, conditions=conds, directions=_split(args.directions) or None,
+                         tasks=tasks, conditions=conds, directions=directions,
                          worst=args.worst, device=args.device)
     except (KeyError, ValueError, OSError) as e:
         return _err(_msg(e))
@@ -483,6 +624,9 @@ def cmd_bench_report(args) -> int:
     except (ValueError, OSError) as e:
         return _err(_msg(e))
     print(f"wrote {csv_path}\nwrote {html_path}")
+    extra = csv_path.parent / "adaptation.csv"  # written when the run has adaptation cells
+    if extra.is_file():
+        print(f"wrote {extra}")
     return 0
 
 
@@ -499,6 +643,14 @@ def _bench_parser(sub) -> None:
                    help="model interventions, each a condition on clean inputs: quag:unimodal|crossmodal|video|text"
                         "|VV+TV..., quag-attention:video-avg|text-avg|text-video-avg[/multiplicative], "
                         "input:language-only|video-only, or all (default none)")
+    b.add_argument("--adapt", default=None,
+                   help="test-time adaptation methods (robustlab.adapt; `robustlab adapt --list`), e.g. "
+                        "none,tent,tcr,hat-vtr, or all: each adds, for every shift of one side, a cell with that "
+                        "method adapting that side's queries (visual: i2t/v2t, text: t2i/t2v); none is the "
+                        "shifted cell itself (default none)")
+    b.add_argument("--adapt-param", action="append", metavar="KEY=VALUE",
+                   help="an adaptation parameter, repeatable: KEY=VALUE for every --adapt method that has it, "
+                        "METHOD.KEY=VALUE for one (e.g. steps=1, hat-vtr.capacity=50)")
     b.add_argument("--severities", default="1-5", help="e.g. 1-5 or 1,3,5")
     b.add_argument("--text-severities", default=None, help="default: --severities")
     b.add_argument("--combine", default="auto",
@@ -634,6 +786,32 @@ def build_parser() -> argparse.ArgumentParser:
     hb.add_argument("--json", action="store_true")
     hb.set_defaults(fn=cmd_hubness)
     _bench_parser(sub)
+
+    from robustlab.adapt import METHODS, QUERY_SIDE
+
+    ad = sub.add_parser("adapt", help="test-time adaptation of a retrieval model's query side under a query shift",
+                        description="Adapt the LayerNorms of the query side online (robustlab.adapt: "
+                                    f"{', '.join(METHODS)}) on a dataset's queries under a perturbation of that "
+                                    "side and print R@1/5/10, MdR and MnR on clean, shifted and adapted queries, "
+                                    "and the time per 1,000 queries. The model itself is never changed. "
+                                    "`robustlab adapt --list` gives every method's parameters and defaults.")
+    ad.add_argument("--list", action="store_true", help="list the methods with their parameters and defaults")
+    ad.add_argument("--model", default=None, help="a retrieval model (see `robustlab models --task retrieval`)")
+    _add_dataset_args(ad, default=None)
+    ad.add_argument("--direction", default=None, metavar="|".join(QUERY_SIDE),
+                    help="t2v / t2i adapt text queries, v2t / i2t visual ones (default: t2v, or t2i for images); "
+                         "the dataset defaults to builtin-videos, or builtin for t2i / i2t")
+    ad.add_argument("--perturb", default=None, help="the query shift: a perturbation of the query side (text for "
+                                                    "t2*, image / video for *2t; default: clean queries)")
+    ad.add_argument("--severity", type=int, default=3, metavar="K", help="1..5 (default 3)")
+    ad.add_argument("--perturb-seed", type=int, default=0, help="query i gets seed S + i")
+    ad.add_argument("--method", default="hat-vtr", metavar="|".join(METHODS), help="default hat-vtr")
+    ad.add_argument("--param", action="append", metavar="KEY=VALUE",
+                    help="a method parameter, repeatable (e.g. --param steps=1 --param lr=1e-4)")
+    ad.add_argument("--device", default=None)
+    ad.add_argument("--json", action="store_true", help="print the result as JSON (with the per-step losses)")
+    ad.add_argument("--out", default=None, metavar="FILE", help="also write the result as JSON to FILE")
+    ad.set_defaults(fn=cmd_adapt)
     return p
 
 

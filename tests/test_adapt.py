@@ -236,6 +236,9 @@ def test_one_line_refusals(videos):
     clip = rl.load_model("builtin:tiny-clip")
     with pytest.raises(AdaptError, match="no LayerNorm on its image side"):
         adapt.run(clip, rl.datasets.build("builtin", n=8), "tent", "i2t", "gaussian_noise:3")
+    with pytest.raises(AdaptError, match="no LayerNorm on its image side"):
+        adapt.check(clip, "visual", video=False)  # the cheap pre-flight check: no copy
+    adapt.check(clip, "text", video=False)
     seq = rl.load_model("builtin:tiny-clip-video-meanp")
     for kw, msg in ((dict(direction="t2i"), "direction must be t2v or v2t"),
                     (dict(method="nope"), "unknown adaptation method"),

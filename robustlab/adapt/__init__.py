@@ -6,7 +6,7 @@ method's parameters and defaults (the papers', else the released HAT-VTR configs
 """
 from robustlab.adapt.loop import QUERY_SIDE, AdaptResult, run
 from robustlab.adapt.methods import METHODS, get_method, list_methods, resolve
-from robustlab.adapt.towers import AdaptError, tower_for
+from robustlab.adapt.towers import AdaptError, check, tower_for
 
 __all__ = ["run", "AdaptResult", "AdaptError", "list_methods", "get_method", "resolve", "METHODS", "tower_for",
-           "QUERY_SIDE"]
+           "check", "QUERY_SIDE"]

@@ -34,7 +34,7 @@ class AdaptResult:
     n_gallery: int
     metrics: dict  # {"clean": {R@1...}, "shifted": {...}, "adapted": {...}}
     losses: list  # one dict per (batch, step): batch, step, loss and the method's parts
-    seconds: dict  # prepare / adapt / total, and per_1000_queries (adaptation only)
+    seconds: dict  # prepare (frozen parts) / adapt / total; per_1000_queries = (prepare + adapt) per 1,000 queries
     adapted_parameters: int
     query_clean: Optional[np.ndarray] = field(default=None, repr=False)  # N_Q × D, unadapted, clean queries
     query_shifted: Optional[np.ndarray] = field(default=None, repr=False)  # N_Q × D, unadapted, shifted queries

@@ -263,9 +263,15 @@ def frozen_frames(model, visuals: list, video: bool, batch: int = 64) -> torch.T
     return torch.cat(out) if out else torch.zeros(0, 1, 1)
 
 
-def tower_for(model, side: str, video: bool) -> Tower:
-    """The query tower of ``model`` on ``side`` ("text" or "visual"); ``video``: the visuals are videos.
-    Raises :class:`AdaptError` (one line) for a model or side with nothing to adapt."""
+def check(model, side: str, video: bool) -> None:
+    """Raise :class:`AdaptError` (one line) when ``model`` has nothing to adapt on ``side``; copies nothing (the
+    sweep's pre-flight check)."""
+    t = _make(model, side, video, clone=False)
+    if not t.norms:
+        raise AdaptError(t.no_norms_reason())
+
+
+def _make(model, side: str, video: bool, clone: bool) -> Tower:
     from robustlab.models.builtin import TinyClip
     from robustlab.models.builtin_video import _TinyClipVideo
 
@@ -273,18 +279,23 @@ def tower_for(model, side: str, video: bool) -> Tower:
     if side not in ("text", "visual"):
         raise AdaptError(f"side must be text or visual, got {side!r}")
     if isinstance(model, _TinyClipVideo):
-        t = BuiltinTextTower(model, video) if side == "text" else BuiltinVideoTower(model, video)
-    elif isinstance(model, TinyClip):
+        return BuiltinTextTower(model, video, clone) if side == "text" else BuiltinVideoTower(model, video, clone)
+    if isinstance(model, TinyClip):
         if side == "visual":
             raise AdaptError(f"{mid} has no LayerNorm on its image side (a CNN with BatchNorm): test-time "
                              "adaptation of its image or frame queries has nothing to update; use a "
                              "tiny-clip-video model, or adapt text queries (t2i / t2v)")
-        t = BuiltinTextTower(model, video)
-    elif callable(getattr(model, "_text_features", None)) and callable(getattr(model, "_image_features", None)):
-        t = TextTower(model, video) if side == "text" else VisualTower(model, video)
-    else:
-        raise AdaptError(f"{mid} does not expose its encoders to robustlab (no _text_features / _image_features): "
-                         "test-time adaptation needs them")
+        return BuiltinTextTower(model, video, clone)
+    if callable(getattr(model, "_text_features", None)) and callable(getattr(model, "_image_features", None)):
+        return TextTower(model, video, clone) if side == "text" else VisualTower(model, video, clone)
+    raise AdaptError(f"{mid} does not expose its encoders to robustlab (no _text_features / _image_features): "
+                     "test-time adaptation needs them")
+
+
+def tower_for(model, side: str, video: bool) -> Tower:
+    """The query tower of ``model`` on ``side`` ("text" or "visual"); ``video``: the visuals are videos.
+    Raises :class:`AdaptError` (one line) for a model or side with nothing to adapt."""
+    t = _make(model, side, video, clone=True)
     if not t.norms:
         raise AdaptError(t.no_norms_reason())
     t.setup()
@@ -292,4 +303,4 @@ def tower_for(model, side: str, video: bool) -> Tower:
 
 
 __all__ = ["AdaptError", "Tower", "TextTower", "VisualTower", "BuiltinTextTower", "BuiltinVideoTower",
-           "tower_for", "frozen_frames", "clone_model", "layernorms"]
+           "tower_for", "check", "frozen_frames", "clone_model", "layernorms"]

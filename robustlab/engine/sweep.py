@@ -7,8 +7,11 @@ A sweep is a :class:`SweepSpec` (models, one dataset, tasks, a list of condition
       cells/<cellkey>.json  one robustlab.tasks.base.Result per cell; extra: cell, seconds, worst examples
       thumbs/<cellkey>/...  thumbnails of the worst examples (regenerated from their records), thumbs/clean/...
 
-Conditions are a general grid of axes (``visual``, ``text`` today; model interventions and adaptation methods
-later), never a perturbation-only loop: :func:`condition_grid` builds the usual one, anything else can be passed.
+Conditions are a general grid of axes (``visual``, ``text``, model interventions and test-time adaptation
+methods), never a perturbation-only loop: :func:`condition_grid` builds the usual one, anything else can be passed.
+An adaptation cell is ``{<one single-axis shift>, "adapt": <method>}``: the retrieval task runs the method
+(:mod:`robustlab.adapt`) on that side's queries, in the directions those queries go (visual: i2t / v2t, text: t2i /
+t2v); "no adaptation" is the shifted cell itself.
 
 Resumable: a cell whose JSON exists is skipped, and a cell's file is written atomically when the cell is done, so a
 run killed at any moment loses at most the cells in flight; the rerun computes the rest and the final files are the
@@ -29,7 +32,7 @@ import threading
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Callable, Iterable, Iterator, Optional, Sequence
+from typing import Callable, Iterator, Optional, Sequence
 
 import numpy as np
 
@@ -107,17 +110,29 @@ def parse_perturbations(text, kind: str) -> list[str]:
 
 def condition_grid(visual: Sequence[str] = (), visual_severities: Sequence[int] = (1, 2, 3, 4, 5),
                    text: Sequence[str] = (), text_severities: Sequence[int] = (1, 2, 3, 4, 5), seed: int = 0,
-                   combine="auto", interventions: Sequence[str] = ()) -> list[dict]:
+                   combine="auto", interventions: Sequence[str] = (), adapt: Sequence = (),
+                   directions: Optional[Sequence[str]] = None) -> list[dict]:
     """Clean, every visual (perturbation, severity), every text one, and — when both axes are swept — their
     combinations (Schiappa et al.'s paired perturbations): ``combine="auto"`` pairs them at severity 3 (the paper's
     choice; on each axis the middle swept severity when 3 is not swept), an int at that severity, ``"all"`` at every pair of
     swept severities, ``None``/``"none"`` not at all. ``interventions`` (``quag:unimodal``, ``input:language-only``...;
     :mod:`robustlab.models.interventions`) add one condition set each, on clean inputs (Rawal et al.'s Table 1).
+    ``adapt`` (method names, ``"tent/steps=1"`` or conditions from :func:`parse_adapt`; ``"none"`` is the shifted
+    cell itself) add, right after every single-axis shift, one condition set per method with that shift (HAT-VTR
+    Tables 1–5) — for the shifts whose queries one of ``directions`` (None: all) uses.
     Each condition set is ``{axis: Condition}`` (clean = ``{}``)."""
+    from robustlab.tasks.base import ADAPT, as_adapt
+
     out: list[dict] = [{}]
     vis = [Condition(p, s, seed) for p in visual for s in visual_severities]
     txt = [Condition(p, s, seed) for p in text for s in text_severities]
-    out += [{"visual": c} for c in vis] + [{"text": c} for c in txt]
+    methods = [a for a in dict.fromkeys(as_adapt(m) for m in adapt) if not a.clean]
+
+    def with_adapt(axis: str, c: Condition) -> list[dict]:
+        if not methods or not _side_in(axis, directions):
+            return [{axis: c}]
+        return [{axis: c}] + [{axis: c, ADAPT: a} for a in methods]
+    out += [d for c in vis for d in with_adapt("visual", c)] + [d for c in txt for d in with_adapt("text", c)]
     if vis and txt and combine not in (None, "none", False):
         if combine == "all":
             pairs = [(v, t) for v in vis for t in txt]
@@ -132,6 +147,66 @@ def condition_grid(visual: Sequence[str] = (), visual_severities: Sequence[int] 
 
         out += [{"intervention": as_condition(i)} for i in dict.fromkeys(interventions)]
     return out
+
+
+def _side_in(side: str, directions: Optional[Sequence[str]]) -> bool:
+    """Whether one of ``directions`` (None: every one) queries with ``side`` ("visual" or "text")."""
+    from robustlab.adapt import QUERY_SIDE
+
+    return directions is None or any(QUERY_SIDE.get(d) == side for d in directions)
+
+
+def parse_adapt(text, params: Sequence[str] = ()) -> list[Condition]:
+    """``--adapt``: comma-separated methods of :mod:`robustlab.adapt` (``none,tent,tcr,hat-vtr``), ``all`` (every
+    adaptation method but the diagnostic ones) or ``none``; ``params``: ``KEY=VALUE`` strings (``--adapt-param``),
+    each for every chosen method that has that parameter, or ``METHOD.KEY=VALUE`` for one method. The ``adapt``
+    conditions of the methods other than none (none is the shifted cell itself); one-line SweepError for an unknown
+    method, a parameter no chosen method has, or a bad value."""
+    from robustlab.adapt import METHODS, AdaptError, get_method
+    from robustlab.tasks.base import adapt_condition
+
+    t = str(text or "").strip()
+    if t.lower() in ("", "none"):
+        if params:
+            raise SweepError("--adapt-param needs --adapt METHOD[,METHOD...]")
+        return []
+    if t.lower() == "all":
+        names = [m.name for m in METHODS.values() if m.adapts and not m.diagnostic]
+    else:
+        names = [p.strip() for p in t.split(",") if p.strip()]
+    try:
+        for n in names:
+            get_method(n)
+    except AdaptError as e:
+        raise SweepError(str(e)) from None
+    names = [n for n in dict.fromkeys(names) if get_method(n).adapts]
+    per: dict = {n: {} for n in names}
+    for p in params:
+        key, eq, value = str(p).partition("=")
+        key = key.strip()
+        if not eq or not key:
+            raise SweepError(f"--adapt-param {p!r}: use KEY=VALUE or METHOD.KEY=VALUE (e.g. steps=1, tent.lr=1e-4)")
+        try:
+            v = json.loads(value)
+        except ValueError:
+            v = value
+        method, dot, k = key.rpartition(".")
+        if dot:
+            if method not in per:
+                raise SweepError(f"--adapt-param {p!r}: {method!r} is not among the --adapt methods "
+                                 f"({', '.join(names) or 'none'})")
+            per[method][k] = v
+            continue
+        has = [n for n in names if k in {q.name for q in get_method(n).all_params()}]
+        if not has:
+            raise SweepError(f"--adapt-param {p!r}: no --adapt method ({', '.join(names) or 'none'}) has a "
+                             f"parameter {k!r}")
+        for n in has:
+            per[n].setdefault(k, v)
+    try:
+        return [adapt_condition(n, per[n]) for n in names]
+    except (AdaptError, ValueError) as e:
+        raise SweepError(str(e)) from None
 
 
 def parse_interventions(text) -> list[str]:
@@ -219,8 +294,13 @@ class Cell:
         """A file-name-safe key: readable parts plus a hash of the exact (model, task, conditions)."""
         ident = json.dumps([self.model, self.task, self.conditions_json()], sort_keys=True)
         h = hashlib.blake2b(ident.encode(), digest_size=5).hexdigest()
-        cond = "_".join(f"{a}-{c.name}{'-' + c.variant if c.variant else ''}-s{c.severity}"
-                        for a, c in sorted(self.conditions.items()) if not c.clean) or "clean"
+        from robustlab.tasks.base import ADAPT
+
+        # axes in name order, the adaptation method (no severity) last; keys without it are what they were
+        cond = "_".join(f"{a}-{c.name}{'-' + c.variant if c.variant else ''}"
+                        + ("" if a == ADAPT else f"-s{c.severity}")
+                        for a, c in sorted(self.conditions.items(), key=lambda ac: (ac[0] == ADAPT, ac[0]))
+                        if not c.clean) or "clean"
         return f"{self.task}__{_slug(self.model)}__{_slug(cond)}__{h}"
 
     def label(self) -> str:
@@ -387,6 +467,7 @@ def check(spec: SweepSpec, dataset=None, models: Optional[dict] = None) -> None:
         bad = [d for d in spec.directions if d not in ok]
         if bad:
             raise SweepError(f"direction {bad[0]!r} is not one of {dataset.name}'s ({', '.join(ok)})")
+    sides = _adapt_sides(spec, dataset)
     for m in spec.models:
         model = (models or {}).get(m) or load(m, spec.device)
         for t in spec.tasks:
@@ -398,6 +479,37 @@ def check(spec: SweepSpec, dataset=None, models: Optional[dict] = None) -> None:
                     task.check_model(model)
             except ValueError as e:
                 raise SweepError(str(e)) from None
+        for side in sides:  # a model that cannot adapt a side's queries: one line now, not a failed cell later
+            from robustlab.adapt import AdaptError, check
+
+            try:
+                check(model, side, video=dataset.kind == "video")
+            except AdaptError as e:
+                raise SweepError(str(e)) from None
+
+
+def _adapt_sides(spec: SweepSpec, dataset) -> list[str]:
+    """The query sides the sweep's ``adapt`` condition sets adapt, after checking that every task takes adaptation
+    and that each such set runs in at least one of the sweep's directions (one-line SweepError otherwise)."""
+    from robustlab.tasks.base import ADAPT, adapt_side, label
+    from robustlab.tasks.registry import get
+    from robustlab.tasks.retrieval import RetrievalTask
+
+    adapting = [c for c in spec.conditions if ADAPT in c]
+    if not adapting:
+        return []
+    for t in spec.tasks:
+        if not get(t).takes_adaptation:
+            raise SweepError(f"{t} takes no test-time adaptation (--adapt): it adapts a retrieval model's query "
+                             "encoder; sweep adaptation with --tasks retrieval")
+    sides = []
+    for c in adapting:
+        try:
+            RetrievalTask._adapt_directions(c, dataset.kind, spec.directions)
+            sides.append(adapt_side(c))
+        except ValueError as e:
+            raise SweepError(f"{label(c)}: {e}") from None
+    return list(dict.fromkeys(sides))
 
 
 # ------------------------------------------------------------------------------------------- one group of cells
@@ -469,10 +581,17 @@ def run_group(spec: SweepSpec, model, task_name: str, cells: Sequence[Cell], dat
 
     task = get(task_name)
     opts = {}
-    if task_name == "retrieval":  # the one task with an embedding cache and worst examples
+    if task_name == "retrieval":  # the one task with an embedding cache, worst examples and adaptation
+        from robustlab.engine.cache import EmbeddingCache
+        from robustlab.tasks.retrieval import RetrievalBench
+
         opts["worst"] = int(spec.worst)
-        if cache is not None:
-            opts["cache"] = cache
+        # one bench for the group (it keeps clean and the current shift only): the adaptation cells of a shift,
+        # which come right after it, reuse its perturbed inputs and embeddings
+        opts["bench"] = RetrievalBench(model, dataset, cache=cache if cache is not None else EmbeddingCache(),
+                                       lazy=True)
+        opts["directions"] = spec.directions
+        cells = _by_shift(cells)
 
     def prog(done, total):
         if cancel is not None and cancel.is_set():
@@ -491,6 +610,20 @@ def run_group(spec: SweepSpec, model, task_name: str, cells: Sequence[Cell], dat
             res["extra"]["random_init"] = True
         files = _thumbs(cell, dataset, res["extra"]["worst"]) if res["extra"].get("worst") else {}
         yield CellOutput(cell.key, res, files, time.perf_counter() - t1)
+
+
+def _by_shift(cells: Sequence[Cell]) -> list[Cell]:
+    """The cells in their order, except that the cells of one shift (with and without an adaptation method) are
+    next to each other, at the first one's place."""
+    from robustlab.tasks.base import ADAPT
+
+    first: dict = {}
+
+    def shift(c: Cell):
+        return tuple(sorted((a, x.key()) for a, x in c.conditions.items() if a != ADAPT))
+    for i, c in enumerate(cells):
+        first.setdefault(shift(c), i)
+    return [c for _, c in sorted(enumerate(cells), key=lambda ic: (first[shift(ic[1])], ic[0]))]
 
 
 # ------------------------------------------------------------------------------------------------ the driver
@@ -640,5 +773,5 @@ def load_results(out) -> list[dict]:
 
 
 __all__ = ["SweepSpec", "Cell", "CellOutput", "SweepStatus", "SweepError", "SweepCancelled", "DecodedOnce",
-           "condition_grid", "parse_perturbations", "parse_severities", "run_sweep", "run_group", "pending",
-           "check", "load_results", "write_output", "cell_path", "ENGINES"]
+           "condition_grid", "parse_perturbations", "parse_severities", "parse_adapt", "run_sweep", "run_group",
+           "pending", "check", "load_results", "write_output", "cell_path", "ENGINES"]

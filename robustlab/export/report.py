@@ -22,6 +22,10 @@ Choices (digest seeds_perturbations.md §3.2–3.3, A01–A10):
   ``positional``, tags ``p1:Positional`` / ``p1:DropText``). The papers define no natural subset of visual
   perturbations, so for the visual axis natural = all.
 * the category tables cover single-axis cells; cells perturbed on both axes go to the combination grid (M01/A08).
+* test-time adaptation cells (axis ``adapt``: a shift of one side plus a method of :mod:`robustlab.adapt`) hold the
+  metrics of the adapted direction only and stay out of every table above; :func:`adapt_table` lays them out as
+  HAT-VTR's Tables 1–5 (per model and direction: perturbation × severity rows, R@1 clean, shifted and after each
+  method, a mean row per severity, the best method per row), also written as ``adaptation.csv``.
 """
 from __future__ import annotations
 
@@ -36,7 +40,7 @@ import pandas as pd
 from robustlab.metrics.retrieval import rsum
 from robustlab.metrics.robustness import robustness, robustness_table, table_rows
 from robustlab.perturb.condition import Condition
-from robustlab.tasks.base import AXES, INTERVENTION, Result, intervention_label
+from robustlab.tasks.base import ADAPT, AXES, INTERVENTION, Result, adapt_label, intervention_label
 
 RETRIEVAL_PAIRS = (("t2v", "v2t"), ("t2i", "i2t"))
 UNNATURAL_TAGS = ("p1:Positional", "p1:DropText")
@@ -96,7 +100,7 @@ def _cond(d, axis) -> Condition:
 
 
 def _cond_key(conds) -> tuple:
-    return tuple(_cond(conds, a).key() for a in AXES + (INTERVENTION,))
+    return tuple(_cond(conds, a).key() for a in AXES + (INTERVENTION, ADAPT))
 
 
 def _cond_label(conds) -> str:
@@ -104,6 +108,9 @@ def _cond_label(conds) -> str:
     iv = _cond(conds, INTERVENTION)
     if not iv.clean:
         parts.append(f"{INTERVENTION} {intervention_label(iv)}")
+    ad = _cond(conds, ADAPT)
+    if not ad.clean:
+        parts.append(f"{ADAPT} {adapt_label(ad)}")
     return ", ".join(parts) or "clean"
 
 
@@ -114,7 +121,7 @@ def _read_cell(path: Path) -> Result:
     r = Result.from_json(d)
     if not isinstance(r.metrics, dict) or not isinstance(r.conditions, dict):
         raise ValueError("metrics and conditions must be objects")
-    for a in AXES + (INTERVENTION,):
+    for a in AXES + (INTERVENTION, ADAPT):
         c = r.conditions.get(a)
         if c is not None and not isinstance(c, dict):
             raise ValueError(f"condition {a!r} is not an object")
@@ -212,13 +219,17 @@ def headline(result: Result, preferred_dirs=None) -> Optional[str]:
 
 
 def _row(r: Result, file: str) -> dict:
-    conds = {a: _cond(r.conditions, a) for a in AXES + (INTERVENTION,)}
-    axes = "+".join(a for a in AXES + (INTERVENTION,) if not conds[a].clean) or "clean"
+    conds = {a: _cond(r.conditions, a) for a in AXES + (INTERVENTION, ADAPT)}
+    axes = "+".join(a for a in AXES + (INTERVENTION, ADAPT) if not conds[a].clean) or "clean"
     row = {"model": r.model, "dataset": r.dataset, "split": r.split, "task": r.task, "axes": axes,
            "condition": _cond_label(r.conditions), "n": r.n, "cell": r.extra.get("cell") or Path(file).stem}
     for a in AXES:
         row.update(_axis_columns(a, conds[a]))
     row[INTERVENTION] = "none" if conds[INTERVENTION].clean else intervention_label(conds[INTERVENTION])
+    row[ADAPT] = "none" if conds[ADAPT].clean else adapt_label(conds[ADAPT])
+    info = r.extra.get("adapt") if isinstance(r.extra.get("adapt"), dict) else {}
+    secs = [v for v in (info.get("per_1000_queries") or {}).values() if _numeric(v)]
+    row["adapt_s_per_1000q"] = sum(secs) / len(secs) if secs else math.nan
     flat = {k: v for k, v in r.flat().items() if _numeric(v) or v is None}
     row.update(flat)
     if directions(r.metrics):
@@ -244,7 +255,8 @@ def _safe_robustness(c, p, scale) -> dict:
 
 def _score_group(g: pd.DataFrame, metric: Optional[str]) -> pd.DataFrame:
     g = g.copy()
-    heads = g["_headline"].dropna()
+    plain = g[g[ADAPT] == "none"] if ADAPT in g else g  # adaptation cells hold one direction: not the headline's
+    heads = (plain if len(plain) else g)["_headline"].dropna()
     key = metric if metric and metric in g and g[metric].notna().any() else heads.iloc[0] if len(heads) else None
     g["metric"] = key
     if key is None or key not in g:
@@ -262,12 +274,17 @@ def _score_group(g: pd.DataFrame, metric: Optional[str]) -> pd.DataFrame:
 
 
 def _sorted(df: pd.DataFrame, run: RunData) -> pd.DataFrame:
-    """Sweep order of models and tasks, then clean, visual, text, visual+text, by perturbation and severity."""
+    """Sweep order of models and tasks, then clean, visual, text, visual+text, by perturbation and severity; an
+    adaptation cell right after its shifted cell (methods in registry order)."""
     order = {m: i for i, m in enumerate(run.sweep.get("models") or [])}
     tasks = {t: i for i, t in enumerate(run.sweep.get("tasks") or [])}
     key = pd.DataFrame({"m": df["model"].map(lambda m: order.get(m, len(order))), "model": df["model"],
-                        "t_": df["task"].map(lambda t: tasks.get(t, len(tasks))), "task": df["task"], "a": df["axes"].map({"clean": 0, "visual": 1, "text": 2}).fillna(3),
-                        "v": df["visual"], "vs": df["visual_severity"], "t": df["text"], "ts": df["text_severity"]})
+                        "t_": df["task"].map(lambda t: tasks.get(t, len(tasks))), "task": df["task"],
+                        "a": df["axes"].map({"clean": 0, "visual": 1, "text": 2, f"visual+{ADAPT}": 1,
+                                             f"text+{ADAPT}": 2}).fillna(3),
+                        "v": df["visual"], "vs": df["visual_severity"], "t": df["text"], "ts": df["text_severity"],
+                        "ad": (df[ADAPT] if ADAPT in df else pd.Series("none", index=df.index)).map(
+                            lambda x: "{:03d} {}".format(*_method_order(x)) if x != "none" else "")})
     return df.loc[key.sort_values(list(key.columns), kind="stable").index]
 
 
@@ -380,7 +397,7 @@ def combination_grid(df: pd.DataFrame) -> pd.DataFrame:
 def clean_table(df: pd.DataFrame) -> pd.DataFrame:
     """Clean metrics per model (section 1): the clean cells' flat metrics."""
     clean = df[df["axes"] == "clean"]
-    drop = [c for c in clean.columns if c.startswith(("visual", "text", INTERVENTION)) or c in (
+    drop = [c for c in clean.columns if c.startswith(("visual", "text", INTERVENTION, ADAPT)) or c in (
         "axes", "condition", "clean_score", "scale", "gamma_a", "gamma_r", "mmi", "cell")]
     return clean.drop(columns=drop).dropna(axis=1, how="all").reset_index(drop=True)
 
@@ -423,14 +440,108 @@ def intervention_table(df: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(out)
 
 
+ADAPT_ID = ["model", "task", "dataset", "direction", "metric", "perturbation", "severity"]
+
+
+def _method_order(label: str) -> tuple:
+    from robustlab.adapt import METHODS
+
+    name = label.split(" (")[0]
+    order = list(METHODS)
+    return (order.index(name) if name in order else len(order), label)
+
+
+def _diagnostic(label: str) -> bool:
+    from robustlab.adapt import METHODS
+
+    m = METHODS.get(label.split(" (")[0])
+    return bool(m is not None and m.diagnostic)
+
+
+def adapt_table(df: pd.DataFrame, run: Optional[RunData] = None) -> pd.DataFrame:
+    """HAT-VTR's Tables 1–5 for every model and adapted direction: one row per query shift (perturbation of the
+    query side, severity) with R@1 on clean queries (``clean``), on the shifted ones without adaptation (``none``:
+    the shifted cell) and after each method (one column per method and parameter setting, registry order), then a
+    ``mean`` row per severity over the perturbations; ``best``: the method (or ``none``) with the highest R@1 in the
+    row (ties joined by " = "; a diagnostic method such as the oracle is shown but never best). ``clean`` /
+    ``none`` come from the run's clean and shifted cells, else from what the adaptation cells measured on the same
+    queries (their ``extra["adapt"]``). Repeated seeds are averaged."""
+    cols = ADAPT_ID + ["clean", "none", "best", "n"]
+    if df.empty or ADAPT not in df or not (df[ADAPT] != "none").any():
+        return pd.DataFrame(columns=cols)
+    extra = {}
+    if run is not None:
+        for r, f in zip(run.results, run.files):
+            info = r.extra.get("adapt")
+            if isinstance(info, dict):
+                extra[r.extra.get("cell") or Path(f).stem] = info
+    preferred = run.sweep.get("directions") if run is not None else None
+    preferred = preferred if isinstance(preferred, list) else []
+    out = []
+    for (m, t, d), g in df.groupby(["model", "task", "dataset"], sort=False, dropna=False):
+        adapted = g[g[ADAPT] != "none"]
+        have = [dr for pair in RETRIEVAL_PAIRS for dr in pair
+                if f"{dr}_R@1" in adapted and adapted[f"{dr}_R@1"].notna().any()]
+        for dr in [x for x in preferred if x in have] + [x for x in have if x not in preferred]:
+            side = "text" if dr[0] == "t" else "visual"  # the query side of the direction
+            ad = g[g["axes"] == f"{side}+{ADAPT}"]
+            shifted = g[(g["axes"] == side) & (g[ADAPT] == "none")]
+            clean_rows = g[g["axes"] == "clean"]
+            col = f"{dr}_R@1"
+            sub = ad[ad[col].notna()]
+            methods = sorted(dict.fromkeys(sub[ADAPT]), key=_method_order)
+
+            def from_extra(rows, which):
+                vals = [extra.get(c, {}).get(which, {}).get(dr, {}).get("R@1") for c in rows["cell"]]
+                vals = [float(v) for v in vals if _numeric(v)]
+                return sum(vals) / len(vals) if vals else math.nan
+
+            clean = clean_rows[col].mean() if col in clean_rows and clean_rows[col].notna().any() \
+                else from_extra(sub, "clean")
+            label = (lambda p: p + (" (text)" if side == "text" else ""))
+            keys = list(dict.fromkeys(zip(sub[side], sub[f"{side}_severity"].astype(int))))
+            order = {p: i for i, p in enumerate(dict.fromkeys(k[0] for k in keys))}
+            rows = []
+            for p, sev in sorted(keys, key=lambda k: (order[k[0]], k[1])):
+                here = sub[(sub[side] == p) & (sub[f"{side}_severity"] == sev)]
+                sh = shifted[(shifted[side] == p) & (shifted[f"{side}_severity"] == sev)]
+                none = sh[col].mean() if col in sh and sh[col].notna().any() else from_extra(here, "shifted")
+                row = {"model": m, "task": t, "dataset": d, "direction": dr, "metric": "R@1",
+                       "perturbation": label(p), "severity": int(sev), "clean": clean, "none": none}
+                row.update({meth: here.loc[here[ADAPT] == meth, col].mean() for meth in methods})
+                row["n"] = int(here["n"].max())
+                rows.append(row)
+            for sev in sorted({r["severity"] for r in rows}):
+                at = [r for r in rows if r["severity"] == sev]
+                mean = {k: _mean([r[k] for r in at]) for k in ["clean", "none"] + methods}
+                rows.append({"model": m, "task": t, "dataset": d, "direction": dr, "metric": "R@1",
+                             "perturbation": "mean", "severity": sev, **mean, "n": at[0]["n"]})
+            for r in rows:  # the best of none and the methods (a diagnostic one, e.g. the oracle, is no contender)
+                vals = {k: r[k] for k in ["none"] + methods if _numeric(r.get(k)) and not _diagnostic(k)}
+                top = max(vals.values(), default=math.nan)
+                r["best"] = " = ".join(k for k, v in vals.items() if v >= top - 1e-12) if vals else ""
+            out += rows
+    if not out:
+        return pd.DataFrame(columns=cols)
+    res = pd.DataFrame(out)
+    methods = sorted([c for c in res.columns if c not in cols], key=_method_order)
+    return res[ADAPT_ID + ["clean", "none"] + methods + ["best", "n"]]
+
+
+def _mean(vals) -> float:
+    v = [float(x) for x in vals if _numeric(x)]
+    return sum(v) / len(v) if v else math.nan
+
+
 def report_tables(run: RunData, metric: Optional[str] = None) -> dict:
     """The report's tables as DataFrames: ``results`` (D01), ``clean``, ``robustness`` (per perturbation, category,
-    overall, natural), ``effective`` (A09), ``combinations`` (M01/A08 grid, long form)."""
+    overall, natural), ``effective`` (A09), ``combinations`` (M01/A08 grid, long form), ``interventions`` (Rawal et
+    al.'s Table 1), ``adaptation`` (HAT-VTR Tables 1–5, :func:`adapt_table`)."""
     df = results_table(run, metric)
     rob = robustness_rows(df) if not df.empty else pd.DataFrame()
     return {"results": df, "clean": clean_table(df) if not df.empty else df, "robustness": rob,
             "effective": effective(rob), "combinations": combination_grid(df) if not df.empty else pd.DataFrame(),
-            "interventions": intervention_table(df)}
+            "interventions": intervention_table(df), "adaptation": adapt_table(df, run)}
 
 
 def report_figures(run: RunData, metric: Optional[str] = None) -> dict:
@@ -441,8 +552,8 @@ def report_figures(run: RunData, metric: Optional[str] = None) -> dict:
 
 
 def write_report(run_dir, out_dir=None, metric: Optional[str] = None) -> tuple[Path, Path]:
-    """Write ``results.csv`` and a self-contained ``report.html`` (into ``out_dir``, default the run folder);
-    returns their paths."""
+    """Write ``results.csv`` and a self-contained ``report.html`` (into ``out_dir``, default the run folder), and
+    ``adaptation.csv`` (:func:`adapt_table`) when the run has adaptation cells; returns the first two paths."""
     from robustlab.export.report_html import render
 
     run = load_run(run_dir)
@@ -453,10 +564,15 @@ def write_report(run_dir, out_dir=None, metric: Optional[str] = None) -> tuple[P
     out.mkdir(parents=True, exist_ok=True)
     csv_path, html_path = out / "results.csv", out / "report.html"
     tables["results"].to_csv(csv_path, index=False)
+    adapt_path = out / "adaptation.csv"
+    if not tables["adaptation"].empty:
+        tables["adaptation"].to_csv(adapt_path, index=False)
+    elif adapt_path.is_file():  # from an earlier report of this folder: it no longer describes the run
+        adapt_path.unlink()
     html_path.write_text(render(run, tables, metric), encoding="utf-8")
     return csv_path, html_path
 
 
 __all__ = ["RunData", "load_run", "results_table", "report_tables", "report_figures", "write_report", "describe",
            "headline", "directions", "run_rsum", "metric_scale", "natural", "robustness_rows", "effective",
-           "combination_grid", "clean_table", "intervention_table", "DROP_FLAG"]
+           "combination_grid", "clean_table", "intervention_table", "adapt_table", "DROP_FLAG"]

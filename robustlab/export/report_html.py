@@ -75,7 +75,7 @@ NO_SINGLE = "no cell perturbed on one axis in this run"
 
 
 def _section(title, note, figs=(), tables=(), empty=""):
-    tables = [(t, d) for t, d in tables if d is not None and not d.empty]
+    tables = [(t, d) for t, d in tables if d is not None and (isinstance(d, str) or not d.empty)]
     return {"title": title, "note": note, "figures": list(figs), "tables": tables, "empty": empty}
 
 
@@ -111,12 +111,50 @@ def _sections(tables: dict, figs: dict) -> list[dict]:
     iv = tables.get("interventions")
     if iv is not None and not iv.empty:
         out.append(_section(
-            "8. Model interventions (Rawal et al., Table 1)",
+            f"{len(out) + 1}. Model interventions (Rawal et al., Table 1)",
             f"{_n(iv)} · metric {_metric(iv)} on clean inputs · QUAG short-circuits average attention quadrants in "
             "every fusion layer; QUAG-attention averages a modality before the keys and values; input ablations run "
             "the model without its visual (language-only) or text (video-only) input · ↓: a drop of at least 2 "
             "points from the baseline", (), [("", iv)]))
+    ad = tables.get("adaptation")
+    if ad is not None and not ad.empty:
+        from robustlab.adapt import METHODS
+
+        present = {c.split(" (")[0] for c in ad.columns}
+        names = ", ".join(f"{m.name} = {m.label}" for m in METHODS.values() if m.adapts and m.name in present)
+        out.append(_section(
+            f"{len(out) + 1}. Test-time adaptation (HAT-VTR, Tables 1–5)",
+            f"{_n(ad)} · R@1 of the adapted direction · clean: clean queries; none: the shifted queries without "
+            f"adaptation; then each method ({names}) adapting the query side's LayerNorms online over the shifted "
+            "queries (robustlab.adapt; parameters in brackets where set) · mean: over the perturbations at that "
+            "severity · bold and best: the highest R@1 in the row (of none and the methods) · seconds per 1,000 "
+            "queries: results.csv, column adapt_s_per_1000q",
+            (), [(f"{m} · {dr}", adapt_html(g)) for (m, dr), g in ad.groupby(["model", "direction"], sort=False)]))
     return out
+
+
+def adapt_html(df: pd.DataFrame):
+    """One model and direction of the adaptation table as HTML (escaped), the best value of each row in bold."""
+    import html
+
+    from markupsafe import Markup
+
+    from robustlab.export.report import ADAPT_ID
+
+    df = df.dropna(axis=1, how="all")  # methods of other models' tables
+    methods = [c for c in df.columns if c not in ADAPT_ID + ["best", "n"]]
+    rows = []
+    for _, r in df.iterrows():
+        best = set(str(r["best"]).split(" = ")) if r["best"] else set()
+        cells = [html.escape(str(r["perturbation"])), str(int(r["severity"]))]
+        for c in methods:
+            v = _fmt(float(r[c])) if r[c] is not None else ""
+            cells.append(f"<b>{v}</b>" if c in best and v else v)
+        cells += [html.escape(str(r["best"])), str(r["n"])]
+        cls = ' class="mean"' if r["perturbation"] == "mean" else ""
+        rows.append(f"<tr{cls}>" + "".join(f"<td>{c}</td>" for c in cells) + "</tr>")
+    head = "".join(f"<th>{html.escape(str(c))}</th>" for c in ["perturbation", "severity"] + methods + ["best", "n"])
+    return Markup(f'<table class="tbl adapt"><thead><tr>{head}</tr></thead><tbody>{"".join(rows)}</tbody></table>')
 
 
 WORST_PER_PERTURBATION = 4  # examples shown per (perturbation, model): the largest rank rises over its severities
@@ -181,7 +219,7 @@ def render(run, tables: dict, metric=None) -> str:
     sections = _sections(tables, figs)
     for s in sections:
         s["figures"] = [Markup(figure_html(f, k)) for k, f in s["figures"]]
-        s["tables"] = [(t, Markup(table_html(d))) for t, d in s["tables"]]
+        s["tables"] = [(t, d if isinstance(d, Markup) else Markup(table_html(d))) for t, d in s["tables"]]
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(TEMPLATES)), autoescape=True)
     df = tables["results"]
     return env.get_template("report.html.j2").render(
@@ -189,4 +227,4 @@ def render(run, tables: dict, metric=None) -> str:
         missing=run.missing(), warnings=run.warnings, sections=sections, metric=metric or "headline per task",
         metrics_used=_metric(df), worst=worst_examples(run, df) if not df.empty else [],
         worst_meta=f"{_n(df)} · clean → perturbed rank of the ground truth",
-        plotlyjs=Markup(get_plotlyjs()), groups=len(groups(df)))
+        plotlyjs=Markup(get_plotlyjs()), groups=len(groups(df)), worst_no=len(sections) + 1)

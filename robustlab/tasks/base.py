@@ -8,8 +8,11 @@ JSON, so a sweep can write one file per cell and a report can read any of them::
 
 ``conditions`` maps an axis to a perturbation (:class:`robustlab.perturb.condition.Condition`): ``"visual"`` (an
 image or video perturbation of the dataset's visuals) and ``"text"`` (of its captions, questions or expressions);
-a missing axis is clean. Later issues add axes (model interventions, adaptation methods) without changing this
-shape. :func:`grid` builds the usual list of conditions; :func:`as_conditions` accepts what users naturally pass.
+a missing axis is clean. Two more axes leave that shape as it is: ``"intervention"`` (a model intervention,
+:mod:`robustlab.models.interventions`) and ``"adapt"`` (a test-time adaptation method of :mod:`robustlab.adapt`
+run on the queries of the one perturbed side: ``Condition(method, 1, 0, "key=value,...")``, the variant holding
+the parameters set explicitly, see :func:`adapt_condition`); each appears in a Result only when present.
+:func:`grid` builds the usual list of conditions; :func:`as_conditions` accepts what users naturally pass.
 
 A task also gives the interactive bench the pages use (``Task.bench(model, dataset)``): the same object computes a
 page's clean-vs-perturbed view and the task's metrics, so there is one implementation of each.
@@ -26,7 +29,8 @@ from robustlab.perturb.condition import Condition
 
 AXES = ("visual", "text")  # perturbation axes (of the input)
 INTERVENTION = "intervention"  # the model-intervention axis (robustlab.models.interventions)
-ALL_AXES = AXES + (INTERVENTION,)
+ADAPT = "adapt"  # the test-time adaptation axis (robustlab.adapt): a method run on the perturbed side's queries
+ALL_AXES = AXES + (INTERVENTION, ADAPT)
 ProgressFn = Optional[Callable[[int, int], None]]
 Conditions = dict  # axis -> Condition
 
@@ -67,6 +71,11 @@ def normalize(cond: Any) -> Conditions:
                 continue
             out[axis] = as_condition(c)
             continue
+        if axis == ADAPT:
+            a = as_adapt(c)
+            if not a.clean:
+                out[axis] = a
+            continue
         c = c if isinstance(c, Condition) else Condition.parse(c) if isinstance(c, str) or c is None \
             else Condition.from_dict(c)
         if not c.clean:
@@ -93,12 +102,14 @@ def grid(visual: Iterable = (None,), text: Iterable = (None,)) -> list[Condition
 
 
 def conditions_json(conds: Conditions) -> dict:
-    """Every perturbation axis (clean ones as ``{"name": None}``) and the intervention only when there is one, so
-    results (and sweep cell keys) without interventions are what they were before the axis existed."""
+    """Every perturbation axis (clean ones as ``{"name": None}``) and the intervention and adaptation method only
+    when there is one, so results (and sweep cell keys) without them are what they were before those axes
+    existed."""
     out = {axis: conds.get(axis, Condition()).to_dict() for axis in AXES}
-    iv = conds.get(INTERVENTION)
-    if iv is not None and not iv.clean:
-        out[INTERVENTION] = iv.to_dict()
+    for axis in (INTERVENTION, ADAPT):
+        c = conds.get(axis)
+        if c is not None and not c.clean:
+            out[axis] = c.to_dict()
     return out
 
 
@@ -106,9 +117,84 @@ def intervention_label(c: Condition) -> str:
     return c.name + (f"/{c.variant}" if c.variant else "")
 
 
+# ---- the adaptation axis -------------------------------------------------------------------------------------
+def _param_text(v) -> str:
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    return json.dumps(v) if isinstance(v, (int, float)) else str(v)
+
+
+def adapt_condition(method: str, params: Optional[Mapping] = None) -> Condition:
+    """The ``adapt`` axis' condition of a method of :mod:`robustlab.adapt` with the parameters set explicitly
+    (checked and canonicalised: ``lr=3e-4`` and ``lr=0.0003`` are the same cell); ``"none"`` is clean (no
+    adaptation: the shifted cell itself). ValueError (one line) for an unknown method or a bad parameter."""
+    from robustlab.adapt import get_method, resolve
+
+    method = str(method or "").strip()
+    if method in ("", "none"):
+        if params:
+            raise ValueError(f"adaptation method none takes no parameters ({', '.join(params)})")
+        return Condition()
+    get_method(method)
+    params = dict(params or {})
+    full = resolve(method, "text", 1000, params)  # checks names, types and ranges (the side only sets defaults)
+    given = {k: full[k] for k in sorted(params) if params[k] is not None}
+    variant = ",".join(f"{k}={_param_text(v)}" for k, v in given.items()) or None
+    return Condition(method, 1, 0, variant)
+
+
+def adapt_params(c: Condition) -> dict:
+    """The parameters an ``adapt`` condition sets explicitly (its variant ``key=value,...``; values as JSON where
+    they parse)."""
+    out: dict = {}
+    for part in (c.variant or "").split(","):
+        k, eq, v = part.partition("=")
+        if not eq or not k.strip():
+            continue
+        try:
+            out[k.strip()] = json.loads(v)
+        except ValueError:
+            out[k.strip()] = v
+    return out
+
+
+def as_adapt(c) -> Condition:
+    """An ``adapt`` condition from a Condition, its dict, or text ``"tent"`` / ``"tent/steps=1,lr=3e-4"``."""
+    if c is None:
+        return Condition()
+    if isinstance(c, Condition):
+        return Condition() if not c.name or c.name == "none" else adapt_condition(c.name, adapt_params(c))
+    if isinstance(c, Mapping):
+        return as_adapt(Condition.from_dict(c) if c.get("name") else None)
+    name, _, variant = str(c).partition("/")
+    return as_adapt(Condition(name.strip(), 1, 0, variant.strip() or None) if name.strip() else None)
+
+
+def adapt_label(c: Condition) -> str:
+    """``tent`` or ``tent (steps=1)``."""
+    return c.name + (f" ({c.variant.replace(',', ', ')})" if c.variant else "")
+
+
+def adapt_side(conds: Conditions) -> Optional[str]:
+    """The perturbed side whose queries an ``adapt`` condition set adapts ("visual" or "text"); None when the
+    set has no method. ValueError (one line) unless exactly one side is perturbed and no intervention is set."""
+    a = conds.get(ADAPT)
+    if a is None or a.clean:
+        return None
+    sides = [axis for axis in AXES if axis in conds and not conds[axis].clean]
+    if len(sides) != 1:
+        raise ValueError(f"test-time adaptation ({adapt_label(a)}) adapts the queries of the one perturbed side: "
+                         f"its condition set must perturb exactly one of visual or text, not "
+                         f"{' and '.join(sides) or 'neither'}")
+    if INTERVENTION in conds:
+        raise ValueError(f"test-time adaptation ({adapt_label(a)}) does not combine with a model intervention")
+    return sides[0]
+
+
 def label(conds: Conditions) -> str:
-    parts = [f"{axis} {intervention_label(c) if axis == INTERVENTION else c.label()}" for axis, c in conds.items()
-             if not c.clean]
+    def one(axis, c):
+        return intervention_label(c) if axis == INTERVENTION else adapt_label(c) if axis == ADAPT else c.label()
+    parts = [f"{axis} {one(axis, c)}" for axis, c in conds.items() if not c.clean]
     return ", ".join(parts) or "clean"
 
 
@@ -211,6 +297,11 @@ def check_conditions(conds: list, visual_kind: str) -> None:
             from robustlab.models.interventions import parse
 
             parse(c[INTERVENTION])
+        if ADAPT in c:
+            side = adapt_side(c)
+            from robustlab.adapt import resolve
+
+            resolve(c[ADAPT].name, side, 1000, adapt_params(c[ADAPT]))
 
 
 def perturb_one(x, cond: Condition, index: int, kind: str):
@@ -265,6 +356,7 @@ class Task:
     dataset_task: str = ""  # what a dataset must list in its ``tasks`` (default: the task's name)
     alternative: str = ""  # a model that can do it, for the one-line refusal
     takes_interventions: bool = False  # runs a fusion model through calls an intervention reaches (VQA, ITM, ...)
+    takes_adaptation: bool = False  # runs test-time adaptation (robustlab.adapt) on an ``adapt`` condition set
     options: dict = {}  # the keyword options evaluate() takes beyond n / progress: name -> one-line help
 
     def check_options(self, options: dict) -> None:
@@ -307,6 +399,7 @@ class Task:
         from robustlab.models.interventions import applied
 
         self.check_interventions(conds, model)
+        self.check_adaptation(conds)
         m = limit(dataset, n)
         out = []
         for ci, c in enumerate(conds):
@@ -329,6 +422,13 @@ class Task:
                                      "vqa, itm, grounding, clavi, order-reversal")
                 check(c[INTERVENTION], model)
 
+    def check_adaptation(self, conds: list) -> None:
+        """Refuse (one line) an adaptation method for a task that does not run test-time adaptation."""
+        for c in conds:
+            if ADAPT in c and not self.takes_adaptation:
+                raise ValueError(f"{self.name} takes no test-time adaptation ({c[ADAPT].name}): it adapts a "
+                                 "retrieval model's query encoder; the task that takes it: retrieval")
+
     def visual_kind(self, dataset) -> str:
         """What a visual perturbation must apply to (the dataset's kind; "image" for image-only tasks)."""
         return dataset.kind if len(self.kinds) > 1 else self.kinds[0]
@@ -341,4 +441,5 @@ class Task:
 
 __all__ = ["Result", "Task", "Condition", "grid", "as_conditions", "normalize", "conditions_json", "label",
            "make_result", "versions", "check_conditions", "heldout_quality", "perturb_one", "perturb_text", "chunks",
-           "limit", "AXES", "ALL_AXES", "INTERVENTION", "intervention_label"]
+           "limit", "AXES", "ALL_AXES", "INTERVENTION", "intervention_label", "ADAPT", "adapt_condition",
+           "adapt_params", "adapt_label", "adapt_side", "as_adapt"]

@@ -26,7 +26,7 @@ import numpy as np
 from robustlab.engine.cache import EmbeddingCache, cached_encode_images, cached_encode_texts, cached_encode_videos
 from robustlab.metrics import ranks, retrieval
 from robustlab.perturb.condition import Condition, perturb_many
-from robustlab.tasks.base import ProgressFn, Task, as_conditions, make_result
+from robustlab.tasks.base import ADAPT, ProgressFn, Task, adapt_params, adapt_side, as_conditions, make_result
 from robustlab.tasks.registry import register_task
 
 DIRECTIONS = {"image": ("t2i", "i2t"), "video": ("t2v", "v2t")}
@@ -158,6 +158,14 @@ class RetrievalBench:
         return self._visuals[key]
 
     images = videos = visuals  # the older per-kind names
+
+    def forget(self, keep=()) -> None:
+        """Drop the memoised inputs and embeddings of every condition but clean and those in ``keep`` (a sweep
+        shares one bench across its cells and keeps only what the next cells of the same shift reuse)."""
+        keys = {None} | {c.key() for c in keep}
+        for memo in (self._visuals, self._texts):
+            for k in [k for k in memo if k not in keys]:
+                del memo[k]
 
     def _sampled(self, cond: Condition, sampler, progress: ProgressFn = None):
         """(sampled frames, lazy records) of every video under ``cond``; video i gets seed ``cond.seed + i``."""
@@ -373,6 +381,7 @@ class RetrievalTask(Task):
     kinds = ("image", "video")
     needs = ("encode_texts",)  # and encode_images or encode_videos, by the dataset's kind
     alternative = "builtin:tiny-clip (images) or builtin:tiny-clip-video-seqtransf (videos)"
+    takes_adaptation = True
 
     def check_model(self, model, kind: str = "image") -> None:
         check_model(model, kind)
@@ -382,27 +391,48 @@ class RetrievalTask(Task):
         return RetrievalBench(model, dataset, cache=cache, lazy=lazy)
 
     def evaluate(self, model, dataset, conditions=None, *, progress: ProgressFn = None, cache=None,
-                 ks=(1, 5, 10), order: bool = True, worst: int = 0, lazy: bool = True, **options) -> list:
+                 ks=(1, 5, 10), order: bool = True, worst: int = 0, lazy: bool = True,
+                 bench: Optional[RetrievalBench] = None, directions=None, **options) -> list:
         """One :class:`Result` per condition set: ``metrics = {"t2i": {R@1, R@5, R@10, MdR, MnR}, "i2t": ...}``
         (t2v / v2t for videos) and, for video datasets with time-reversed captions, the order-sensitivity numbers of
         :meth:`RetrievalBench.order_metrics` (``t2v_R@1_reversed``, ``order_acc``...). ``lazy`` (default): videos
-        are perturbed only at the frames the model samples (same numbers, far less work; see RetrievalBench)."""
+        are perturbed only at the frames the model samples (same numbers, far less work; see RetrievalBench).
+
+        A condition set with an ``adapt`` method (:mod:`robustlab.adapt`) runs it on the queries of its one
+        perturbed side, in each direction whose queries those are (visual shift: i2t / v2t; text shift: t2i /
+        t2v) and that ``directions`` (None: all) keeps: ``metrics = {"v2t": {R@1...}}`` after adaptation, and
+        ``extra["adapt"]`` the method, its full parameters, the clean and shifted metrics of the same queries and
+        the seconds per 1,000 queries. ``bench``: a RetrievalBench of this model and dataset to reuse across
+        calls (a sweep's cells; it keeps only clean and the current condition)."""
         conds = as_conditions(conditions)
         self.check_dataset(dataset)
         check_model(model, dataset.kind)
         self.check_interventions(conds, model)
-        for c in conds:  # refuse a wrong perturbation before any work
+        for c in conds:  # refuse a wrong perturbation or adaptation before any work
             from robustlab.perturb.condition import check
 
             if "visual" in c:
                 check(c["visual"], dataset.kind)
             if "text" in c:
                 check(c["text"], "text")
-        bench = RetrievalBench(model, dataset, cache=cache if cache is not None else EmbeddingCache(), lazy=lazy)
+            if ADAPT in c:
+                self._adapt_directions(c, dataset.kind, directions)
+        shared = bench is not None
+        if bench is None:
+            bench = RetrievalBench(model, dataset, cache=cache if cache is not None else EmbeddingCache(), lazy=lazy)
+        elif bench.model is not model or bench.dataset is not dataset:
+            raise ValueError("the bench passed to retrieval is of another model or dataset")
         out = []
         for i, c in enumerate(conds):
             vc, tc = c.get("visual", Condition()), c.get("text", Condition())
+            if shared:
+                bench.forget((vc, tc))
             prog = (lambda d, t, i=i: progress(i * t + d, len(conds) * t)) if progress else None
+            if ADAPT in c:
+                m, info = self._adapt(bench, model, dataset, c, directions, prog)
+                out.append(make_result(self.name, model, dataset, c, len(dataset), m, texts=len(bench._texts0),
+                                       adapt=info))
+                continue
             m = bench.metrics(vc, tc, ks=ks, progress=prog)
             if order:
                 m.update(bench.order_metrics(vc, tc))
@@ -410,6 +440,44 @@ class RetrievalTask(Task):
             out.append(make_result(self.name, model, dataset, c, len(dataset), m, texts=len(bench._texts0),
                                    worst=bad))
         return out
+
+    @staticmethod
+    def _adapt_directions(conds: dict, kind: str, directions=None) -> list[str]:
+        """The directions an ``adapt`` condition set runs in: those of the dataset whose queries are the perturbed
+        side, kept by ``directions`` (None: all). ValueError (one line) when none is left."""
+        from robustlab.adapt import QUERY_SIDE
+
+        side = adapt_side(conds)
+        dirs = [d for d in DIRECTIONS[kind] if QUERY_SIDE[d] == side]
+        keep = [d for d in dirs if directions is None or d in directions]
+        if not keep:
+            raise ValueError(f"test-time adaptation of {side} queries runs in {' / '.join(dirs)}, which the "
+                             f"directions asked for ({', '.join(directions or ())}) leave out")
+        return keep
+
+    def _adapt(self, bench: RetrievalBench, model, dataset, conds: dict, directions, progress) -> tuple[dict, dict]:
+        """(metrics after adaptation per direction, extra["adapt"]) of one ``adapt`` condition set."""
+        from robustlab import adapt
+
+        a = conds[ADAPT]
+        side = adapt_side(conds)
+        dirs = self._adapt_directions(conds, dataset.kind, directions)
+        shift = conds[side]
+        metrics: dict = {}
+        info = {"method": a.name, "label": adapt.get_method(a.name).label, "side": side, "params": {},
+                "seconds": {}, "per_1000_queries": {}, "clean": {}, "shifted": {}, "queries": {},
+                "adapted_parameters": {}, "loss": {}}
+        for j, d in enumerate(dirs):
+            prog = (lambda x, t, j=j: progress(j * t + x, len(dirs) * t)) if progress else None
+            r = adapt.run(model, bench.dataset, a.name, d, shift, bench=bench, progress=prog, keep_arrays=False,
+                          **adapt_params(a))
+            metrics[d] = r.metrics["adapted"]
+            info["clean"][d], info["shifted"][d] = r.metrics["clean"], r.metrics["shifted"]
+            info["params"][d], info["seconds"][d] = r.params, r.seconds
+            info["per_1000_queries"][d] = r.seconds.get("per_1000_queries")
+            info["queries"][d], info["adapted_parameters"][d] = r.n_queries, r.adapted_parameters
+            info["loss"][d] = [round(float(x), 6) for x in r.loss_curve()]
+        return metrics, info
 
 
 TASK = register_task(RetrievalTask())
