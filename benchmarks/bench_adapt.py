@@ -39,6 +39,16 @@ def shifts():
     return video, text, missing
 
 
+def parse_method(text: str) -> tuple[str, dict]:
+    """``hat-vtr`` or ``hat-vtr[lr=0,steps=1]`` -> (name, params): a labelled variant (e.g. HSM's reranking alone)."""
+    name, _, rest = text.partition("[")
+    kw = {}
+    for part in rest.rstrip("]").split(",") if rest else ():
+        k, _, v = part.partition("=")
+        kw[k.strip()] = float(v) if v.replace(".", "", 1).replace("e-", "", 1).isdigit() else v
+    return name.strip(), kw
+
+
 def summarize(runs: list) -> list:
     rows = {}
     for r in runs:
@@ -50,14 +60,18 @@ def summarize(runs: list) -> list:
                     "R@1_clean": float(np.mean([r["clean"]["R@1"] for r in rs])),
                     "R@1_shifted": float(np.mean([r["shifted"]["R@1"] for r in rs])),
                     "R@1_adapted": float(np.mean([r["adapted"]["R@1"] for r in rs])),
-                    "s_per_1000_queries": float(np.mean([r["seconds"]["per_1000_queries"] for r in rs]))})
+                    "s_per_1000_queries": float(np.mean([r["seconds"]["per_1000_queries"] for r in rs])),
+                    "spread_shifted": float(np.mean([r["spread"]["shifted"] for r in rs if "spread" in r]
+                                                    or [np.nan])),
+                    "spread_clean": float(np.mean([r["spread"]["clean"] for r in rs if "spread" in r] or [np.nan]))})
     return out
 
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--models", default=",".join(MODELS))
-    ap.add_argument("--methods", default=",".join(METHODS))
+    ap.add_argument("--methods", default=",".join(METHODS),
+                    help="comma-separated; a variant as METHOD[k=v;k=v], e.g. hat-vtr[lr=0] (HSM's reranking alone)")
     ap.add_argument("--n", type=int, default=1000)
     ap.add_argument("--severities", default="3,5", help="video severities")
     ap.add_argument("--text-severity", type=int, default=3)
@@ -81,7 +95,7 @@ def main(argv=None) -> int:
         keep = set(a.only.split(","))
         video, text = [v for v in video if v in keep], [t for t in text if t in keep]
     sevs = [int(s) for s in a.severities.split(",")]
-    methods = a.methods.split(",")
+    methods = [m.replace(";", ",") for m in a.methods.split(",")]
     doc.update({"n": a.n, "dataset": "builtin-videos (test, world seed 1000)", "threads": a.threads,
                 "machine": platform.machine(), "cpus": os.cpu_count(), "unavailable_shifts": missing,
                 "methods": methods})
@@ -100,8 +114,10 @@ def main(argv=None) -> int:
                 continue
             t0 = time.perf_counter()
             for meth in todo:
-                r = adapt.run(model, ds, meth, d, f"{pert}:{sev}", bench=bench, keep_arrays=False)
+                name, kw = parse_method(meth)
+                r = adapt.run(model, ds, name, d, f"{pert}:{sev}", bench=bench, keep_arrays=False, **kw)
                 row = {"model": spec, "direction": d, "perturbation": pert, "severity": sev, "method": meth,
+                       "spread": r.spread,
                        "clean": r.metrics["clean"], "shifted": r.metrics["shifted"], "adapted": r.metrics["adapted"],
                        "seconds": r.seconds, "params": r.params, "adapted_parameters": r.adapted_parameters,
                        "final_loss": (r.loss_curve()[-1] if r.losses else None)}
