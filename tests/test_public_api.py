@@ -10,6 +10,10 @@ def test_public_names():
     for name in ("list_perturbations", "perturb", "regenerate", "load_model", "list_models", "metrics",
                  "eval_retrieval", "__version__"):
         assert hasattr(rl, name), name
+    # the README's documented entry points of the diagnostics and adaptation packages
+    assert callable(rl.adapt.run) and callable(rl.adapt.list_methods) and callable(rl.adapt.check)
+    assert callable(rl.diagnostics.quag.apply) and callable(rl.diagnostics.quag.rank_diagnostic)
+    assert callable(rl.metrics.mmi)
 
 
 def test_model_registry_interface():
