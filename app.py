@@ -23,6 +23,7 @@ VIEWS = [
     ("pages/attention.py", "Attention", "🧠"),
     ("pages/clavi.py", "CLAVI", "🔁"),
     ("pages/hubness.py", "Hubness", "🕸️"),
+    ("pages/adaptation.py", "Adaptation", "🛠️"),
     ("pages/embeddings.py", "Embeddings", "🗺️"),
     ("pages/perturb.py", "Perturb", "🧪"),
     ("pages/benchmark.py", "Benchmark", "📊"),

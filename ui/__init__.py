@@ -4,9 +4,9 @@
 - :mod:`ui.uploads`: the "My uploads" gallery form (images or videos, with captions)
 - :mod:`ui.widgets`: perturbation picker, condition row, encode-with-progress, ranked grid, metrics and recall chart
 - :mod:`ui.media`: images, video players, boxes, user text shown literally
-- :mod:`ui.attention`, :mod:`ui.clavi`, :mod:`ui.peeling`, :mod:`ui.bench`, :mod:`ui.panels`, :mod:`ui.charts`,
-  :mod:`ui.inputs`: the pieces of one page each (QUAG heatmaps, CLAVI tables, the Grounding page's PEELING panel,
-  the Benchmark page, shared panels and charts, input pickers)
+- :mod:`ui.attention`, :mod:`ui.clavi`, :mod:`ui.peeling`, :mod:`ui.bench`, :mod:`ui.adaptation`, :mod:`ui.panels`,
+  :mod:`ui.charts`, :mod:`ui.inputs`: the pieces of one page each (QUAG heatmaps, CLAVI tables, the Grounding page's
+  PEELING panel, the Benchmark page, the Adaptation page, shared panels and charts, input pickers)
 """
 from ui.media import GT, CLEAN, PERT, boxed, diff_markdown, fps_of, md_escape, show_visual, video_mp4
 from ui.state import (DATASETS, DEFAULT_MODEL, DEMO_N, EMPTY_HINT, VIDEO_DEMO_N, Bench, clamp, current_bench,
