@@ -71,6 +71,9 @@ def configure() -> tuple[SweepSpec, str] | None:
                              key="bench_iv", help="Each one a condition on clean inputs (Rawal et al.'s Table 1); "
                              "fusion models and the tasks vqa, itm, grounding, clavi.") \
             if get(task).takes_interventions else []
+        ads = st.multiselect("Test-time adaptation (optional; every shift of one side)", ["tent", "tcr", "hat-vtr"],
+                             key="bench_adapt", help="Tent, TCR, HAT-VTR adapting the shifted side's queries "
+                             "(robustlab.adapt; HAT-VTR's Tables 1–5 in the report).") if task == "retrieval" else []
     s1, s2 = st.columns([2, 1])
     sev = s1.multiselect("Severities", [1, 2, 3, 4, 5], default=[1, 2, 3, 4, 5], key="bench_sev")
     name = s2.text_input("Run name", f"{dataset['name']}-{task}", key="bench_name",
@@ -79,7 +82,7 @@ def configure() -> tuple[SweepSpec, str] | None:
         vis = parse_perturbations(sel, kind) if sel else []
         txt = parse_perturbations(text, "text") if text else []
         conds = condition_grid(vis, parse_severities(sev) if vis or txt else [], txt,
-                               parse_severities(sev) if vis or txt else [], interventions=ivs)
+                               parse_severities(sev) if vis or txt else [], interventions=ivs, adapt=ads)
     except SweepError as e:
         st.warning(f"{e}." if sev else "Pick at least one severity.")
         return None

@@ -200,3 +200,29 @@ def test_retrieval_offers_no_interventions(runs):
     assert not [m for m in at.multiselect if m.key == "bench_iv"]
     at.radio(key="bench_pmode").set_value("none").run()
     assert any("Pick at least one perturbation." in w.value for w in at.warning)
+
+
+def test_retrieval_sweep_with_test_time_adaptation_shows_the_table(runs):
+    at = page()
+    at.number_input(key="bench_n").set_value(16)
+    at.radio(key="bench_pmode").set_value("none").run()
+    at.multiselect(key="bench_text").set_value(["keyboard"])
+    at.multiselect(key="bench_sev").set_value([2])
+    at.multiselect(key="bench_adapt").set_value(["tent"])
+    at.text_input(key="bench_name").set_value("tta").run()
+    assert not at.exception, at.exception
+    assert any(c.value.startswith("3 cells: 1 model(s)") for c in at.caption)  # clean, keyboard s2, + Tent
+    at.button(key="bench_go").click().run()
+    assert not at.exception, at.exception
+    assert not at.error, [e.value for e in at.error]
+    tab = next(d for d in at.dataframe if "tent" in d.value.columns).value
+    assert {"clean", "none", "tent", "best"} <= set(tab.columns) and list(tab["direction"]) == ["t2i", "t2i"]
+    assert list(tab["perturbation"]) == ["keyboard (text)", "mean"] and (tab["clean"] >= tab["none"]).all()
+    # a visual shift for tiny-clip (no LayerNorm on its image side): one line, nothing run
+    at.radio(key="bench_pmode").set_value("chosen names").run()
+    at.multiselect(key="bench_pnames").set_value(["gaussian_noise"])
+    at.multiselect(key="bench_text").set_value([])
+    at.text_input(key="bench_name").set_value("tta2").run()
+    at.button(key="bench_go").click().run()
+    assert not at.exception, at.exception
+    assert any("no LayerNorm on its image side" in e.value for e in at.error), [e.value for e in at.error]

@@ -221,6 +221,11 @@ def show_report(run_dir: Path) -> None:
     if iv is not None and not iv.empty:
         st.markdown("**Model interventions** (Rawal et al.'s Table 1, clean inputs; ↓: a drop of at least 2 points)")
         st.dataframe(iv.dropna(axis=1, how="all"), hide_index=True, width="stretch", key="bench_table1")
+    ad = tables.get("adaptation")
+    if ad is not None and not ad.empty:
+        st.markdown("**Test-time adaptation** (HAT-VTR's Tables 1–5: R@1 clean, shifted, after each method; "
+                    "mean rows per severity)")
+        st.dataframe(ad.dropna(axis=1, how="all"), hide_index=True, width="stretch", key="bench_adapt_table")
     order = ("heatmap", "severity", "robustness", "scatter", "combinations", "clean")
     keys = sorted(figs, key=lambda k: next((i for i, o in enumerate(order) if k.startswith(o)), len(order)))
     for i, k in enumerate(keys):
