@@ -17,7 +17,7 @@ import numpy as np
 import torch
 
 from robustlab.adapt.methods import Runner, get_method, resolve
-from robustlab.adapt.towers import AdaptError, frozen_frames, tower_for
+from robustlab.adapt.towers import AdaptError, check, frozen_frames, tower_for
 
 QUERY_SIDE = {"t2i": "text", "t2v": "text", "i2t": "visual", "v2t": "visual"}
 
@@ -87,8 +87,8 @@ def _condition(condition, side: str, kind: str):
     return c
 
 
-def run(model, dataset, method: str = "hat-vtr", direction: str = "t2v", condition=None, *, bench=None, progress: Optional[Callable[[int, int], None]] = None, keep_arrays: bool = True,
-        **params) -> AdaptResult:
+def run(model, dataset, method: str = "hat-vtr", direction: str = "t2v", condition=None, *, bench=None,
+        progress: Optional[Callable[[int, int], None]] = None, keep_arrays: bool = True, **params) -> AdaptResult:
     """Adapt ``model``'s query tower online on ``dataset``'s queries under a query shift and score the result.
 
     ``direction``: t2v / v2t on videos, t2i / i2t on images; ``condition``: the query shift, a perturbation of the
@@ -109,6 +109,8 @@ def run(model, dataset, method: str = "hat-vtr", direction: str = "t2v", conditi
     if direction not in dirs:
         raise AdaptError(f"direction must be {' or '.join(dirs)} for a {kind} dataset, got {direction!r}")
     side = QUERY_SIDE[direction]
+    if get_method(method).adapts:  # a model with nothing to adapt on this side: say so before any work
+        check(model, side, video=kind == "video")
     cond = _condition(condition, side, kind)
     clean = Condition()
     vc, tc = (clean, cond) if side == "text" else (cond, clean)
