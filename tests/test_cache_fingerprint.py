@@ -201,3 +201,42 @@ def test_fusion_and_hub_models_have_fingerprints():
     m0, m0b, m1 = (HFClipModel.from_config(cfg, device="cpu", seed=s) for s in (0, 0, 1))
     assert m0.model_id == m1.model_id and m0.fingerprint != m1.fingerprint
     assert m0.fingerprint == m0b.fingerprint  # the same seeded init: the same weights
+
+
+def test_cache_entries_are_checked_on_read_and_rebuilt(tmp_path, caplog):
+    """Issue 15: a valid .npy of the wrong shape (another model width, another version) or dtype, or with NaN,
+    is a miss with one log line, recomputed and replaced -- never a crash, never served."""
+    import logging
+
+    import numpy as np
+
+    from robustlab.engine.cache import EmbeddingCache, cached_encode_texts, content_hash, model_key, record_key
+    from robustlab.models import load_model
+
+    model = load_model("builtin:tiny-clip", device="cpu")
+    cache = EmbeddingCache(tmp_path)
+    texts = ["a red circle", "a blue square", "a green star"]
+    want = cached_encode_texts(model, texts, cache=cache)
+    mk = model_key(model)
+    item = cache._path(mk, content_hash(texts[0]), record_key(None))
+    gkeys = [(content_hash(t), record_key(None)) for t in texts]
+    import hashlib
+
+    gkey = hashlib.blake2b("|".join(h + r for h, r in gkeys).encode(), digest_size=16).hexdigest()
+    gallery = cache._path(mk, gkey, "gallery")
+    assert item.exists() and gallery.exists()
+    for bad in (np.zeros((3, 128), np.float32), np.zeros((3, model.embed_dim), np.float64),
+                np.full((3, model.embed_dim), np.nan, np.float32)):
+        np.save(gallery, bad)
+        np.save(item, bad[0])
+        r0 = cache.rejected
+        with caplog.at_level(logging.WARNING, logger="robustlab.cache"):
+            got = cached_encode_texts(model, texts, cache=cache)
+        assert np.allclose(got, want, atol=1e-6) and np.isfinite(got).all()
+        assert cache.rejected == r0 + 2  # the whole-gallery entry and the damaged item entry
+        assert "recomputing it" in caplog.text
+        assert np.load(item).shape == (model.embed_dim,) and np.load(gallery).shape == (3, model.embed_dim)
+    # an unreadable file is a miss too
+    item.write_bytes(b"not a numpy file")
+    np.save(gallery, np.zeros((1, 1), np.float32))
+    assert np.allclose(cached_encode_texts(model, texts, cache=cache), want, atol=1e-6)

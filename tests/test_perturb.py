@@ -562,3 +562,22 @@ def test_golden_outputs():
     got_text = {n: perturb(GOLDEN_SENTENCE, n, 3, seed=0).output for n in TEXT_OPS}
     assert got == GOLDEN_IMAGE, json.dumps(got, indent=1)
     assert got_text == GOLDEN_TEXT, json.dumps(got_text, indent=1, ensure_ascii=False)
+
+
+@pytest.mark.parametrize("bad", [np.nan, np.inf, -np.inf])
+def test_float_input_with_nan_or_inf_is_refused_not_turned_black(bad):
+    import robustlab as rl
+    from robustlab.io.convert import to_uint8_rgb
+
+    img = np.full((8, 8, 3), 0.5, np.float32)
+    img[2, 3, 1] = bad
+    with pytest.raises(ValueError, match="1 NaN or infinite value"):
+        to_uint8_rgb(img)
+    with pytest.raises(ValueError, match="NaN or infinite"):
+        rl.perturb(img, "gaussian_noise", 3, seed=0)
+    video = np.full((3, 8, 8, 3), 0.25, np.float64)
+    video[1, 0, 0, 0] = bad
+    with pytest.raises(ValueError, match="NaN or infinite"):
+        rl.perturb(video, "jumble", 2, seed=0)
+    # finite floats still convert as documented
+    assert to_uint8_rgb(np.full((2, 2, 3), 0.5)).max() == 128

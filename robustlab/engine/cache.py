@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import os
 import tempfile
 import threading
@@ -26,6 +27,8 @@ from pathlib import Path
 from typing import Sequence
 
 import numpy as np
+
+log = logging.getLogger("robustlab.cache")
 
 from robustlab.io.convert import to_uint8_rgb
 
@@ -124,6 +127,7 @@ class EmbeddingCache:
         self.hits = 0
         self.misses = 0
         self.evicted = 0
+        self.rejected = 0  # entries found but not what was asked for (wrong shape or dtype, non-finite): rebuilt
         self._state = _state_for(self.root)
 
     def _path(self, model_key: str, chash: str, rkey: str) -> Path:
@@ -141,18 +145,32 @@ class EmbeddingCache:
         except OSError:
             pass
 
-    def get(self, model_key: str, chash: str, rkey: str = "clean") -> np.ndarray | None:
-        """The entry of (model key, content hash, record key); ``model_key`` is :func:`model_key` of the model."""
+    def get(self, model_key: str, chash: str, rkey: str = "clean", shape: tuple | None = None) -> np.ndarray | None:
+        """The entry of (model key, content hash, record key); ``model_key`` is :func:`model_key` of the model.
+
+        An entry is checked on read: float32, finite, and of ``shape`` when given (a ``None`` in it matches any
+        length). One that fails -- a file of another model width, another version, a damaged disk -- is a miss
+        (one log line), so the caller computes it again and its put replaces the file."""
         if not self.enabled:
             return None
         p = self._path(model_key, chash, rkey)
         try:
             v = np.load(p, allow_pickle=False)
-        except (OSError, ValueError, EOFError):
+        except FileNotFoundError:
             return None
+        except (OSError, ValueError, EOFError) as e:
+            return self._reject(p, f"unreadable ({type(e).__name__})")
+        why = _mismatch(v, shape)
+        if why:
+            return self._reject(p, why)
         if self.max_bytes:
             self._touch(p)
         return v
+
+    def _reject(self, p: Path, why: str) -> None:
+        self.rejected += 1
+        log.warning("robustlab cache: entry %s is %s; recomputing it", p.name, why)
+        return None
 
     def put(self, model_key: str, chash: str, rkey: str, value: np.ndarray) -> None:
         if not self.enabled:
@@ -277,6 +295,18 @@ class EmbeddingCache:
 PER_ITEM_MAX = 64
 
 
+def _mismatch(v: np.ndarray, shape: tuple | None) -> str:
+    """Why a cached array is not the embedding asked for ('' when it is)."""
+    if v.dtype != np.float32:
+        return f"of dtype {v.dtype}, not float32"
+    if shape is not None:
+        if v.ndim != len(shape) or any(s is not None and int(s) != d for s, d in zip(shape, v.shape)):
+            return f"of shape {tuple(v.shape)}, expected {tuple('any' if s is None else int(s) for s in shape)}"
+    if not np.isfinite(v).all():
+        return "not finite (NaN or infinite values)"
+    return ""
+
+
 def model_key(model) -> str:
     """The model part of a cache key: its weights fingerprint (``"fp:…"``), or its id (``"id:…"``) for a model
     that has no ``fingerprint`` (a test double). Read once per encode call: cheap (the fingerprint is memoised
@@ -296,13 +326,15 @@ def _cached_encode(model, items, encode_fn, hash_fn, cache, records, batch_size,
     keys = [(hash_fn(it), record_key(r)) for it, r in zip(items, records)]
     # a whole gallery seen before is one file; otherwise fall back to per-item entries
     gkey = hashlib.blake2b("|".join(h + r for h, r in keys).encode(), digest_size=16).hexdigest()
-    whole = cache.get(mkey, gkey, "gallery") if n > 1 else None
+    dim = getattr(model, "embed_dim", None)
+    dim = int(dim) if isinstance(dim, (int, np.integer)) and dim > 0 else None
+    whole = cache.get(mkey, gkey, "gallery", shape=(n, dim)) if n > 1 else None
     if whole is not None and whole.shape[0] == n:
         cache.hits += n
         if progress:
             progress(n, n)
         return whole
-    out: list[np.ndarray | None] = [cache.get(mkey, h, r) for h, r in keys]
+    out: list[np.ndarray | None] = [cache.get(mkey, h, r, shape=(dim,)) for h, r in keys]
     missing = [i for i, v in enumerate(out) if v is None]
     cache.hits += n - len(missing)
     cache.misses += len(missing)

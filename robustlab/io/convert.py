@@ -22,6 +22,10 @@ def to_uint8_rgb(img) -> np.ndarray:
     if arr.dtype == np.uint16:
         arr = (arr.astype(np.float64) / 65535.0 * 255.0 + 0.5).astype(np.uint8)
     elif arr.dtype.kind == "f":
+        if not np.isfinite(arr).all():
+            bad = int((~np.isfinite(arr)).sum())
+            raise ValueError(f"the image has {bad} NaN or infinite value(s) of {arr.size}: float images must be "
+                             "finite, in [0, 1]")
         arr = (np.clip(arr, 0.0, 1.0) * 255.0 + 0.5).astype(np.uint8)
     elif arr.dtype == bool:
         arr = arr.astype(np.uint8) * 255
