@@ -240,3 +240,34 @@ def test_cache_entries_are_checked_on_read_and_rebuilt(tmp_path, caplog):
     item.write_bytes(b"not a numpy file")
     np.save(gallery, np.zeros((1, 1), np.float32))
     assert np.allclose(cached_encode_texts(model, texts, cache=cache), want, atol=1e-6)
+
+
+@pytest.mark.parametrize("errno_, where", [(28, "mkstemp"), (13, "mkdir"), (28, "save")])
+def test_an_unwritable_or_full_cache_folder_degrades_to_no_cache_with_one_warning(tmp_path, monkeypatch, caplog,
+                                                                                  errno_, where):
+    import logging
+    import os
+    import tempfile
+
+    import numpy as np
+
+    from robustlab.engine import cache as C
+    from robustlab.models import load_model
+
+    def boom(*a, **k):
+        raise OSError(errno_, os.strerror(errno_))
+
+    if where == "mkstemp":
+        monkeypatch.setattr(tempfile, "mkstemp", boom)
+    elif where == "mkdir":
+        monkeypatch.setattr(C.Path, "mkdir", boom)
+    else:
+        monkeypatch.setattr(C.np, "save", boom)
+    model = load_model("builtin:tiny-clip", device="cpu")
+    cache = C.EmbeddingCache(tmp_path / "c")
+    with caplog.at_level(logging.WARNING, logger="robustlab.cache"):
+        a = C.cached_encode_texts(model, ["a red circle", "a blue square"], cache=cache)
+        b = C.cached_encode_texts(model, ["a red circle", "a blue square"], cache=cache)
+    assert np.allclose(a, b) and cache.enabled is False
+    assert caplog.text.count("continuing without the embedding cache") == 1
+    assert not list((tmp_path / "c").rglob("*.tmp")) and not list((tmp_path / "c").rglob("*.npy"))

@@ -167,6 +167,13 @@ class EmbeddingCache:
             self._touch(p)
         return v
 
+    def _unwritable(self, e: OSError) -> None:
+        """A cache folder that cannot be written (read-only, full): carry on without the cache, one warning."""
+        self.enabled = False
+        log.warning("robustlab cache: cannot write to %s (%s: %s); continuing without the embedding cache",
+                    self.root, type(e).__name__, e.strerror or e)
+        return None
+
     def _reject(self, p: Path, why: str) -> None:
         self.rejected += 1
         log.warning("robustlab cache: entry %s is %s; recomputing it", p.name, why)
@@ -179,18 +186,23 @@ class EmbeddingCache:
         if self.max_bytes and value.nbytes + 128 > self.max_bytes:
             return  # an entry bigger than the whole cache is not kept
         p = self._path(model_key, chash, rkey)
-        p.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=p.parent, suffix=".tmp")
+        try:
+            p.parent.mkdir(parents=True, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(dir=p.parent, suffix=".tmp")
+        except OSError as e:
+            return self._unwritable(e)
         try:
             with os.fdopen(fd, "wb") as f:
                 np.save(f, value, allow_pickle=False)
                 size = f.tell()
             os.replace(tmp, p)
-        except BaseException:
+        except BaseException as e:
             try:
                 os.unlink(tmp)
             except OSError:
                 pass
+            if isinstance(e, OSError):  # a full disk, a folder made read-only meanwhile: no half-written entry
+                return self._unwritable(e)
             raise
         if self.max_bytes:
             self._touch(p)
