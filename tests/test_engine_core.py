@@ -196,13 +196,16 @@ def test_crash_leftovers_are_removed_on_the_next_eviction_pass(tmp_path):
 
 def test_crash_mid_write_leaves_nothing_and_keeps_the_size_estimate(tmp_path, monkeypatch):
     cache = EmbeddingCache(tmp_path, max_bytes=1_000_000)
+    cache.put("m", "bbbbbbbb", "clean", np.ones(4, np.float32))
+    size = cache._state.bytes
     monkeypatch.setattr(np, "save", lambda *a, **k: (_ for _ in ()).throw(OSError("disk full")))
-    with pytest.raises(OSError):
-        cache.put("m", "aaaaaaaa", "clean", np.ones(4, np.float32))
+    cache.put("m", "aaaaaaaa", "clean", np.ones(4, np.float32))  # no exception: the cache turns itself off
     monkeypatch.undo()
-    assert not list(tmp_path.rglob("*.tmp")) and not list(tmp_path.rglob("*.npy"))
-    cache.put("m", "aaaaaaaa", "clean", np.ones(4, np.float32))
-    assert cache.get("m", "aaaaaaaa") is not None
+    assert cache.enabled is False and cache._state.bytes == size  # the failed write is not counted
+    assert not list(tmp_path.rglob("*.tmp")) and len(list(tmp_path.rglob("*.npy"))) == 1
+    again = EmbeddingCache(tmp_path, max_bytes=1_000_000)
+    again.put("m", "aaaaaaaa", "clean", np.ones(4, np.float32))
+    assert again.get("m", "aaaaaaaa") is not None
 
 
 # ---- progress through the cache, videos -------------------------------------------------------------------------
