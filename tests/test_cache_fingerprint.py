@@ -203,43 +203,113 @@ def test_fusion_and_hub_models_have_fingerprints():
     assert m0.fingerprint == m0b.fingerprint  # the same seeded init: the same weights
 
 
+def _write_entry(path, arr, **meta_over):
+    """An entry file as the cache writes it (array + provenance), with some provenance fields overridden."""
+    import json
+
+    import numpy as np
+
+    meta = json.loads(meta_over.pop("_base"))
+    meta.update(meta_over)
+    with open(path, "wb") as f:
+        np.savez(f, emb=arr, meta=np.frombuffer(json.dumps(meta).encode(), np.uint8))
+
+
 def test_cache_entries_are_checked_on_read_and_rebuilt(tmp_path, caplog):
-    """Issue 15: a valid .npy of the wrong shape (another model width, another version) or dtype, or with NaN,
-    is a miss with one log line, recomputed and replaced -- never a crash, never served."""
+    """Issue 15: a valid entry of the wrong shape (another model width, another version) or dtype, or with NaN, or
+    whose stored provenance names another model, preprocessing, input or record -- including one of the RIGHT
+    shape, which used to be served silently -- is a miss with one log line, recomputed and replaced: never a
+    crash, never served."""
+    import hashlib
+    import json
     import logging
 
     import numpy as np
 
-    from robustlab.engine.cache import EmbeddingCache, cached_encode_texts, content_hash, model_key, record_key
+    from robustlab.engine.cache import (EmbeddingCache, cached_encode_texts, content_hash, model_key,
+                                        preprocess_key, record_key)
     from robustlab.models import load_model
 
     model = load_model("builtin:tiny-clip", device="cpu")
     cache = EmbeddingCache(tmp_path)
     texts = ["a red circle", "a blue square", "a green star"]
     want = cached_encode_texts(model, texts, cache=cache)
-    mk = model_key(model)
+    mk, pk = model_key(model), preprocess_key(model)
+    assert mk.startswith("fp:") and pk
     item = cache._path(mk, content_hash(texts[0]), record_key(None))
     gkeys = [(content_hash(t), record_key(None)) for t in texts]
-    import hashlib
-
     gkey = hashlib.blake2b("|".join(h + r for h, r in gkeys).encode(), digest_size=16).hexdigest()
     gallery = cache._path(mk, gkey, "gallery")
     assert item.exists() and gallery.exists()
-    for bad in (np.zeros((3, 128), np.float32), np.zeros((3, model.embed_dim), np.float64),
-                np.full((3, model.embed_dim), np.nan, np.float32)):
-        np.save(gallery, bad)
-        np.save(item, bad[0])
+    with np.load(gallery) as z:  # what an entry stores about itself
+        meta = json.loads(z["meta"].tobytes())
+    assert meta["model"] == mk and meta["preprocess"] == pk and meta["content"] == gkey
+    assert meta["record"] == "gallery" and meta["shape"] == [3, model.embed_dim] and meta["dtype"] == "<f4"
+    with np.load(item) as z:
+        item_meta = z["meta"].tobytes()
+    d = model.embed_dim
+    right = np.ones((3, d), np.float32)  # the right shape and dtype: only the provenance can tell it is wrong
+    cases = [  # (gallery array, gallery provenance overrides, item array, item provenance overrides)
+        (np.zeros((3, 128), np.float32), {"shape": [3, 128]}, np.zeros(128, np.float32), {"shape": [128]}),
+        (np.zeros((3, d), np.float64), {"dtype": "<f8"}, np.zeros(d, np.float64), {"dtype": "<f8"}),
+        (np.full((3, d), np.nan, np.float32), {}, np.full(d, np.nan, np.float32), {}),
+        (right, {"model": "fp:another-model"}, right[0], {"model": "fp:another-model"}),
+        (right, {"preprocess": "another-preprocessing"}, right[0], {"preprocess": "x"}),
+        (right, {"content": "another-input"}, right[0], {"record": "another-record"}),
+        (right, {"format": 1}, right[0], {"shape": [d + 1]}),
+    ]
+    for garr, gover, iarr, iover in cases:
+        _write_entry(gallery, garr, _base=json.dumps(meta), **gover)
+        _write_entry(item, iarr, _base=item_meta, **iover)
         r0 = cache.rejected
+        caplog.clear()
         with caplog.at_level(logging.WARNING, logger="robustlab.cache"):
             got = cached_encode_texts(model, texts, cache=cache)
-        assert np.allclose(got, want, atol=1e-6) and np.isfinite(got).all()
-        assert cache.rejected == r0 + 2  # the whole-gallery entry and the damaged item entry
-        assert "recomputing it" in caplog.text
-        assert np.load(item).shape == (model.embed_dim,) and np.load(gallery).shape == (3, model.embed_dim)
-    # an unreadable file is a miss too
+        assert np.allclose(got, want, atol=1e-6) and np.isfinite(got).all(), (gover, iover)
+        assert cache.rejected == r0 + 2, (gover, iover)  # the whole-gallery entry and the damaged item entry
+        assert caplog.text.count("recomputing it") == 2
+        with np.load(item) as zi, np.load(gallery) as zg:  # both replaced by good entries
+            assert zi["emb"].shape == (d,) and zg["emb"].shape == (3, d)
+            assert json.loads(zg["meta"].tobytes()) == meta
+    # the rebuilt entries are served again: no further rejection
+    r0 = cache.rejected
+    assert np.allclose(cached_encode_texts(model, texts, cache=cache), want, atol=1e-6) and cache.rejected == r0
+    # an unreadable file, a bare array without provenance, a zip without the arrays: misses too
     item.write_bytes(b"not a numpy file")
-    np.save(gallery, np.zeros((1, 1), np.float32))
+    with open(gallery, "wb") as f:
+        np.save(f, want)
     assert np.allclose(cached_encode_texts(model, texts, cache=cache), want, atol=1e-6)
+    assert cache.rejected == r0 + 2
+    with open(gallery, "wb") as f:
+        np.savez(f, other=want)
+    assert np.allclose(cached_encode_texts(model, texts, cache=cache), want, atol=1e-6)
+    assert cache.rejected == r0 + 3
+
+
+def test_a_model_with_other_preprocessing_does_not_share_entries(tmp_path):
+    """The preprocessing is in the model's fingerprint (so another input size is another folder) and, stored in
+    the entry, checked again on read: an entry computed under one preprocessing is never served to another."""
+    import numpy as np
+
+    from robustlab.engine.cache import EmbeddingCache, content_hash, model_key, preprocess_key
+
+    class Fake:
+        model_id, embed_dim = "fake", 4
+
+        def __init__(self, size):
+            self.size = size
+            self.fingerprint = "same-weights"  # a backend that forgot to put its preprocessing in the fingerprint
+
+        def fingerprint_config(self):
+            return {"image_size": self.size}
+
+    a, b = Fake(224), Fake(336)
+    assert model_key(a) == model_key(b) and preprocess_key(a) != preprocess_key(b)
+    cache = EmbeddingCache(tmp_path)
+    h = content_hash("x")
+    cache.put(model_key(a), h, "clean", np.ones(4, np.float32), preprocess_key(a))
+    assert cache.get(model_key(a), h, preprocess=preprocess_key(a)) is not None
+    assert cache.get(model_key(b), h, preprocess=preprocess_key(b)) is None and cache.rejected == 1
 
 
 @pytest.mark.parametrize("errno_, where", [(28, "mkstemp"), (13, "mkdir"), (28, "save")])
@@ -262,7 +332,7 @@ def test_an_unwritable_or_full_cache_folder_degrades_to_no_cache_with_one_warnin
     elif where == "mkdir":
         monkeypatch.setattr(C.Path, "mkdir", boom)
     else:
-        monkeypatch.setattr(C.np, "save", boom)
+        monkeypatch.setattr(C.np, "savez", boom)
     model = load_model("builtin:tiny-clip", device="cpu")
     cache = C.EmbeddingCache(tmp_path / "c")
     with caplog.at_level(logging.WARNING, logger="robustlab.cache"):
@@ -270,4 +340,4 @@ def test_an_unwritable_or_full_cache_folder_degrades_to_no_cache_with_one_warnin
         b = C.cached_encode_texts(model, ["a red circle", "a blue square"], cache=cache)
     assert np.allclose(a, b) and cache.enabled is False
     assert caplog.text.count("continuing without the embedding cache") == 1
-    assert not list((tmp_path / "c").rglob("*.tmp")) and not list((tmp_path / "c").rglob("*.npy"))
+    assert not list((tmp_path / "c").rglob("*.tmp")) and not list((tmp_path / "c").rglob("*.npz"))

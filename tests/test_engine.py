@@ -1,4 +1,3 @@
-import os
 
 import numpy as np
 import pytest
@@ -103,16 +102,16 @@ def test_cache_survives_a_crash_mid_write(tmp_path, monkeypatch):
     def boom(*a, **k):
         raise OSError("disk full")
 
-    monkeypatch.setattr(np, "save", boom)
+    monkeypatch.setattr(np, "savez", boom)
     # a full disk no longer fails the encode: the cache turns itself off with one warning (issue 15)
     first = cached_encode_images(m, x, cache=cache)
     monkeypatch.undo()
     assert first.shape == (3, 4) and cache.enabled is False
     assert not list(tmp_path.rglob("*.tmp"))  # no half-written files left behind
-    assert not list(tmp_path.rglob("*.npy"))
+    assert not list(tmp_path.rglob("*.npz"))
     again = EmbeddingCache(tmp_path)  # space freed, a new session: the folder works again
     out = cached_encode_images(m, x, cache=again)
-    assert out.shape == (3, 4) and np.allclose(out, first) and list(tmp_path.rglob("*.npy"))
+    assert out.shape == (3, 4) and np.allclose(out, first) and list(tmp_path.rglob("*.npz"))
 
 
 def test_corrupt_cache_entry_is_recomputed(tmp_path):
@@ -120,7 +119,7 @@ def test_corrupt_cache_entry_is_recomputed(tmp_path):
     cache = EmbeddingCache(tmp_path)
     x = imgs(1, seed=9)
     ref = cached_encode_images(m, x, cache=cache)
-    for p in tmp_path.rglob("*.npy"):
+    for p in tmp_path.rglob("*.npz"):
         p.write_bytes(b"not a numpy file")
     out = cached_encode_images(m, x, cache=cache)
     assert np.array_equal(out, ref) and m.image_calls == 2
@@ -144,7 +143,7 @@ def test_large_galleries_are_stored_whole(tmp_path, monkeypatch):
     cache = EmbeddingCache(tmp_path)
     x = imgs(10, seed=3)
     ref = cached_encode_images(m, x, cache=cache)
-    assert len(list(tmp_path.rglob("*.npy"))) == 1  # one gallery entry, no per-item files
+    assert len(list(tmp_path.rglob("*.npz"))) == 1  # one gallery entry, no per-item files
     assert np.array_equal(cached_encode_images(m, x, cache=cache), ref) and m.image_calls == 10
     cached_encode_images(m, x[:5], cache=cache)  # a subset of a large gallery is encoded again
     assert m.image_calls == 15

@@ -124,18 +124,27 @@ def test_batch_for_memory_grows_within_the_cap_and_never_shrinks():
 
 # ---- bounded cache ----------------------------------------------------------------------------------------------
 def _entries(root):
-    return sorted(p.stem for p in root.rglob("*.npy"))
+    return sorted(p.stem for p in root.rglob("*.npz"))
+
+
+def _entry_bytes(tmp_path, v):
+    """The bytes one entry of ``v`` takes on disk (the array, its provenance and the .npz framing)."""
+    probe = EmbeddingCache(tmp_path / "probe", max_bytes=0)
+    probe.put("m", "z" * 8, "clean", v)
+    return next((tmp_path / "probe").rglob("*.npz")).stat().st_size
 
 
 def test_cache_bound_is_respected_and_eviction_is_lru(tmp_path):
-    v = np.ones(256, np.float32)  # 1024 bytes + the .npy header
-    cache = EmbeddingCache(tmp_path, max_bytes=10 * 1200)
+    v = np.ones(256, np.float32)  # 1024 bytes + the provenance and .npz framing
+    one = _entry_bytes(tmp_path, v)
+    tmp_path = tmp_path / "c"
+    cache = EmbeddingCache(tmp_path, max_bytes=int(10.2 * one))
     for k in "abcdefgh":
         cache.put("m", k * 8, "clean", v)
     assert cache.get("m", "a" * 8) is not None  # "a" becomes the most recently used
     for k in "ijkl":
         cache.put("m", k * 8, "clean", v)
-    assert cache.size_bytes() <= 10 * 1200
+    assert cache.size_bytes() <= int(10.2 * one)
     left = _entries(tmp_path)
     assert "a" * 8 in left  # read recently: kept
     assert "b" * 8 not in left and "c" * 8 not in left  # least recently used: evicted first
@@ -143,7 +152,7 @@ def test_cache_bound_is_respected_and_eviction_is_lru(tmp_path):
     # many more puts: the bound holds throughout
     for i in range(60):
         cache.put("m", f"{i:08d}", "clean", v)
-        assert cache.size_bytes() <= 10 * 1200
+        assert cache.size_bytes() <= int(10.2 * one)
 
 
 def test_cache_bound_from_env_and_unbounded(tmp_path, monkeypatch):
@@ -181,7 +190,7 @@ def test_eviction_is_amortised(tmp_path, monkeypatch):
 def test_crash_leftovers_are_removed_on_the_next_eviction_pass(tmp_path):
     cache = EmbeddingCache(tmp_path, max_bytes=1_000_000)
     cache.put("m", "aaaaaaaa", "clean", np.ones(4, np.float32))
-    shard = next(tmp_path.rglob("*.npy")).parent
+    shard = next(tmp_path.rglob("*.npz")).parent
     stale = shard / "tmpdead.tmp"  # what a killed writer leaves behind: never renamed into place
     stale.write_bytes(b"\x93NUMPY half a file")
     old = time.time() - cache_mod.STALE_TMP_S - 60
@@ -198,11 +207,11 @@ def test_crash_mid_write_leaves_nothing_and_keeps_the_size_estimate(tmp_path, mo
     cache = EmbeddingCache(tmp_path, max_bytes=1_000_000)
     cache.put("m", "bbbbbbbb", "clean", np.ones(4, np.float32))
     size = cache._state.bytes
-    monkeypatch.setattr(np, "save", lambda *a, **k: (_ for _ in ()).throw(OSError("disk full")))
+    monkeypatch.setattr(np, "savez", lambda *a, **k: (_ for _ in ()).throw(OSError("disk full")))
     cache.put("m", "aaaaaaaa", "clean", np.ones(4, np.float32))  # no exception: the cache turns itself off
     monkeypatch.undo()
     assert cache.enabled is False and cache._state.bytes == size  # the failed write is not counted
-    assert not list(tmp_path.rglob("*.tmp")) and len(list(tmp_path.rglob("*.npy"))) == 1
+    assert not list(tmp_path.rglob("*.tmp")) and len(list(tmp_path.rglob("*.npz"))) == 1
     again = EmbeddingCache(tmp_path, max_bytes=1_000_000)
     again.put("m", "aaaaaaaa", "clean", np.ones(4, np.float32))
     assert again.get("m", "aaaaaaaa") is not None

@@ -6,9 +6,17 @@ weights and of what else decides the outputs), not ``model.model_id``: the id is
 of one architecture, so keying by it could serve stale embeddings. A model without a ``fingerprint`` (a bare test
 double) falls back to its id (:func:`model_key`).
 
-One ``.npy`` file per (model, item, perturbation) key for small calls, and one per whole gallery (keyed by all
-its items' keys), written atomically (temp file + ``os.replace``) so a crash mid-write never leaves a half file
-that is read back. A gallery is encoded once; a warm pass only hashes the content and reads one file back.
+One entry per (model, item, perturbation) key for small calls, and one per whole gallery (keyed by all its items'
+keys), written atomically (temp file + ``os.replace``) so a crash mid-write never leaves a half file that is read
+back. A gallery is encoded once; a warm pass only hashes the content and reads one file back.
+
+An entry is an uncompressed ``.npz`` (no pickle) holding the embedding (``emb``) and its provenance (``meta``, JSON
+as bytes): the model key (weights fingerprint), a digest of the model's preprocessing configuration, the content
+hash, the record key, the shape and the dtype (:func:`provenance`). A read checks every one of them against what
+is asked for, and the array itself (float32, finite, the expected shape): an entry that fails -- another model's
+file copied into place, another preprocessing, a file from an older version, a damaged disk -- is a miss, logged
+once, computed again and replaced. Entries of the older ``.npy`` layout are never read; they age out through the
+size bound.
 
 The cache is bounded (``max_bytes``, default ``ROBUSTLAB_CACHE_MAX_MB`` = 2048): when it grows past the bound, the
 least recently used entries go first (a read hit refreshes the entry's mtime). The size is tracked without walking
@@ -23,6 +31,7 @@ import os
 import tempfile
 import threading
 import time
+import zipfile
 from pathlib import Path
 from typing import Sequence
 
@@ -63,11 +72,29 @@ def content_hash(x) -> str:
     return h.hexdigest()
 
 
+def preprocess_key(model) -> str:
+    """A digest of what besides the weights decides a model's outputs (``fingerprint_config()``: input size,
+    normalisation, frame count, aggregator…), stored in every entry and checked on read. '' for a model without
+    one (a test double)."""
+    cfg = getattr(model, "fingerprint_config", None)
+    if not callable(cfg):
+        return ""
+    try:
+        body = json.dumps(cfg(), sort_keys=True, default=str)
+    except Exception:  # noqa: BLE001 -- a backend's config that can't be serialised: no preprocessing check
+        return ""
+    return hashlib.blake2b(body.encode(), digest_size=8).hexdigest()
+
+
 def record_key(record: dict | None) -> str:
     if not record:
         return "clean"
     return hashlib.blake2b(json.dumps(record, sort_keys=True, default=str).encode(), digest_size=8).hexdigest()
 
+
+ENTRY_SUFFIX = ".npz"  # an entry: the embedding and its provenance (see the module docstring)
+LEGACY_SUFFIX = ".npy"  # entries of the layout before provenance: never read, counted for the bound, evicted
+ENTRY_FORMAT = 2
 
 DEFAULT_MAX_MB = 2048
 # the running size estimate is re-read from disk every this many puts (other processes write there too)
@@ -134,7 +161,7 @@ class EmbeddingCache:
         # the salt keeps the folders of the old layout (keyed by bare model ids) out of reach: never read again,
         # they age out through the LRU bound
         mid = hashlib.blake2b(f"fp:{model_key}".encode(), digest_size=8).hexdigest()
-        return self.root / mid / rkey / chash[:2] / f"{chash}.npy"
+        return self.root / mid / rkey / chash[:2] / f"{chash}{ENTRY_SUFFIX}"
 
     def _touch(self, p: Path) -> None:
         st = self._state
@@ -145,22 +172,29 @@ class EmbeddingCache:
         except OSError:
             pass
 
-    def get(self, model_key: str, chash: str, rkey: str = "clean", shape: tuple | None = None) -> np.ndarray | None:
+    def get(self, model_key: str, chash: str, rkey: str = "clean", shape: tuple | None = None,
+            preprocess: str | None = None) -> np.ndarray | None:
         """The entry of (model key, content hash, record key); ``model_key`` is :func:`model_key` of the model.
 
-        An entry is checked on read: float32, finite, and of ``shape`` when given (a ``None`` in it matches any
-        length). One that fails -- a file of another model width, another version, a damaged disk -- is a miss
-        (one log line), so the caller computes it again and its put replaces the file."""
+        An entry is checked on read: its stored provenance (model key, content hash, record key and, when given,
+        ``preprocess`` = :func:`preprocess_key` of the model; the stored shape and dtype against the array's), and
+        the array (float32, finite, of ``shape`` when given; a ``None`` in it matches any length). One that fails
+        -- a file of another model or model width, another preprocessing, another version, a damaged disk -- is a
+        miss (one log line), so the caller computes it again and its put replaces the file."""
         if not self.enabled:
             return None
         p = self._path(model_key, chash, rkey)
         try:
-            v = np.load(p, allow_pickle=False)
+            z = np.load(p, allow_pickle=False)
+            if not isinstance(z, np.lib.npyio.NpzFile):  # a bare array where an entry with provenance belongs
+                return self._reject(p, "without provenance (a bare array)")
+            with z:
+                v, meta = z["emb"], z["meta"]
         except FileNotFoundError:
             return None
-        except (OSError, ValueError, EOFError) as e:
+        except (OSError, ValueError, EOFError, KeyError, zipfile.BadZipFile) as e:
             return self._reject(p, f"unreadable ({type(e).__name__})")
-        why = _mismatch(v, shape)
+        why = _provenance_mismatch(meta, v, model_key, chash, rkey, preprocess) or _mismatch(v, shape)
         if why:
             return self._reject(p, why)
         if self.max_bytes:
@@ -179,10 +213,13 @@ class EmbeddingCache:
         log.warning("robustlab cache: entry %s is %s; recomputing it", p.name, why)
         return None
 
-    def put(self, model_key: str, chash: str, rkey: str, value: np.ndarray) -> None:
+    def put(self, model_key: str, chash: str, rkey: str, value: np.ndarray, preprocess: str = "") -> None:
+        """Store ``value`` with its provenance (:func:`provenance`); atomic, and a failed write (a full or
+        read-only folder) turns the cache off with one warning instead of raising."""
         if not self.enabled:
             return
-        value = np.asarray(value, np.float32)
+        value = np.ascontiguousarray(value, np.float32)
+        meta = provenance(model_key, chash, rkey, value, preprocess)
         if self.max_bytes and value.nbytes + 128 > self.max_bytes:
             return  # an entry bigger than the whole cache is not kept
         p = self._path(model_key, chash, rkey)
@@ -193,7 +230,7 @@ class EmbeddingCache:
             return self._unwritable(e)
         try:
             with os.fdopen(fd, "wb") as f:
-                np.save(f, value, allow_pickle=False)
+                np.savez(f, emb=value, meta=np.frombuffer(meta, np.uint8))
                 size = f.tell()
             os.replace(tmp, p)
         except BaseException as e:
@@ -236,7 +273,7 @@ class EmbeddingCache:
                     try:
                         if e.is_dir(follow_symlinks=False):
                             stack.append(e.path)
-                        elif e.name.endswith(".npy"):
+                        elif e.name.endswith((ENTRY_SUFFIX, LEGACY_SUFFIX)):
                             s = e.stat(follow_symlinks=False)
                             entries.append((s.st_mtime_ns, s.st_size, e.path))
                         elif e.name.endswith(".tmp"):
@@ -307,6 +344,35 @@ class EmbeddingCache:
 PER_ITEM_MAX = 64
 
 
+def provenance(model_key: str, chash: str, rkey: str, value: np.ndarray, preprocess: str = "") -> bytes:
+    """What an entry was computed from, as stored next to it (JSON bytes)."""
+    return json.dumps({"format": ENTRY_FORMAT, "model": model_key, "preprocess": preprocess or "",
+                       "content": chash, "record": rkey, "shape": list(value.shape), "dtype": value.dtype.str},
+                      sort_keys=True).encode()
+
+
+def _provenance_mismatch(meta: np.ndarray, v: np.ndarray, model_key: str, chash: str, rkey: str,
+                         preprocess: str | None) -> str:
+    """Why an entry's stored provenance is not what was asked for ('' when it is)."""
+    try:
+        m = json.loads(np.asarray(meta, np.uint8).tobytes().decode("utf-8"))
+        if not isinstance(m, dict):
+            raise ValueError
+    except (ValueError, UnicodeDecodeError, TypeError):
+        return "without readable provenance"
+    if m.get("format") != ENTRY_FORMAT:
+        return f"of entry format {m.get('format')!r}, not {ENTRY_FORMAT}"
+    for field, want, what in (("model", model_key, "another model"), ("content", chash, "another input"),
+                              ("record", rkey, "another perturbation record")):
+        if m.get(field) != want:
+            return f"computed for {what} ({field} {str(m.get(field))[:24]!r})"
+    if preprocess is not None and m.get("preprocess", "") != preprocess:
+        return f"computed with another preprocessing ({m.get('preprocess')!r}, expected {preprocess!r})"
+    if m.get("shape") != list(v.shape) or m.get("dtype") != v.dtype.str:
+        return f"not the array its provenance describes ({m.get('shape')} {m.get('dtype')})"
+    return ""
+
+
 def _mismatch(v: np.ndarray, shape: tuple | None) -> str:
     """Why a cached array is not the embedding asked for ('' when it is)."""
     if v.dtype != np.float32:
@@ -331,7 +397,8 @@ def model_key(model) -> str:
 
 def _cached_encode(model, items, encode_fn, hash_fn, cache, records, batch_size, progress):
     cache = cache if cache is not None else EmbeddingCache()
-    mkey = model_key(model) if cache.enabled else ""  # a disabled cache reads and writes nothing: no key needed
+    # a disabled cache reads and writes nothing: no key needed
+    mkey, pkey = (model_key(model), preprocess_key(model)) if cache.enabled else ("", "")
     n = len(items)
     if records is None:
         records = [None] * n
@@ -340,13 +407,13 @@ def _cached_encode(model, items, encode_fn, hash_fn, cache, records, batch_size,
     gkey = hashlib.blake2b("|".join(h + r for h, r in keys).encode(), digest_size=16).hexdigest()
     dim = getattr(model, "embed_dim", None)
     dim = int(dim) if isinstance(dim, (int, np.integer)) and dim > 0 else None
-    whole = cache.get(mkey, gkey, "gallery", shape=(n, dim)) if n > 1 else None
+    whole = cache.get(mkey, gkey, "gallery", shape=(n, dim), preprocess=pkey) if n > 1 else None
     if whole is not None and whole.shape[0] == n:
         cache.hits += n
         if progress:
             progress(n, n)
         return whole
-    out: list[np.ndarray | None] = [cache.get(mkey, h, r, shape=(dim,)) for h, r in keys]
+    out: list[np.ndarray | None] = [cache.get(mkey, h, r, shape=(dim,), preprocess=pkey) for h, r in keys]
     missing = [i for i, v in enumerate(out) if v is None]
     cache.hits += n - len(missing)
     cache.misses += len(missing)
@@ -360,14 +427,14 @@ def _cached_encode(model, items, encode_fn, hash_fn, cache, records, batch_size,
         for j, i in enumerate(missing):
             out[i] = emb[j]
             if per_item:
-                cache.put(mkey, keys[i][0], keys[i][1], emb[j])
+                cache.put(mkey, keys[i][0], keys[i][1], emb[j], pkey)
     elif progress:
         progress(n, n)
     if n == 0:
         return np.zeros((0, model.embed_dim), np.float32)
     res = np.stack(out).astype(np.float32)
     if n > 1:
-        cache.put(mkey, gkey, "gallery", res)
+        cache.put(mkey, gkey, "gallery", res, pkey)
     return res
 
 
