@@ -10,9 +10,13 @@ from pathlib import Path
 import streamlit as st
 
 st.set_page_config(page_title="robustlab", page_icon="🧪", layout="wide")
+_boot = st.empty()  # the first run of a fresh server imports PyTorch and robustlab (seconds): say so meanwhile
+_boot.caption("Starting robustlab: loading PyTorch and the library…")
 
 from robustlab.perturb.allocator import tune_allocator  # noqa: E402
 import ui  # noqa: E402
+
+_boot.empty()
 
 HERE = Path(__file__).resolve().parent
 tune_allocator()  # process-wide, once: keep freed NumPy temporaries (glibc) for the per-frame perturbations

@@ -18,7 +18,7 @@ ctx = ui.current_bench()
 if ctx is None:
     st.stop()
 bench, ds, kind = ctx.bench, ctx.dataset, ctx.bench.kind
-texts = bench.texts()[0]
+texts = bench.caption_texts
 items = sorted(bench.caption_of)  # captioned items: they query with their first caption, or as visuals
 names = getattr(ds, "names", None)
 
@@ -56,9 +56,11 @@ with c2:
                                help="Item i is perturbed with seed + i; the typed query with seed."))
 vcond, tcond = ui.condition_row(kind, "", seed, DEFAULTS[kind])
 
+# the ranking first (text→visual encodes only the query's captions), the gallery metrics after it
+failed = f"{vcond.label()} / {tcond.label()} failed on this dataset"
 cmp = ui.compute(bench, vcond, tcond, lambda: bench.compare(vcond, tcond, query_index=qi, query_text=qtext,
-                                                             gt_index=gt, k=k, direction=d),
-                 msg="Ranking…", failure=f"{vcond.label()} / {tcond.label()} failed on this dataset")
+                                                             gt_index=gt, k=k, direction=d, metrics=False),
+                 msg="Ranking…", failure=failed, texts=False)
 if cmp is None:
     st.stop()
 
@@ -68,12 +70,12 @@ m1.metric("Ground-truth rank, clean", "—" if cmp.clean.gt_rank is None else cm
 m2.metric("Ground-truth rank, perturbed", "—" if cmp.perturbed.gt_rank is None else cmp.perturbed.gt_rank,
           delta=None if cmp.rank_change is None else -cmp.rank_change,
           help="Positive delta: the ground truth moved up; negative: it fell.")
-r1 = cmp.metrics["both perturbed"][d]["R@1"]
-m3.metric(f"Gallery {DIRECTION_LABELS[d]} R@1", f"{r1:.3f}", delta=f"{r1 - cmp.metrics['clean'][d]['R@1']:+.3f}")
+r1_slot = m3.empty()
+r1_slot.caption(f"Gallery {DIRECTION_LABELS[d]} R@1: computing below…")
 for note in cmp.notes:
     st.warning(note)
 
-vis_c, (vis_p, vrecs, _), (texts_p, trecs, _) = bench.visuals()[0], bench.visuals(vcond), bench.texts(tcond)
+vis_c, (vis_p, vrecs, _) = bench.visuals()[0], bench.visuals(vcond)
 show = dict(kind=kind, gid=ctx.gid, fps=ui.fps_of(ds))
 q1, q2 = st.columns(2)
 left, right = st.columns(2)
@@ -99,14 +101,18 @@ else:
         ui.ranked_captions("Clean top-k captions", "ranked_captions_clean", cmp.clean, texts, cmp.gt)
     with right:
         ui.ranked_captions(title.replace("top-k", "top-k captions"), "ranked_captions_perturbed", cmp.perturbed,
-                           texts_p, cmp.gt)
+                           bench.texts(tcond)[0], cmp.gt)  # encoded by compare() for a visual query
 
 st.subheader("Gallery metrics")
-ui.metrics_table(cmp.metrics, "metrics_table")
-ui.recall_chart(cmp.metrics, d, "metrics_chart")
+mets = ui.gallery_metrics(bench, vcond, tcond, failure=failed)
+if mets is not None:
+    r1 = mets["both perturbed"][d]["R@1"]
+    r1_slot.metric(f"Gallery {DIRECTION_LABELS[d]} R@1", f"{r1:.3f}", delta=f"{r1 - mets['clean'][d]['R@1']:+.3f}")
+    ui.metrics_table(mets, "metrics_table")
+    ui.recall_chart(mets, d, "metrics_chart")
 
 with st.expander("Perturbation records (regenerate any example exactly)"):
-    gt_recs = vrecs if d[0] == "t" else trecs
+    gt_recs = vrecs if d[0] == "t" else bench.texts(tcond)[1]
     if cmp.query_record:
         st.caption("Query")
         st.json(cmp.query_record)

@@ -48,30 +48,61 @@ def condition_row(kind: str, prefix: str, seed: int, defaults: dict, stacked: bo
     return tuple(out)
 
 
-def compute(bench, visual_cond, text_cond, fn, *, msg: str, failure: str):
+def compute(bench, visual_cond, text_cond, fn, *, msg: str, failure: str, texts: bool = True):
     """Perturb and encode the clean and perturbed dataset (memoised by the bench, embeddings on disk) under a
     progress bar, then ``fn()``; its result, or None after a clear message (bad input: a warning; anything a
-    perturbation raises on this dataset: ``failure`` and the error) so the page stays up."""
+    perturbation raises on this dataset: ``failure`` and the error) so the page stays up. ``texts=False``: the
+    captions are left to ``fn`` (a page that draws a ranking before the gallery metrics, see
+    :func:`gallery_metrics`)."""
     from robustlab.io.files import InputError
 
     what = f"{bench.kind}s"
     bar = st.progress(0.0, text=f"Perturbing and encoding the {what}…")
 
-    def progress(done, total):
-        bar.progress(min(done / max(total, 1), 1.0), text=f"Perturbing and encoding the {what}… {done}/{total}")
+    def progress_of(label):
+        def progress(done, total):
+            bar.progress(min(done / max(total, 1), 1.0), text=f"{label}… {done}/{total}")
+        return progress
 
     try:
         with st.spinner(f"Perturbing and encoding the {what}…"):
-            bench.visuals(Condition(), progress=progress)
-            bench.visuals(visual_cond, progress=progress)
-        with st.spinner("Perturbing and encoding the captions…"):
-            bench.texts(Condition())
-            bench.texts(text_cond)
+            bench.visuals(Condition(), progress=progress_of(f"Encoding the clean {what}"))
+            bench.visuals(visual_cond, progress=progress_of(f"Perturbing and encoding the {what}"))
+        if texts:
+            with st.spinner("Perturbing and encoding the captions…"):
+                bench.texts(Condition(), progress=progress_of("Encoding the clean captions"))
+                bench.texts(text_cond, progress=progress_of("Perturbing and encoding the captions"))
         with st.spinner(msg):
             return fn()
     except (InputError, ValueError) as e:
         st.warning(str(e))
     except Exception as e:  # noqa: BLE001 - a perturbation failing on this dataset must not take the page down
+        st.error(f"{failure} ({type(e).__name__}: {e})")
+    finally:
+        bar.empty()
+    return None
+
+
+def gallery_metrics(bench, visual_cond, text_cond, *, failure: str):
+    """The bench's metrics under clean, visual-, text- and both-perturbed conditions (``condition_metrics``),
+    encoding whatever captions are not encoded yet under a progress bar; None after a clear message."""
+    from robustlab.io.files import InputError
+
+    bar = st.progress(0.0, text="Perturbing and encoding the captions for the gallery metrics…")
+
+    def progress_of(label):
+        def progress(done, total):
+            bar.progress(min(done / max(total, 1), 1.0), text=f"{label}… {done}/{total}")
+        return progress
+
+    try:
+        bench.texts(Condition(), progress=progress_of("Encoding the clean captions"))
+        bench.texts(text_cond, progress=progress_of("Perturbing and encoding the captions"))
+        with st.spinner("Scoring the gallery…"):
+            return bench.condition_metrics(visual_cond, text_cond)
+    except (InputError, ValueError) as e:
+        st.warning(str(e))
+    except Exception as e:  # noqa: BLE001 - as compute(): the page stays up
         st.error(f"{failure} ({type(e).__name__}: {e})")
     finally:
         bar.empty()

@@ -191,14 +191,39 @@ class RetrievalBench:
                 progress(i + 1, len(ds))
         return outs, (None if cond.clean else recs)
 
-    def texts(self, cond: Condition = Condition()):
-        """(texts, records, embeddings) of every caption under a text condition (memoised)."""
+    def texts(self, cond: Condition = Condition(), progress: ProgressFn = None):
+        """(texts, records, embeddings) of every caption under a text condition (memoised). ``progress(done,
+        total)``: perturbing then encoding (each half of the total when perturbed)."""
         key = cond.key()
         if key not in self._texts:
-            outs, recs = perturb_many(self._texts0, cond, "text")
-            emb = cached_encode_texts(self.model, outs, cache=self.cache, records=recs)
+            n = len(self._texts0)
+            half = (lambda a: (lambda d, t: progress(a + d, 2 * n))) if progress and not cond.clean else None
+            outs, recs = perturb_many(self._texts0, cond, "text", progress=half(0) if half else None)
+            emb = cached_encode_texts(self.model, outs, cache=self.cache, records=recs,
+                                      progress=half(n) if half else progress)
             self._texts[key] = (outs, recs, np.asarray(emb, np.float32))
         return self._texts[key]
+
+    @property
+    def caption_texts(self) -> list[str]:
+        """Every caption, clean (text index order), without encoding anything."""
+        return self._texts0
+
+    def has_texts(self, cond: Condition = Condition()) -> bool:
+        """Whether the captions under ``cond`` are perturbed and encoded already (memoised in this bench)."""
+        return cond.key() in self._texts
+
+    def one_text(self, j: int, cond: Condition = Condition()):
+        """(text, record, embedding) of caption ``j`` under ``cond``: the memoised row when :meth:`texts` ran for
+        ``cond``, else caption ``j`` alone (perturbed with the seed it gets in the whole list, ``seed + j``, so
+        the text and record are the same; the embedding equals the row up to float rounding of the batch)."""
+        key = cond.key()
+        if key in self._texts:
+            outs, recs, emb = self._texts[key]
+            return outs[j], (recs[j] if recs else None), emb[j]
+        outs, recs = perturb_many([self._texts0[j]], cond, "text", offset=int(j))
+        emb = cached_encode_texts(self.model, outs, cache=self.cache, records=recs)
+        return outs[0], (recs[0] if recs else None), np.asarray(emb[0], np.float32)
 
     # ---- scores and metrics -----------------------------------------------------------------------------
     def scores(self, visual_cond: Condition = Condition(), text_cond: Condition = Condition(),
@@ -244,12 +269,17 @@ class RetrievalBench:
     # ---- one query, clean vs perturbed --------------------------------------------------------------------
     def compare(self, visual_cond: Condition = Condition(), text_cond: Condition = Condition(),
                 query_index: Optional[int] = None, query_text: Optional[str] = None, gt_index: Optional[int] = None,
-                k: int = 5, direction: Optional[str] = None, progress: ProgressFn = None) -> Comparison:
+                k: int = 5, direction: Optional[str] = None, progress: ProgressFn = None,
+                metrics: bool = True) -> Comparison:
         """Top-k for one query, clean vs perturbed, plus the dataset-level metrics of each condition.
 
         Text→visual: item ``query_index``'s first caption, or a typed ``query_text`` (its positives: ``gt_index``
         when given, else every item with exactly that caption when the dataset matches by caption).
-        Visual→text: item ``query_index`` queries the texts (the perturbed run perturbs both)."""
+        Visual→text: item ``query_index`` queries the texts (the perturbed run perturbs both).
+
+        ``metrics=False`` leaves ``metrics`` empty (``{}``) and, text→visual, encodes only the query rather than
+        every caption (:meth:`one_text`): what a page needs to draw the ranking first; the gallery metrics
+        (:meth:`condition_metrics`) follow."""
         direction = direction or self.directions[0]
         self._check_direction(direction)
         n = len(self.dataset)
@@ -260,8 +290,10 @@ class RetrievalBench:
             raise ValueError(f"ground-truth index {gt_index} outside the dataset (0..{n - 1})")
         _, _, ve_c = self.visuals(Condition(), progress)
         _, vrecs, ve_p = self.visuals(visual_cond, progress)
-        texts_c, _, te_c = self.texts(Condition())
-        texts_p, trecs, te_p = self.texts(text_cond)
+        texts_c = self._texts0  # the clean captions are the captions themselves
+        if metrics or direction[0] != "t":
+            _, _, te_c = self.texts(Condition())
+            texts_p, trecs, te_p = self.texts(text_cond)
         prec = None
         if direction[0] == "t":
             k = max(1, min(int(k), n))
@@ -270,8 +302,9 @@ class RetrievalBench:
                 if not len(js):
                     raise ValueError(f"item {query_index} has no caption to query with")
                 j = int(js[0])
-                query, pq, prec = texts_c[j], texts_p[j], (trecs[j] if trecs else None)
-                q_c, q_p, gt = te_c[j], te_p[j], list(self.text_pos[j])
+                query, _, q_c = self.one_text(j, Condition())
+                pq, prec, q_p = self.one_text(j, text_cond)
+                gt = list(self.text_pos[j])
             else:
                 from robustlab.io.files import clean_caption
 
@@ -301,7 +334,8 @@ class RetrievalBench:
             s_c, s_p = te_c @ ve_c[query], te_p @ ve_p[query]
         return Comparison(direction=direction, query=query, perturbed_query=pq, query_record=prec, gt=gt,
                           clean=_ranked(s_c, gt, k), perturbed=_ranked(s_p, gt, k),
-                          metrics=self.condition_metrics(visual_cond, text_cond), visual_condition=visual_cond,
+                          metrics=self.condition_metrics(visual_cond, text_cond) if metrics else {},
+                          visual_condition=visual_cond,
                           text_condition=text_cond, k=k, notes=notes)
 
     def worst_examples(self, visual_cond: Condition, text_cond: Condition, k: int = 3) -> list[dict]:
