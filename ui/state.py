@@ -54,6 +54,7 @@ def sidebar_models() -> list[str]:
 @st.cache_resource(show_spinner="Loading model…")
 def get_model(spec: str, device: str):
     """One model instance per (spec, device) per process."""
+    __import__("logging").getLogger("robustlab.ui").warning("model load: %s on %s", spec, device)  # bench_concurrency
     return load_model(spec, device=None if device == "auto" else device)
 
 
@@ -105,11 +106,21 @@ def load(spec: str, what: str = "Model"):
     try:
         model = get_model(spec, spec_device()[1])
     except (ModelUnavailable, ValueError, RuntimeError, OSError) as e:
-        st.error(f"{what} **{spec}** can't be loaded here: {e}")
+        st.error(f"{what} **{spec}** can't be loaded here: {_one_line(e)}")
+        return None
+    except Exception as e:  # noqa: BLE001 -- a damaged checkpoint, a backend bug: a banner, never a traceback
+        st.error(f"{what} **{spec}** failed to load ({type(e).__name__}: {_one_line(e)}). The other pages "
+                 f"and models still work; pick another model in the sidebar.")
         return None
     if getattr(model, "random_init", False):
         st.warning(f"{spec} is randomly initialised: plumbing only, its numbers are not results.")
     return model
+
+
+def _one_line(e: BaseException, limit: int = 300) -> str:
+    """An exception as one line of at most ``limit`` characters (a banner, not a traceback)."""
+    text = " ".join(str(e).split()) or type(e).__name__
+    return text if len(text) <= limit else text[:limit - 1] + "…"
 
 
 def current_model():
