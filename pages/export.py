@@ -65,8 +65,9 @@ if not cached or cached[0] != sig:
     try:
         with st.spinner("Packing the zip…"):
             cached = (sig, build_zip(basket))
-    except (RuntimeError, ValueError, OSError) as e:
-        st.error(f"The export cannot be built: {e}")
+    except (RuntimeError, ValueError, OSError, MemoryError) as e:
+        st.error(f"The export cannot be built ({type(e).__name__}: {e or 'out of memory'}); the basket is kept as "
+                 "it is: free some memory or remove examples and try again.")
         st.stop()
     st.session_state["export_zip"] = cached
 d1, d2 = st.columns([1, 1])

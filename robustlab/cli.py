@@ -320,6 +320,11 @@ def cmd_perturb(args) -> int:
         for path in bar:
             bar.set_postfix_str(path.name[-40:], refresh=False)
             res = perturber.add(path)
+            if res.fatal:  # the output folder is full: stop, the examples written so far are complete
+                errors.append(res.error)
+                tqdm.write(f"robustlab: stopped: {res.error}; the {n_examples} example(s) written before it are "
+                           f"complete and listed in the manifest", file=sys.stderr)
+                break
             if res.error:
                 errors.append(res.error)
                 tqdm.write(f"robustlab: skipped {res.error}", file=sys.stderr)
@@ -346,8 +351,16 @@ def cmd_regenerate(args) -> int:
         if not args.json:
             tqdm.write(r.line())
 
+    from robustlab.export.manifest import ExportWriteError
+
+    write_error = None
     try:
         results = regenerate_export(args.export, out=args.out, progress=progress)
+    except ExportWriteError as e:  # the out folder filled up: every example was verified all the same
+        if e.results is None:
+            bar.close()
+            return _err(str(e))
+        results, write_error = e.results, str(e)
     except (OSError, ValueError) as e:
         bar.close()
         return _err(str(e))
@@ -357,8 +370,11 @@ def cmd_regenerate(args) -> int:
         print(json.dumps([{"id": r.id, "status": r.status, "message": r.message, "perturbation": r.perturbation,
                            "severity": r.severity, "path": r.path} for r in results], indent=2))
     else:
+        into = f" into {args.out}" if args.out and not write_error else ""
         print(f"{len(results) - len(bad)}/{len(results)} example(s) regenerated bit for bit"
-              + (f" into {args.out}" if args.out else "") + (f"; {len(bad)} failed" if bad else ""))
+              + into + (f"; {len(bad)} failed" if bad else ""))
+    if write_error:
+        return _err(write_error)
     if not results:
         return _err("the manifest lists no examples", 1)
     return 1 if bad else 0

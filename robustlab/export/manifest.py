@@ -71,6 +71,34 @@ TEXT_EXTS = {".txt", ".csv", ".tsv", ".json"}
 REQUIRED_KEYS = ("manifest", "id", "kind", "perturbation", "variant", "severity", "seed", "params", "versions",
                  "record", "source", "clean", "perturbed", "model")
 _WINDOWS_RESERVED = {"con", "prn", "aux", "nul", *(f"com{i}" for i in range(1, 10)), *(f"lpt{i}" for i in range(1, 10))}
+_DISK_ERRNOS = {28, 122, 30, 27}  # ENOSPC, EDQUOT, EROFS, EFBIG: nothing more can be written there
+
+
+class ExportWriteError(OSError):
+    """An export or a rebuilt export could not be written (a full disk, a read-only folder); nothing half-written
+    was left. ``results``: the verifications of ``regenerate_export``, complete even so (None elsewhere)."""
+
+    def __init__(self, errno_: int | None, message: str, results: list | None = None):
+        super().__init__(errno_, message)
+        self.message, self.results = message, results
+
+    def __str__(self) -> str:
+        return self.message
+
+
+def disk_full(e: BaseException) -> bool:
+    """Whether ``e`` says the destination can take no more (full disk, quota, read-only, file too large)."""
+    return isinstance(e, OSError) and e.errno in _DISK_ERRNOS
+
+
+def describe_write_error(e: OSError, where) -> str:
+    """One line for a failed write: what happened and where."""
+    why = e.strerror or str(e)
+    if e.errno in (28, 122):
+        why = "the disk is full" + (" (quota)" if e.errno == 122 else "")
+    elif e.errno == 30:
+        why = "the folder is read-only"
+    return f"cannot write to {where}: {why}"
 
 
 # ---- paths ----------------------------------------------------------------------------------------------
@@ -196,14 +224,29 @@ class ZipSink(_Sink):
 
 
 class DirSink(_Sink):
+    """Writes each file atomically (temp file + ``os.replace``: a crash or a full disk never leaves half a file)
+    and remembers what it created, so a failed export can be taken back (:meth:`rollback`): the files and folders
+    it added go, the ones that were there before stay."""
+
     def __init__(self, root: str | os.PathLike):
         self.root = Path(root)
-        self.root.mkdir(parents=True, exist_ok=True)
+        self._created: list[Path] = []  # files and folders this sink added, in creation order
+        self._mkdirs(self.root)
+
+    def _mkdirs(self, d: Path) -> None:
+        missing = []
+        while not d.exists() and d != d.parent:
+            missing.append(d)
+            d = d.parent
+        for m in reversed(missing):
+            m.mkdir(exist_ok=True)
+            self._created.append(m)
 
     def write(self, rel: str, data: bytes) -> None:
         rel = safe_member(rel)
         p = self.root.joinpath(*rel.split("/"))
-        p.parent.mkdir(parents=True, exist_ok=True)
+        self._mkdirs(p.parent)
+        existed = p.exists()
         fd, tmp = tempfile.mkstemp(dir=p.parent, prefix=".tmp-")
         try:
             with os.fdopen(fd, "wb") as f:
@@ -212,6 +255,21 @@ class DirSink(_Sink):
         except BaseException:
             Path(tmp).unlink(missing_ok=True)
             raise
+        if not existed:
+            self._created.append(p)
+
+    def mark(self) -> int:
+        """A point to roll back to (see :meth:`rollback`)."""
+        return len(self._created)
+
+    def rollback(self, to: int = 0) -> None:
+        """Remove what was created since ``mark()`` returned ``to`` (everything by default), newest first."""
+        while len(self._created) > to:
+            q = self._created.pop()
+            try:
+                q.rmdir() if q.is_dir() else q.unlink()
+            except OSError:
+                pass
 
 
 # ---- writing examples -----------------------------------------------------------------------------------
@@ -327,14 +385,46 @@ def build_zip(examples: Iterable[Example], progress: Callable[[int, int], None] 
 
 
 def export_dir(examples: Iterable[Example], out: str | os.PathLike) -> list[dict]:
-    """Write the export into folder ``out`` (same layout as the zip); returns the manifest entries."""
+    """Write the export into folder ``out`` (same layout as the zip); returns the manifest entries.
+
+    All or nothing: when a write fails (a full disk, a read-only folder) everything this call added to ``out``
+    is removed again and an ``OSError`` says what happened (files that were there before are left alone)."""
     examples = list(examples)
     sink = DirSink(out)
-    entries = [write_example(sink, ex, f"{i:04d}") for i, ex in enumerate(examples, start=1)]
-    sink.write(MANIFEST, _manifest_bytes(entries))
-    for rel, data in peeling_files(examples, entries).items():
-        sink.write(rel, data)
+    try:
+        entries = [write_example(sink, ex, f"{i:04d}") for i, ex in enumerate(examples, start=1)]
+        for rel, data in peeling_files(examples, entries).items():
+            sink.write(rel, data)
+        sink.write(MANIFEST, _manifest_bytes(entries))  # last: a folder with a manifest is a complete export
+    except OSError as e:
+        sink.rollback()
+        raise ExportWriteError(e.errno, describe_write_error(e, out) + "; nothing was left there") from e
     return entries
+
+
+def save_zip(examples: Iterable[Example], path: str | os.PathLike,
+             progress: Callable[[int, int], None] | None = None) -> int:
+    """Write the export zip of ``examples`` to ``path`` atomically; returns its size in bytes.
+
+    The zip is built in memory, written to a temporary file beside ``path`` and renamed into place: a full disk
+    or a crash leaves no half-written zip at ``path`` (an older file there stays as it was), and the
+    ``OSError`` says what happened."""
+    data = build_zip(examples, progress=progress)
+    path = Path(path)
+    try:
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    except OSError as e:
+        raise ExportWriteError(e.errno, describe_write_error(e, path)) from e
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        os.replace(tmp, path)
+    except BaseException as e:
+        Path(tmp).unlink(missing_ok=True)
+        if isinstance(e, OSError):
+            raise ExportWriteError(e.errno, describe_write_error(e, path) + "; no partial zip was left") from e
+        raise
+    return len(data)
 
 
 README_TEXT = """robustlab export
@@ -654,6 +744,7 @@ def regenerate_export(src: str | os.PathLike, out: str | os.PathLike | None = No
     """
     results: list[ItemResult] = []
     sink = DirSink(out) if out is not None else None
+    write_error, write_errno = "", 28  # set when the out folder filled up: the rest is verified but not written
     kept: list[dict] = []
     shared_text: dict[str, dict[int, str]] = {}  # perturbed caption files holding several examples' lines
     with ExportReader(src) as reader:
@@ -679,7 +770,12 @@ def regenerate_export(src: str | os.PathLike, out: str | os.PathLike | None = No
                             sink.write(pref["path"], encode_output(entry, output, fps))
                         kept.append(entry)
                     except (OSError, ValueError) as e:
-                        r.status, r.message = "ERROR", f"writing {out}: {e}"
+                        if disk_full(e):  # nothing more fits: stop writing, keep verifying, take the folder back
+                            sink.rollback()
+                            sink, write_error, write_errno = None, describe_write_error(e, out), e.errno
+                            r.message = "; ".join(m for m in (r.message, write_error) if m)
+                        else:
+                            r.status, r.message = "ERROR", f"writing {out}: {e}"
             results.append(r)
             if progress:
                 progress(r, len(results), total)
@@ -690,12 +786,21 @@ def regenerate_export(src: str | os.PathLike, out: str | os.PathLike | None = No
                 except (OSError, ValueError):
                     pass
         if sink is not None:
-            for path, lines in shared_text.items():
-                n_lines = max(lines) + 1
-                body = "\n".join(lines.get(i, "") for i in range(n_lines)) + "\n"
-                sink.write(path, body.encode("utf-8"))
-            sink.write(MANIFEST, _manifest_bytes(kept))
+            try:
+                for path, lines in shared_text.items():
+                    n_lines = max(lines) + 1
+                    body = "\n".join(lines.get(i, "") for i in range(n_lines)) + "\n"
+                    sink.write(path, body.encode("utf-8"))
+                sink.write(MANIFEST, _manifest_bytes(kept))
+            except OSError as e:
+                sink.rollback()
+                raise ExportWriteError(e.errno, describe_write_error(e, out) + "; nothing was left there",
+                                       results) from e
+    if write_error:
+        raise ExportWriteError(write_errno, write_error + "; nothing was left there (every example was still verified)",
+                               results)
     return results
+
 
 
 # ---- perturbing files (the CLI's ``robustlab perturb``) ---------------------------------------------------
@@ -762,6 +867,7 @@ class FileResult:
     path: Path
     entries: list[dict]
     error: str = ""
+    fatal: bool = False  # the output folder can take no more (a full disk): the batch should stop
 
 
 class FilePerturber:
@@ -817,6 +923,7 @@ class FilePerturber:
         from robustlab.perturb import perturb
 
         path = Path(path)
+        mark, size = self.sink.mark(), self._manifest.tell()
         try:
             kind, data, fps = self._load(path)
             digest, nbytes = _file_sha256(path)
@@ -855,13 +962,28 @@ class FilePerturber:
             self._manifest.flush()
             return FileResult(path, entries)
         except Exception as e:  # noqa: BLE001 - one bad file must never stop a batch; it is reported
+            if disk_full(e):  # the output side is full: take this file's part back, the manifest stays whole
+                self._take_back(mark, size)
+                return FileResult(path, [], f"{path}: {describe_write_error(e, self.out)}", fatal=True)
             msg = str(e) if isinstance(e, (InputError, OSError)) else f"{type(e).__name__}: {e}"
             if str(path) not in msg and path.name not in msg:
                 msg = f"{path}: {msg}"
             return FileResult(path, [], msg)
 
+    def _take_back(self, mark: int, size: int) -> None:
+        """Remove this file's outputs and any part of its manifest lines (a write that failed half-way)."""
+        self.sink.rollback(mark)
+        try:
+            self._manifest.truncate(size)
+            self._manifest.seek(size)
+        except (OSError, ValueError):
+            pass
+
     def close(self):
-        self._manifest.close()
+        try:
+            self._manifest.close()
+        except OSError:  # the last flush failed (a full disk): what could be written is whole lines
+            pass
 
     def __enter__(self):
         return self
