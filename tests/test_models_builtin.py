@@ -188,3 +188,36 @@ def test_importing_the_registry_stays_light_and_acyclic():
                 "robustlab.models.builtin_video", "robustlab.models.tasks"):
         r = subprocess.run([sys.executable, "-c", f"import {mod}"], capture_output=True, text=True, timeout=120)
         assert r.returncode == 0, (mod, r.stderr[-500:])
+
+
+def test_minilm_in_plain_torch_matches_transformers_bit_for_bit():
+    """robustlab.models.minilm (what the built-ins run, without transformers' import cost at cold start) gives the
+    token ids and hidden states of transformers' AutoTokenizer + BertModel on the same package folder."""
+    import torch
+    from transformers import AutoModel, AutoTokenizer
+
+    from robustlab.models import minilm
+    from robustlab.models.builtin import load_minilm, minilm_path
+
+    p = minilm_path()
+    tok, enc = load_minilm()
+    assert isinstance(enc, minilm.MiniLM) and not any(q.requires_grad for q in enc.parameters())
+    htok = AutoTokenizer.from_pretrained(str(p), local_files_only=True)
+    henc = AutoModel.from_pretrained(str(p), local_files_only=True).eval()
+    texts = ["a large red circle at the left on a gray background", "", "   ", "Ünïcödé café — naïve 🎉 emoji",
+             "x " * 300, "the red circle moves left, then the blue square appears", "[MASK] hello [SEP] [CLS]",
+             "tab\tand\nnewline", "UPPER lower MiXeD 12345 3.14 e-mail@x.org"]
+    for max_length in (8, 64, 256):
+        a = tok(texts, padding=True, truncation=True, max_length=max_length, return_tensors="pt")
+        b = htok(texts, padding=True, truncation=True, max_length=max_length, return_tensors="pt")
+        for k in ("input_ids", "token_type_ids", "attention_mask"):
+            assert torch.equal(a[k], b[k]), (max_length, k)
+        with torch.inference_mode():
+            x, y = enc(**a).last_hidden_state, henc(**b).last_hidden_state
+        assert torch.allclose(x, y, atol=1e-5, rtol=0), (max_length, (x - y).abs().max())
+    assert tok.get_vocab() == htok.get_vocab()
+    ids = list(range(95, 2100, 37))
+    assert tok.convert_ids_to_tokens(ids) == htok.convert_ids_to_tokens(ids)
+    assert tok.convert_tokens_to_ids(["[CLS]", "circle", "notawordpiece"]) == \
+        htok.convert_tokens_to_ids(["[CLS]", "circle", "notawordpiece"])
+    assert torch.equal(enc.embeddings.word_embeddings.weight, henc.embeddings.word_embeddings.weight)

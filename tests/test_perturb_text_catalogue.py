@@ -176,10 +176,13 @@ def _fake_hub(root, tok):
 def test_hub_ops_real_loading_code_on_tiny_stand_ins(tmp_path, monkeypatch):
     """The real from_pretrained / generate / fill-mask code paths, on tiny random checkpoints in a temp cache."""
     import torch
-    from robustlab.models.builtin import load_minilm
+    from transformers import AutoTokenizer
+
+    from robustlab.models.builtin import minilm_path
     from robustlab.perturb.text import sentence as S
 
-    tok, _ = load_minilm()
+    # the stand-ins need a transformers tokenizer (save_pretrained): MiniLM's, read by transformers itself
+    tok = AutoTokenizer.from_pretrained(str(minilm_path()), local_files_only=True)
     _fake_hub(tmp_path, tok)
     monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path))
     try:

@@ -59,12 +59,11 @@ def load_minilm():
 
 @lru_cache(maxsize=1)
 def _load_minilm():
-    from transformers import AutoModel, AutoTokenizer
+    # robustlab.models.minilm: the same weights and tokenizer in plain PyTorch (bit-identical token ids and
+    # hidden states to transformers' BertModel, tested), without transformers' seconds of imports at cold start
+    from robustlab.models import minilm
 
-    p = minilm_path()
-    tok = AutoTokenizer.from_pretrained(str(p), local_files_only=True)
-    enc = AutoModel.from_pretrained(str(p), local_files_only=True)
-    enc.eval()
+    tok, enc = minilm.load(minilm_path())
     for q in enc.parameters():
         q.requires_grad_(False)
     return tok, enc
