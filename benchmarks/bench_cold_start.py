@@ -77,13 +77,15 @@ def one_start(browser, cache: Path, timeout_s: float = 300.0) -> dict:
         page = ctx.new_page()
         page.goto(url)
         ranked = page.locator(".st-key-ranked_clean img, .st-key-ranked_perturbed img")
-        table = page.locator(".st-key-metrics_table")
-        seen: list[str] = []
+        table = page.locator(".st-key-metrics_chart")  # drawn right after the metrics table
+        seen: list[list] = []  # [seconds since spawn, text] the first time each text is on screen
+        texts: set[str] = set()
         while time.perf_counter() - t0 < timeout_s:
             for t in page.evaluate(PROGRESS_JS):
                 t = " ".join(t.split())[:90]
-                if t not in seen:
-                    seen.append(t)
+                if t not in texts and not t.startswith("#"):  # (ranked results' captions left out)
+                    texts.add(t)
+                    seen.append([round(time.perf_counter() - t0, 2), t])
             if "usable_s" not in out and ranked.count() >= 2:
                 out["usable_s"] = time.perf_counter() - t0
             if table.count() > 0:
