@@ -22,7 +22,9 @@ def describe_source(src: dict) -> str:
         return f"built-in {src.get('collection')} · world seed {src.get('seed')} · item {src.get('index')}"
     if t in ("upload", "file"):
         line = f" · line {src['line'] + 1}" if src.get("line") is not None else ""
-        return f"{'uploaded' if t == 'upload' else 'file'} {src.get('name')}{line} · {str(src.get('sha256'))[:19]}…"
+        digest = src.get("sha256") or src.get("content_hash")  # an item of "My uploads" keeps its content hash
+        return f"{'uploaded' if t == 'upload' else 'file'} {src.get('name')}{line}" + (
+            f" · {str(digest)[:19]}…" if digest else "")
     return str(src.get("name") or t)
 
 

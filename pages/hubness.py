@@ -84,7 +84,7 @@ with right:
 # ---- top hubs: the visual (perturbed when it is the perturbed hub), and the caption when hubs are captions -------
 st.subheader("Top hubs")
 ui.clamp("hub_m", 1, min(30, view.n_targets))
-m = int(st.slider("How many", 1, min(30, view.n_targets), min(10, view.n_targets), key="hub_m"))
+m = ui.int_slider("How many", 1, min(30, view.n_targets), 10, key="hub_m")
 vis_p, caps_p, caps_c = bench.visuals(vcond)[0], bench.texts(tcond)[0], bench.texts()[0]
 text_items = bench.text_items
 for tab, which, nk, other in zip(st.tabs([f"perturbed ({view.label})", "clean"]), ("perturbed", "clean"),

@@ -51,7 +51,7 @@ with c1:
 with c2:
     hi = min(20 if kind == "image" else 10, len(ds) if d[0] == "t" else len(texts))
     ui.clamp("topk", 1, hi)
-    k = st.slider("Top-k", 1, hi, min(5, hi), key="topk")
+    k = ui.int_slider("Top-k", 1, hi, 5, key="topk")
     seed = int(st.number_input("Seed", 0, 2**31 - 1, 0, key="seed",
                                help="Item i is perturbed with seed + i; the typed query with seed."))
 vcond, tcond = ui.condition_row(kind, "", seed, DEFAULTS[kind])

@@ -52,6 +52,12 @@ def need_or_skip(reason: str):
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
     """``streamlit run app.py`` on a free localhost port, with its own cache; fails if the log shows a traceback."""
+    yield from run_server(tmp_path_factory)
+
+
+def run_server(tmp_path_factory, args=(), env=None):
+    """The ``server`` fixture's body, for a fixture that needs other Streamlit options or environment: yields
+    the URL, then stops the server and fails if its log shows a traceback."""
     import socket
     import subprocess
     import time
@@ -60,10 +66,10 @@ def server(tmp_path_factory):
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    env = dict(os.environ, ROBUSTLAB_CACHE=str(tmp_path_factory.mktemp("cache")))
+    env = dict(os.environ, ROBUSTLAB_CACHE=str(tmp_path_factory.mktemp("cache")), **(env or {}))
     log = open(tmp_path_factory.mktemp("log") / "streamlit.log", "w+")
     proc = subprocess.Popen([sys.executable, "-m", "streamlit", "run", "app.py", "--server.port", str(port),
-                             "--server.address", "127.0.0.1", "--server.headless", "true"],
+                             "--server.address", "127.0.0.1", "--server.headless", "true", *args],
                             cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}"
     deadline = time.time() + 120

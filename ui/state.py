@@ -106,7 +106,7 @@ def load(spec: str, what: str = "Model"):
     try:
         model = get_model(spec, spec_device()[1])
     except (ModelUnavailable, ValueError, RuntimeError, OSError) as e:
-        st.error(f"{what} **{spec}** can't be loaded here: {_one_line(e)}")
+        st.error(f"{what} **{spec}** can't be loaded here: {_one_line(e, limit=None)}")  # whole: it ends on a hint
         return None
     except Exception as e:  # noqa: BLE001 -- a damaged checkpoint, a backend bug: a banner, never a traceback
         st.error(f"{what} **{spec}** failed to load ({type(e).__name__}: {_one_line(e)}). The other pages "
@@ -117,10 +117,10 @@ def load(spec: str, what: str = "Model"):
     return model
 
 
-def _one_line(e: BaseException, limit: int = 300) -> str:
-    """An exception as one line of at most ``limit`` characters (a banner, not a traceback)."""
+def _one_line(e: BaseException, limit: int | None = 300) -> str:
+    """An exception as one line (of at most ``limit`` characters when given): a banner, not a traceback."""
     text = " ".join(str(e).split()) or type(e).__name__
-    return text if len(text) <= limit else text[:limit - 1] + "…"
+    return text if limit is None or len(text) <= limit else text[:limit - 1] + "…"
 
 
 def current_model():
@@ -266,6 +266,12 @@ def sidebar() -> None:
     g = st.session_state.get("upload_gallery")
     counts = {"builtin": f" ({DEMO_N})", "builtin-videos": f" ({VIDEO_DEMO_N})",
               "upload": f" ({len(g) if g else 0}{' videos' if g is not None and g.kind == 'video' else ''})"}
+    labels = [DATASETS[d] + counts.get(d, "") for d in DATASETS]
+    if st.session_state.get("dataset_labels", labels) != labels and "dataset" in st.session_state:
+        # the radio's value is its label: once "My uploads (0)" reads "(6)", send the choice again, or the browser keeps
+        # the old label, shows nothing selected and the next run falls back to the built-in images
+        st.session_state["dataset"] = st.session_state["dataset"]
+    st.session_state["dataset_labels"] = labels
     st.radio("Dataset", list(DATASETS), key="dataset", format_func=lambda d: DATASETS[d] + counts.get(d, ""))
     if st.session_state.get("dataset") == "folder":
         entries = {e["name"]: e for e in folder_entries()}

@@ -9,6 +9,7 @@ from robustlab.datasets.uploads import IMAGE_SUFFIXES, VIDEO_SUFFIXES, ingest_up
 from robustlab.engine.cache import content_hash
 
 TYPES = [s[1:] for s in IMAGE_SUFFIXES + VIDEO_SUFFIXES]
+MESSAGES = "upload_messages"  # what the last "Add to my gallery" said, shown after the rerun it starts
 
 
 def upload_section() -> None:
@@ -24,16 +25,21 @@ def upload_section() -> None:
                                        "or .json", type=["txt", "csv", "tsv", "json"], key="up_captions")
             lines = st.text_area("…or type captions, one per line, in the order of the files", key="up_lines")
             submitted = st.form_submit_button("Add to my gallery")
-        if submitted:
-            _ingest(gal, [(f.name, f.getvalue()) for f in (files or [])],
-                    (capfile.name, capfile.getvalue()) if capfile else None, lines)
+        if submitted and _ingest(gal, [(f.name, f.getvalue()) for f in (files or [])],
+                                 (capfile.name, capfile.getvalue()) if capfile else None, lines):
+            st.rerun()  # a new gallery: the sidebar (drawn before this form) and the labels above must count it
         if gal is not None and st.button("Clear my gallery", key="clear_uploads"):
             st.session_state.pop("upload_gallery", None)
             st.session_state.pop("upload_gallery_id", None)
             st.rerun()
+    for kind, text in st.session_state.pop(MESSAGES, []):  # below the expander: it folds once the gallery has items
+        getattr(st, kind)(text)
 
 
-def _ingest(gal, files, capfile, lines: str) -> None:
+def _ingest(gal, files, capfile, lines: str) -> bool:
+    """Add the files (and captions) to the gallery; what it says is kept for the section to show. -> whether the
+    session now holds another gallery."""
+    say = st.session_state.setdefault(MESSAGES, [])
     by, errors = split_by_kind(files)
     kinds = [k for k in ("image", "video") if by[k]]
     kind = gal.kind if gal is not None else (kinds[0] if kinds else "image")
@@ -46,17 +52,18 @@ def _ingest(gal, files, capfile, lines: str) -> None:
     elif gal is not None and (capfile or lines.strip()):
         rep = set_captions(gal, capfile, lines)
     elif not errors:
-        st.warning("Choose at least one image or video to add (or captions for the items already here).")
-    for e in errors + (rep.errors if rep else []):
-        st.error(e)
+        say.append(("warning", "Choose at least one image or video to add (or captions for the items already "
+                               "here)."))
+    say.extend(("error", e) for e in errors + (rep.errors if rep else []))
     if rep is None:
-        return
-    for w in rep.warnings:
-        st.warning(w)
+        return False
+    say.extend(("warning", w) for w in rep.warnings)
+    if rep.added:
+        say.append(("success", f"Added {rep.added} {kind}(s)."))
     if rep.gallery is not None and rep.gallery is not gal:
         st.session_state["upload_gallery"] = rep.gallery
         st.session_state["upload_gallery_id"] = "upload-" + content_hash(
             "|".join(m["hash"] for m in rep.gallery.meta) + "|" + "|".join(
                 c if isinstance(c, str) else "" for c in rep.gallery.captions))
-    if rep.added:
-        st.success(f"Added {rep.added} {kind}(s).")
+        return True
+    return False

@@ -147,6 +147,15 @@ def recall_chart(metrics: dict, direction: str, key: str) -> None:
     st.plotly_chart(fig, key=key)
 
 
+def int_slider(label: str, lo: int, hi: int, value: int, key: str, **kw) -> int:
+    """An integer slider whose range depends on the data (a gallery of one image): a single possible value is
+    shown as text (Streamlit refuses a slider with min == max)."""
+    if hi <= lo:
+        st.caption(f"{label}: {lo} (the only possible value here)")
+        return int(lo)
+    return int(st.slider(label, lo, hi, min(max(value, lo), hi), key=key, **kw))
+
+
 def basket():
     """The session's basket of perturbed examples (created on first use)."""
     from robustlab.export.basket import Basket

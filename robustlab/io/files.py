@@ -10,6 +10,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import os
 import warnings
 from pathlib import Path
 
@@ -19,7 +20,19 @@ from PIL import Image, UnidentifiedImageError
 from robustlab.io.convert import to_uint8_rgb
 
 MAX_IMAGE_PIXELS = 40_000_000  # ~6300×6300; larger images are refused (decompression-bomb guard)
-MAX_UPLOAD_BYTES = 50 * 1024 * 1024
+
+
+def _max_upload_bytes(default_mb: float = 50) -> int:
+    """robustlab's own size limit per uploaded file: ``ROBUSTLAB_MAX_UPLOAD_MB`` (default 50 MB, Streamlit's
+    ``server.maxUploadSize`` in .streamlit/config.toml is the same: each layer refuses what the other would)."""
+    try:
+        mb = float(os.environ.get("ROBUSTLAB_MAX_UPLOAD_MB", default_mb))
+    except ValueError:
+        mb = default_mb
+    return int((mb if mb > 0 else default_mb) * 1024 * 1024)
+
+
+MAX_UPLOAD_BYTES = _max_upload_bytes()
 MAX_CAPTION_CHARS = 2000
 
 
@@ -65,6 +78,9 @@ def load_image(data: bytes | str | Path, name: str = "", max_pixels: int = MAX_I
         raise InputError(f"{label}: not an image robustlab can read ({type(e).__name__}: {e})") from e
     except (OSError, SyntaxError, ValueError, EOFError, TypeError) as e:
         raise InputError(f"{label}: the image file is corrupt or truncated ({fmt or 'unknown format'}: {e})") from e
+    except Exception as e:  # noqa: BLE001 - a decoder failing in an unexpected way (e.g. IndexError) is still bad input
+        raise InputError(f"{label}: the image file is corrupt or truncated ({fmt or 'unknown format'}: "
+                         f"{type(e).__name__}: {e})") from e
     if arr.shape[0] < 1 or arr.shape[1] < 1:
         raise InputError(f"{label}: the image has no pixels")
     return arr
@@ -109,6 +125,9 @@ def parse_captions(data: bytes | str, name: str = "captions.txt") -> list[tuple[
             obj = json.loads(text)
         except json.JSONDecodeError as e:
             raise InputError(f"{label}: not valid JSON (line {e.lineno}: {e.msg})") from e
+        except (ValueError, RecursionError) as e:  # a number over Python's 4300-digit limit, nesting too deep
+            raise InputError(f"{label}: not a JSON file robustlab can read ({type(e).__name__}: "
+                             f"{' '.join(str(e).split())[:160]})") from e
         if isinstance(obj, dict) and "annotations" in obj and isinstance(obj["annotations"], list):
             obj = obj["annotations"]
         if isinstance(obj, dict):
