@@ -53,6 +53,12 @@ def read_json(path: Path, who: str) -> Any:
         raise DatasetError(f"{who}: {str(path)!r} is not valid JSON (line {e.lineno}: {e.msg})") from e
     except (OSError, UnicodeDecodeError) as e:
         raise DatasetError(f"{who}: cannot read {str(path)!r} ({e})") from e
+    except (ValueError, RecursionError) as e:  # a number over Python's 4300-digit limit, nesting too deep
+        raise DatasetError(f"{who}: {str(path)!r} is not JSON robustlab can read ({_why(e)})") from e
+
+
+def _why(e: BaseException) -> str:
+    return f"{type(e).__name__}: {' '.join(str(e).split())[:160]}"
 
 
 def read_jsonl(path: Path, who: str) -> list[dict]:
@@ -68,6 +74,9 @@ def read_jsonl(path: Path, who: str) -> list[dict]:
                 except json.JSONDecodeError as e:
                     raise DatasetError(f"{who}: {str(path)!r} line {ln} is not a JSON object ({e.msg}); "
                                        "expected JSON lines (one object per line)") from e
+                except (ValueError, RecursionError) as e:  # a number over the 4300-digit limit, nesting too deep
+                    raise DatasetError(f"{who}: {str(path)!r} line {ln} is not JSON robustlab can read "
+                                       f"({_why(e)})") from e
                 if not isinstance(obj, dict):
                     raise DatasetError(f"{who}: {str(path)!r} line {ln} is a {type(obj).__name__}, not an object")
                 out.append(obj)
@@ -114,7 +123,7 @@ def need_int(rec: Any, key: str, where: str, who: str, fmt: str) -> int:
         if isinstance(v, bool) or float(v) != int(float(v)):
             raise ValueError
         return int(float(v))
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):  # OverflowError: inf
         raise DatasetError(f"{who}: {where}[{key!r}] is {v!r}, not an integer id (expected {fmt})") from None
 
 

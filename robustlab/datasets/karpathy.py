@@ -65,7 +65,7 @@ class KarpathyCaptions(Dataset):
         self.records: list[dict] = []
         for k, im in enumerate(images):
             at = f"{where} images[{k}]"
-            if need(im, "split", at, who, FORMAT) not in wanted:
+            if str(need(im, "split", at, who, FORMAT)) not in wanted:  # str: a list or object is no split
                 continue
             fname = str(need(im, "filename", at, who, FORMAT))
             sents = need_list(im, "sentences", at, who, FORMAT)

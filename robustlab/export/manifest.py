@@ -115,7 +115,7 @@ def safe_component(name: str, default: str = "item", max_len: int = MAX_NAME) ->
     return s
 
 
-_SAFE_PART = re.compile(r"^[A-Za-z0-9_-][A-Za-z0-9._-]{0,199}$")
+_SAFE_PART = re.compile(r"^[A-Za-z0-9_-][A-Za-z0-9._-]{0,199}\Z")  # \Z: "$" would let a trailing newline in
 
 
 def safe_member(path: str) -> str:
@@ -456,18 +456,31 @@ def validate_entry(entry: dict) -> list[str]:
         probs.append(f"unsupported manifest schema {entry['manifest']!r} (this robustlab reads {MANIFEST_SCHEMA})")
     if entry["kind"] not in ("image", "video", "text"):
         probs.append(f"unknown kind {entry['kind']!r}")
-    for k in ("clean", "perturbed"):
-        ref = entry[k]
+    for k in ("clean", "perturbed", "clean_preview"):
+        ref = entry.get(k)
+        if k == "clean_preview" and ref is None:
+            continue
         if not isinstance(ref, dict) or not {"path", "format", "sha256"} <= set(ref):
-            probs.append(f"{k!r} must be an object with path, format and sha256")
+            probs.append(f"{k!r} must be an object with path, format and sha256"
+                         + (" (or null)" if k == "clean_preview" else ""))
             continue
         try:
             safe_member(ref["path"])
         except ValueError as e:
             probs.append(str(e))
-    if not isinstance(entry["record"], dict) or entry["record"].get("name") != entry["perturbation"]:
+        line = ref.get("line")
+        if line is not None and (not isinstance(line, int) or isinstance(line, bool) or line < 0):
+            probs.append(f"{k}.line must be null or a line number (an integer >= 0), got {line!r}")
+    record = entry["record"]
+    if not isinstance(record, dict) or record.get("name") != entry["perturbation"]:
         probs.append("'record' must be the perturbation record of 'perturbation'")
-    if entry["kind"] == "video" and not (entry.get("video") or {}).get("fps"):
+    else:
+        need = ("seed",) if entry["perturbation"] == PEELING_P2 else ("variant", "severity", "seed")
+        missing = [k for k in need if k not in record]
+        if missing:
+            probs.append(f"'record' lacks {', '.join(map(repr, missing))}")
+    video = entry.get("video")
+    if entry["kind"] == "video" and not (isinstance(video, dict) and video.get("fps")):
         probs.append("a video entry needs video.fps")
     if entry["perturbation"] == PEELING_P2:
         if entry["kind"] != "text":
@@ -495,9 +508,12 @@ class ExportReader:
             self.root = p
             if not (p / MANIFEST).is_file():
                 raise FileNotFoundError(f"{src}: no {MANIFEST} in this folder")
-            self.manifest_text = (p / MANIFEST).read_text("utf-8")
+            self.manifest_text = _manifest_text((p / MANIFEST).read_bytes(), f"{src}: {MANIFEST}")
         elif zipfile.is_zipfile(p):
-            self.zf = zipfile.ZipFile(p)
+            try:
+                self.zf = zipfile.ZipFile(p)
+            except Exception as e:  # noqa: BLE001 - BadZipFile, EOFError... from a damaged zip
+                raise ValueError(f"{src}: a damaged zip ({type(e).__name__}: {e})") from e
             names = [n for n in self.zf.namelist() if n == MANIFEST or n.endswith("/" + MANIFEST)]
             names.sort(key=lambda n: n.count("/"))
             if not names:
@@ -505,16 +521,19 @@ class ExportReader:
             self.prefix = names[0][: -len(MANIFEST)]
             if self.prefix:
                 safe_member(self.prefix.rstrip("/"))
-            self.manifest_text = self._zip_read(names[0]).decode("utf-8")
+            self.manifest_text = _manifest_text(self._zip_read(names[0]), f"{src}: {names[0]}")
         else:
             self.root = p.parent
-            self.manifest_text = p.read_text("utf-8")
+            self.manifest_text = _manifest_text(p.read_bytes(), str(src))
 
     def _zip_read(self, name: str) -> bytes:
         info = self.zf.getinfo(name)
         if info.file_size > MAX_MEMBER_BYTES:
             raise ValueError(f"{name}: {info.file_size / 1e9:.1f} GB uncompressed is over the limit")
-        return self.zf.read(info)
+        try:
+            return self.zf.read(info)
+        except Exception as e:  # noqa: BLE001 - BadZipFile (CRC), zlib.error, EOFError... from a damaged member
+            raise ValueError(f"{name}: damaged in the zip ({type(e).__name__}: {' '.join(str(e).split())})") from e
 
     def entries(self) -> Iterator[tuple[int, dict | None, str]]:
         """(line number, entry or None, error message) for every non-blank manifest line."""
@@ -525,6 +544,9 @@ class ExportReader:
                 e = json.loads(line)
             except json.JSONDecodeError as err:
                 yield n, None, f"manifest line {n}: not valid JSON ({err.msg})"
+                continue
+            except (ValueError, RecursionError) as err:  # a number over the 4300-digit limit, nesting too deep
+                yield n, None, f"manifest line {n}: not JSON robustlab can read ({type(err).__name__})"
                 continue
             if not isinstance(e, dict):
                 yield n, None, f"manifest line {n}: expected a JSON object"
@@ -556,6 +578,13 @@ class ExportReader:
 
     def __exit__(self, *exc):
         self.close()
+
+
+def _manifest_text(data: bytes, label: str) -> str:
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as e:  # a damaged or foreign file: say which, in one line
+        raise ValueError(f"{label} is not a UTF-8 manifest ({e.reason} at byte {e.start})") from None
 
 
 def _read_text(data: bytes, line, label: str) -> str:
@@ -659,7 +688,8 @@ def regenerate_entry(entry: dict, reader: ExportReader) -> tuple[ItemResult, obj
 
     eid = str(entry.get("id", "?"))
     res = ItemResult(eid, "ERROR", perturbation=str(entry.get("perturbation", "")),
-                     severity=entry.get("severity"), path=str((entry.get("perturbed") or {}).get("path", "")))
+                     severity=entry.get("severity"),
+                     path=str(entry["perturbed"].get("path", "")) if isinstance(entry.get("perturbed"), dict) else "")
     probs = validate_entry(entry)
     if probs:
         res.message = "; ".join(probs)

@@ -6,7 +6,12 @@ from PIL import Image
 
 
 def to_uint8_rgb(img) -> np.ndarray:
-    """Accept PIL images and arrays (gray, RGB, RGBA, 16-bit, float in [0,1]); return H×W×3 uint8."""
+    """Accept PIL images and arrays (gray, RGB, RGBA, 16-bit, float in [0,1]); return H×W×3 uint8.
+
+    Arrays: H×W, H×W×1, H×W×3 or H×W×4 (RGBA is composited on white) of uint8, uint16 (scaled), finite floats
+    (clipped to [0, 1], scaled), bool (0 / 255) or other integers (clipped to 0..255). Anything else -- another
+    shape or channel count, NaN or infinite floats, a dtype that does not hold real numbers (complex, str, bytes,
+    datetime, objects that are not numbers) -- is a ValueError with a one-line message."""
     if isinstance(img, Image.Image):
         if img.mode in ("I;16", "I;16B", "I;16L", "I"):
             arr = np.asarray(img).astype(np.float64)
@@ -15,6 +20,8 @@ def to_uint8_rgb(img) -> np.ndarray:
         img = img.convert("RGB")
         return np.asarray(img, dtype=np.uint8).copy()
     arr = np.asarray(img)
+    if arr.dtype.kind not in "biufO":
+        raise ValueError(f"an image array must hold numbers (bool, integer or float), got dtype {arr.dtype}")
     if arr.ndim == 2:
         arr = arr[..., None]
     if arr.ndim != 3:
@@ -30,7 +37,11 @@ def to_uint8_rgb(img) -> np.ndarray:
     elif arr.dtype == bool:
         arr = arr.astype(np.uint8) * 255
     elif arr.dtype != np.uint8:
-        arr = np.clip(arr, 0, 255).astype(np.uint8)
+        try:
+            arr = np.clip(arr, 0, 255).astype(np.uint8)
+        except (TypeError, ValueError) as e:  # an object array of things that are not numbers
+            raise ValueError(f"an image array must hold numbers (bool, integer or float), got dtype {arr.dtype} "
+                             f"holding {type(arr.flat[0]).__name__ if arr.size else 'nothing'}") from e
     c = arr.shape[2]
     if c == 1:
         arr = np.repeat(arr, 3, axis=2)

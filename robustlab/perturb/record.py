@@ -97,7 +97,7 @@ def hash_value(x: Any, algo: str | None = None) -> str:
 
 def matches(x: Any, recorded: str | None) -> bool:
     """Whether ``x`` hashes to ``recorded``, with the algorithm the recorded hash names."""
-    if not recorded or ":" not in recorded:
+    if not isinstance(recorded, str) or ":" not in recorded:  # e.g. a hand-edited manifest's number or null
         return False
     algo = recorded.split(":", 1)[0]
     try:

@@ -341,6 +341,11 @@ def _prepare_input(spec: PerturbationSpec, x):
     if spec.modality == "text":
         if not isinstance(x, str):
             raise TypeError(f"text perturbation {spec.name!r} needs a str, got {type(x).__name__}")
+        try:
+            x.encode("utf-8")
+        except UnicodeEncodeError as e:  # e.g. json.loads('"\\ud800"'): spaCy, tokenizers and UTF-8 files refuse it
+            raise ValueError(f"text perturbation {spec.name!r} needs valid Unicode text: {x[e.start]!r} at position "
+                             f"{e.start} is a lone surrogate (decode with errors='replace', or drop it)") from None
         return x, {"kind": "text", "chars": len(x)}
     if isinstance(x, str):
         raise TypeError(f"{spec.modality} perturbation {spec.name!r} needs an image or video array, got a str")
