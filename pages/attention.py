@@ -55,7 +55,9 @@ with st.container(border=True):
             st.stop()
         visual = item.data
         question = "is there a red circle?" if src == "image" else "what happens first?"
-    question = st.text_input("Question", question, key=f"at_q_{src}_{hash_value(visual)[:8]}")
+    # one question box per input: the digest after hash_value's "xxh3_128:" prefix (its first 8 characters were the
+    # prefix itself, so every item shared one box and kept the first item's question)
+    question = st.text_input("Question", question, key=f"at_q_{src}_{hash_value(visual).split(':')[-1][:16]}")
     if answer is not None:
         st.caption(f"Dataset answer: **{answer}**")
 if not question.strip():

@@ -87,12 +87,12 @@ pair = res["pair"]
 v1, v2 = st.columns(2)
 with v1:
     st.markdown("**V** — actions in their order")
-    show_visual(pair.video, kind="video", gid=f"clavi-v-{hash_value(pair.video)[:12]}", fps=fps, slot="V",
+    show_visual(pair.video, kind="video", gid=f"clavi-v-{hash_value(pair.video).split(':')[-1]}", fps=fps, slot="V",
                 caption=f"A: frames {pair.a_in_v[0]}–{pair.a_in_v[1] - 1} · B: {pair.b_in_v[0]}–{pair.b_in_v[1] - 1}")
 with v2:
     st.markdown("**V′** — the complement")
     seams = f" · seams after frames {pair.seams[0] - 1} and {pair.seams[1] - 1}" if pair.seams else " · no seams"
-    show_visual(pair.complement, kind="video", gid=f"clavi-c-{hash_value(pair.complement)[:12]}", fps=fps,
+    show_visual(pair.complement, kind="video", gid=f"clavi-c-{hash_value(pair.complement).split(':')[-1]}", fps=fps,
                 slot="V′", caption=f"B: frames {pair.b_in_c[0]}–{pair.b_in_c[1] - 1} · A: {pair.a_in_c[0]}–"
                                    f"{pair.a_in_c[1] - 1}{seams}")
 m = res["metrics"]

@@ -2,6 +2,9 @@
 metrics table and recall chart, the basket and its export link."""
 from __future__ import annotations
 
+import threading
+import weakref
+
 import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
@@ -48,6 +51,20 @@ def condition_row(kind: str, prefix: str, seed: int, defaults: dict, stacked: bo
     return tuple(out)
 
 
+# one lock per (bench, side, condition): a bench is shared by every session (st.cache_resource) and memoises each
+# condition, but unlocked, N sessions that need the same condition before it is memoised all perturb and encode the
+# whole gallery, N times the CPU and the memory (benchmarks/bench_concurrency.py, 16 sessions on a cold server: the
+# server's RSS peaked at 3.4 GB and the first steps took twice as long; 1.6 GB with the lock): the first one encodes,
+# the others wait for its result
+_ENCODING: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+_ENCODING_GUARD = threading.Lock()
+
+
+def _encoding(bench, side: str, cond) -> threading.Lock:
+    with _ENCODING_GUARD:
+        return _ENCODING.setdefault(bench, {}).setdefault((side, cond.key()), threading.Lock())
+
+
 def compute(bench, visual_cond, text_cond, fn, *, msg: str, failure: str, texts: bool = True):
     """Perturb and encode the clean and perturbed dataset (memoised by the bench, embeddings on disk) under a
     progress bar, then ``fn()``; its result, or None after a clear message (bad input: a warning; anything a
@@ -66,12 +83,16 @@ def compute(bench, visual_cond, text_cond, fn, *, msg: str, failure: str, texts:
 
     try:
         with st.spinner(f"Perturbing and encoding the {what}…"):
-            bench.visuals(Condition(), progress=progress_of(f"Encoding the clean {what}"))
-            bench.visuals(visual_cond, progress=progress_of(f"Perturbing and encoding the {what}"))
+            with _encoding(bench, "visual", Condition()):
+                bench.visuals(Condition(), progress=progress_of(f"Encoding the clean {what}"))
+            with _encoding(bench, "visual", visual_cond):
+                bench.visuals(visual_cond, progress=progress_of(f"Perturbing and encoding the {what}"))
         if texts:
             with st.spinner("Perturbing and encoding the captions…"):
-                bench.texts(Condition(), progress=progress_of("Encoding the clean captions"))
-                bench.texts(text_cond, progress=progress_of("Perturbing and encoding the captions"))
+                with _encoding(bench, "text", Condition()):
+                    bench.texts(Condition(), progress=progress_of("Encoding the clean captions"))
+                with _encoding(bench, "text", text_cond):
+                    bench.texts(text_cond, progress=progress_of("Perturbing and encoding the captions"))
         with st.spinner(msg):
             return fn()
     except (InputError, ValueError) as e:
@@ -96,8 +117,10 @@ def gallery_metrics(bench, visual_cond, text_cond, *, failure: str):
         return progress
 
     try:
-        bench.texts(Condition(), progress=progress_of("Encoding the clean captions"))
-        bench.texts(text_cond, progress=progress_of("Perturbing and encoding the captions"))
+        with _encoding(bench, "text", Condition()):
+            bench.texts(Condition(), progress=progress_of("Encoding the clean captions"))
+        with _encoding(bench, "text", text_cond):
+            bench.texts(text_cond, progress=progress_of("Perturbing and encoding the captions"))
         with st.spinner("Scoring the gallery…"):
             return bench.condition_metrics(visual_cond, text_cond)
     except (InputError, ValueError) as e:
