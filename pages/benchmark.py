@@ -38,11 +38,11 @@ def configure() -> tuple[SweepSpec, str] | None:
     task = c1.selectbox("Task", tasks, key="bench_task", help="Tasks of the registry that run on this dataset.")
     models = ui.models_for("video-retrieval" if task == "retrieval" and kind == "video" else task)
     side = ui.spec_device()[0]
-    kept = st.session_state.get("bench_models")
-    if kept is not None and any(m not in models for m in kept):  # another task: keep the models that can do it
-        st.session_state["bench_models"] = [m for m in kept if m in models]
-    chosen = c2.multiselect("Models", models, default=None if kept is not None else [side] if side in models
-                            else models[:1], key="bench_models")
+    kept = st.session_state.get("bench_models")  # another task: keep the models that can do it
+    # the default is the current choice, not an empty list: a browser that draws the box anew (a change made while
+    # the page's first run was still going, on a loaded server) shows, and sends back, that choice
+    default = [m for m in kept if m in models] if kept is not None else [side] if side in models else models[:1]
+    chosen = c2.multiselect("Models", models, default=default, key="bench_models")
     if dataset["name"] in bench.BUILTIN:
         hi = ui.DEMO_N if kind == "image" else ui.VIDEO_DEMO_N
         ui.clamp("bench_n", 2, hi)
