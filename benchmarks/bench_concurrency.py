@@ -1270,7 +1270,7 @@ def summary(res: dict) -> str:
         f"model loads: {res['model_loads']}",
         f"server RSS peak {m['server_rss_peak']} MB (bound {res['bounds']['server_rss_peak_mb']}) · after warm-up "
         f"{m['server_rss_after_warmup']} MB (warm-up {m['warmup_s']} s) · end {m['server_rss_end']} MB · growth "
-        (f"{m['growth']} MB (bound {res['bounds']['growth_mb']})" if m['growth'] is not None
+        + (f"{m['growth']} MB (bound {res['bounds']['growth_mb']})" if m['growth'] is not None
          else f"not measured ({m.get('warmup_rule') or 'not every session warmed up'})"),
         f"chromium RSS peak {m['chromium_rss_peak']} MB (PSS {m['chromium_pss_peak']} MB)",
         "per session (page: steps/actions/switches/checks passed/errors): " + "; ".join(
