@@ -21,10 +21,11 @@ Every so often a session switches to another page through the sidebar and comes 
 ``stException`` element, error alert, failed content check, timed-out step, and any Traceback in the server log.
 Model loads are counted from the line ``model load: SPEC on DEVICE`` that ``ui.state.get_model`` logs (once per
 ``st.cache_resource`` miss). Memory: the server's RSS (with its children) every second from /proc; peak, after
-warm-up, at the end, and growth = mean RSS over the last 20% of the post-warm-up run minus the mean over its first
-20%. Chromium's RSS (and PSS) is reported separately. Exits non-zero when there is an error or a bound is exceeded.
+warm-up, at the end, and growth = mean RSS over the last 20% of the soak minus the mean over its first 20%: after the
+run, every session only switches to other pages and back for ``--soak-minutes`` (default 3), from when the last
+session has finished its step (without a soak, the run after warm-up is the stretch). Chromium's RSS (and PSS) is reported separately. Exits non-zero when there is an error or a bound is exceeded.
 
-    python benchmarks/bench_concurrency.py --minutes 10            # 16 sessions → results/concurrency.json
+    python benchmarks/bench_concurrency.py --minutes 10            # 16 sessions, then a 3-min soak → results/
 
 ``tests/test_browser_concurrency.py`` runs :func:`run` with 16 sessions for 80 s (image galleries only: ``videos``
 off); the benchmark's second Hubness session works on the built-in videos with a video model.
@@ -412,6 +413,11 @@ class Shared:
     min_steps: int
     shots: Path | None
     t0: float = field(default_factory=time.time)
+    n_sessions: int = 0
+    soak_s: float = 0.0  # the soak phase after the run: page switches only, until soak_end
+    soak_entered: dict = field(default_factory=dict)  # session -> when it entered the soak
+    soak_start: float | None = None  # when the last session entered it (every session soaking from then on)
+    soak_end: float | None = None
     ledger: dict = field(default_factory=dict)  # (page, choices) -> (signature, session, t)
 
 
@@ -426,6 +432,7 @@ class Stats:
     seen: dict = field(default_factory=dict)  # choices -> signature (this session's)
     warm_at: float | None = None
     step_at: list = field(default_factory=list)  # seconds since the start at the end of each step
+    soak_switches: int = 0
     timeline: list = field(default_factory=list)  # (seconds since the start, what was done), the first ones
 
 
@@ -550,12 +557,44 @@ class Session:
         finally:
             await ctx.close()
 
+    async def _soak(self, n_sessions: int) -> None:
+        """After the run: switch away and back over and over (no new choices) until every session has entered the
+        soak and ``soak_s`` more seconds have passed; the server's memory over that stretch is the soak's growth."""
+        sh = self.sh
+        sh.soak_entered[self.idx] = time.time()
+        if len(sh.soak_entered) == n_sessions:
+            sh.soak_start = time.time()
+            sh.soak_end = sh.soak_start + sh.soak_s
+        self.mark("soak")
+        while sh.soak_end is None or time.time() < sh.soak_end:
+            if time.time() > sh.hard_deadline + sh.soak_s:
+                return
+            try:
+                await self.switch_away_and_back()
+                self.stats.soak_switches += 1
+                await self.page_errors()
+            except Exception as e:  # noqa: BLE001 - a failed switch is an error; the session reloads and goes on
+                self.error("soak switch failed", f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}",
+                           trace=traceback.format_exc()[-1500:])
+                try:
+                    await self.open()
+                except Exception:  # noqa: BLE001 - the next switch reports it again
+                    pass
+            await asyncio.sleep(THINK_S)
+
     async def _run(self) -> None:
         opened = False
         switch_every = self.sc.switch_every
         while True:
             now = time.time()
             if now > self.sh.hard_deadline or (now > self.sh.deadline and self.stats.steps >= self.sh.min_steps):
+                if self.sh.soak_s > 0 and opened:
+                    await self._soak(self.sh.n_sessions)
+                elif self.sh.soak_s > 0:  # never got its page open: counted in, so the others' soak can start
+                    self.sh.soak_entered[self.idx] = time.time()
+                    if len(self.sh.soak_entered) == self.sh.n_sessions:
+                        self.sh.soak_start = time.time()
+                        self.sh.soak_end = self.sh.soak_start + self.sh.soak_s
                 return
             try:
                 if not opened:
@@ -1073,7 +1112,8 @@ async def _drive(shared: Shared, sessions: list[Session], exe: str, stagger_s: f
             await s.run(browser)
 
         tasks = [asyncio.ensure_future(start(s, i * stagger_s)) for i, s in enumerate(sessions)]
-        done, pending = await asyncio.wait(tasks, timeout=max(1.0, shared.hard_deadline + 120 - time.time()))
+        done, pending = await asyncio.wait(tasks, timeout=max(1.0, shared.hard_deadline + shared.soak_s + 120
+                                                               - time.time()))
         for t, s in zip(tasks, sessions):  # a step stuck past every deadline: an error, and the session is stopped
             if t in pending:
                 s.error("stuck", "the session's step did not end 120 s after the hard deadline")
@@ -1092,7 +1132,7 @@ def _window_mean(samples, lo: float, hi: float) -> float | None:
 def run(sessions: int = 16, seconds: float = 600, *, min_steps: int = 2, grace_s: float = 240, stagger_s: float = 0.5,
         peak_bound_mb: float = PEAK_BOUND_MB, growth_bound_mb: float = GROWTH_BOUND_MB, videos: bool = False,
         workdir: Path | None = None, screenshots: Path | None = None, only: list[int] | None = None,
-        log=print) -> dict:
+        soak_s: float = 0.0, log=print) -> dict:
     """Start the server, drive ``sessions`` sessions for ``seconds`` (each then finishes its step, and does at least
     ``min_steps`` before ``seconds + grace_s``), stop, and return the results (see the module docstring)."""
     exe = _chromium()
@@ -1113,9 +1153,11 @@ def run(sessions: int = 16, seconds: float = 600, *, min_steps: int = 2, grace_s
     sampler.start()
     t0 = time.time()
     shared = Shared(url=url, pages=app_pages(), expect=expect, deadline=t0 + seconds,
-                    hard_deadline=t0 + seconds + grace_s, min_steps=min_steps, shots=screenshots, t0=t0)
+                    hard_deadline=t0 + seconds + grace_s, min_steps=min_steps, shots=screenshots, t0=t0,
+                    soak_s=soak_s)
     scen = plan(sessions, videos)
     sess = [Session(i, sc, shared) for i, sc in enumerate(scen) if only is None or i in only]
+    shared.n_sessions = len(sess)
     info: dict = {}
     try:
         info = asyncio.run(_drive(shared, sess, exe, stagger_s))
@@ -1185,6 +1227,21 @@ def run(sessions: int = 16, seconds: float = 600, *, min_steps: int = 2, grace_s
             growth = last - first
             windows = {"after_warmup": [round(warm_t, 1), round(warm_t + 0.2 * span, 1), round(first, 1)],
                        "last": [round(t_end - 0.2 * span, 1), round(t_end, 1), round(last, 1)]}
+    growth_rule = None if growth is None else "after warm-up"
+    soak = None
+    if shared.soak_start is not None:  # the soak phase: every session switching pages, nothing new computed
+        lo, hi = shared.soak_start - t0, min(shared.soak_end - t0, t_end)
+        span = hi - lo
+        first = _window_mean(smp, lo, lo + 0.2 * span)
+        last = _window_mean(smp, hi - 0.2 * span, hi)
+        switches = sum(s_.stats.soak_switches for s_ in sess)
+        soak = {"from_s": round(lo, 1), "to_s": round(hi, 1), "page_switches": switches,
+                "first_fifth_mb": _r(first), "last_fifth_mb": _r(last),
+                "growth_mb": None if first is None or last is None else _r(last - first)}
+        if soak["growth_mb"] is not None:
+            growth, growth_rule = last - first, "soak phase (every session switching pages, after the run)"
+            windows = {"soak_first": [round(lo, 1), round(lo + 0.2 * span, 1), round(first, 1)],
+                       "soak_last": [round(hi - 0.2 * span, 1), round(hi, 1), round(last, 1)]}
     peak = max(server_mb) if server_mb else None
     after_warm = next((m for t, m, *_ in smp if warm_t is not None and t >= warm_t), None)
     checks = sum(s.stats.checks for s in sess)
@@ -1212,7 +1269,7 @@ def run(sessions: int = 16, seconds: float = 600, *, min_steps: int = 2, grace_s
         "per_session": [{"session": s.idx, "page": s.sc.title, "steps": s.stats.steps, "actions": s.stats.actions,
                          "page_switches": s.stats.switches, "checks": s.stats.checks, "passed": s.stats.passed,
                          "errors": len(s.stats.errors), "steps_done_at_s": s.stats.step_at,
-                         "timeline": s.stats.timeline,
+                         "timeline": s.stats.timeline, "soak_switches": s.stats.soak_switches,
                          "warm_at_s": None if s.stats.warm_at is None else round(s.stats.warm_at - t0, 1)}
                         for s in sess],
         "actions_total": sum(s.stats.actions for s in sess),
@@ -1225,10 +1282,12 @@ def run(sessions: int = 16, seconds: float = 600, *, min_steps: int = 2, grace_s
             "server_rss_peak": _r(peak), "server_rss_after_warmup": _r(after_warm),
             "server_rss_end": _r(server_mb[-1] if server_mb else None), "warmup_s": _r(warm_t), "warmup_rule": warm_rule,
             "sessions_not_warmed": not_warmed,
-            "growth": _r(growth), "growth_windows": windows,
-            "growth_definition": "mean server RSS over the last 20% of the post-warm-up run minus the mean over its "
-                                 "first 20%; warm-up ends when every session has done each of its choices once and "
-                                 "switched page at least once",
+            "growth": _r(growth), "growth_rule": growth_rule, "growth_windows": windows, "soak": soak,
+            "growth_definition": "mean server RSS over the last 20% of a stretch minus the mean over its first 20%; "
+                                 "the stretch is the soak phase when there is one (after the run, every session "
+                                 "switching to other pages and back, from when the last session entered it), else "
+                                 "the run after warm-up (every session has done each of its choices once and switched "
+                                 "page at least once)",
             "chromium_rss_peak": _r(max(chrome_mb) if chrome_mb else None),
             "chromium_rss_end": _r(chrome_mb[-1] if chrome_mb else None),
             "chromium_pss_peak": _r(max(pss) if pss else None),
@@ -1270,7 +1329,8 @@ def summary(res: dict) -> str:
         f"model loads: {res['model_loads']}",
         f"server RSS peak {m['server_rss_peak']} MB (bound {res['bounds']['server_rss_peak_mb']}) · after warm-up "
         f"{m['server_rss_after_warmup']} MB (warm-up {m['warmup_s']} s) · end {m['server_rss_end']} MB · growth "
-        + (f"{m['growth']} MB (bound {res['bounds']['growth_mb']})" if m['growth'] is not None
+        + (f"{m['growth']} MB over the {m.get('growth_rule')} (bound {res['bounds']['growth_mb']})"
+           if m['growth'] is not None
          else f"not measured ({m.get('warmup_rule') or 'not every session warmed up'})"),
         f"chromium RSS peak {m['chromium_rss_peak']} MB (PSS {m['chromium_pss_peak']} MB)",
         "per session (page: steps/actions/switches/checks passed/errors): " + "; ".join(
@@ -1286,6 +1346,8 @@ def summary(res: dict) -> str:
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--minutes", type=float, default=10)
+    ap.add_argument("--soak-minutes", type=float, default=3,
+                    help="after the run, every session only switches pages for this long: the memory growth window")
     ap.add_argument("--sessions", type=int, default=16)
     ap.add_argument("--peak-bound-mb", type=float, default=PEAK_BOUND_MB)
     ap.add_argument("--growth-bound-mb", type=float, default=GROWTH_BOUND_MB)
@@ -1296,7 +1358,8 @@ def main(argv=None) -> int:
     a = ap.parse_args(argv)
     only = [int(x) for x in a.only.split(",")] if a.only else None
     res = run(a.sessions, a.minutes * 60, peak_bound_mb=a.peak_bound_mb, growth_bound_mb=a.growth_bound_mb,
-              screenshots=a.screenshots, only=only, videos=not a.no_videos, log=lambda *x: print(*x, flush=True))
+              screenshots=a.screenshots, only=only, videos=not a.no_videos,
+              soak_s=a.soak_minutes * 60, log=lambda *x: print(*x, flush=True))
     a.out.parent.mkdir(parents=True, exist_ok=True)
     a.out.write_text(json.dumps(res, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
     print(summary(res))
