@@ -557,14 +557,19 @@ class Session:
         finally:
             await ctx.close()
 
-    async def _soak(self, n_sessions: int) -> None:
+    def _enter_soak(self) -> None:
+        """Counts this session in; the last one in starts the soak's clock."""
+        sh = self.sh
+        sh.soak_entered[self.idx] = time.time()
+        if len(sh.soak_entered) == sh.n_sessions:
+            sh.soak_start = time.time()
+            sh.soak_end = sh.soak_start + sh.soak_s
+
+    async def _soak(self) -> None:
         """After the run: switch away and back over and over (no new choices) until every session has entered the
         soak and ``soak_s`` more seconds have passed; the server's memory over that stretch is the soak's growth."""
         sh = self.sh
-        sh.soak_entered[self.idx] = time.time()
-        if len(sh.soak_entered) == n_sessions:
-            sh.soak_start = time.time()
-            sh.soak_end = sh.soak_start + sh.soak_s
+        self._enter_soak()
         self.mark("soak")
         while sh.soak_end is None or time.time() < sh.soak_end:
             if time.time() > sh.hard_deadline + sh.soak_s:
@@ -589,12 +594,9 @@ class Session:
             now = time.time()
             if now > self.sh.hard_deadline or (now > self.sh.deadline and self.stats.steps >= self.sh.min_steps):
                 if self.sh.soak_s > 0 and opened:
-                    await self._soak(self.sh.n_sessions)
+                    await self._soak()
                 elif self.sh.soak_s > 0:  # never got its page open: counted in, so the others' soak can start
-                    self.sh.soak_entered[self.idx] = time.time()
-                    if len(self.sh.soak_entered) == self.sh.n_sessions:
-                        self.sh.soak_start = time.time()
-                        self.sh.soak_end = self.sh.soak_start + self.sh.soak_s
+                    self._enter_soak()
                 return
             try:
                 if not opened:
