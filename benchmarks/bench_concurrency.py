@@ -23,7 +23,8 @@ Model loads are counted from the line ``model load: SPEC on DEVICE`` that ``ui.s
 ``st.cache_resource`` miss). Memory: the server's RSS (with its children) every second from /proc; peak, after
 warm-up, at the end, and growth = mean RSS over the last 20% of the soak minus the mean over its first 20%: after the
 run, every session only switches to other pages and back for ``--soak-minutes`` (default 3), from when the last
-session has finished its step (without a soak, the run after warm-up is the stretch). Chromium's RSS (and PSS) is reported separately. Exits non-zero when there is an error or a bound is exceeded.
+session has finished its step (without a soak, the run after warm-up is the stretch). Chromium's RSS (and PSS) is
+reported separately. Exits non-zero when there is an error or a bound is exceeded.
 
     python benchmarks/bench_concurrency.py --minutes 10            # 16 sessions, then a 3-min soak → results/
 
@@ -1131,6 +1132,17 @@ def _window_mean(samples, lo: float, hi: float) -> float | None:
     return sum(xs) / len(xs) if xs else None
 
 
+def _fifths(samples, lo: float, hi: float) -> tuple[float | None, dict]:
+    """Growth over [lo, hi]: mean RSS over its last fifth minus its first; the two windows as [from, to, mean]."""
+    span = hi - lo
+    first = _window_mean(samples, lo, lo + 0.2 * span)
+    last = _window_mean(samples, hi - 0.2 * span, hi)
+    if first is None or last is None:
+        return None, {}
+    return last - first, {"first": [round(lo, 1), round(lo + 0.2 * span, 1), round(first, 1)],
+                          "last": [round(hi - 0.2 * span, 1), round(hi, 1), round(last, 1)]}
+
+
 def run(sessions: int = 16, seconds: float = 600, *, min_steps: int = 2, grace_s: float = 240, stagger_s: float = 0.5,
         peak_bound_mb: float = PEAK_BOUND_MB, growth_bound_mb: float = GROWTH_BOUND_MB, videos: bool = False,
         workdir: Path | None = None, screenshots: Path | None = None, only: list[int] | None = None,
@@ -1222,28 +1234,20 @@ def run(sessions: int = 16, seconds: float = 600, *, min_steps: int = 2, grace_s
     if warm_t is not None and t_end - warm_t < 0.3 * t_end:
         warm_rule = f"{warm_rule}: too late ({warm_t:.0f} of {t_end:.0f} s) to measure growth"
     if warm_t is not None and t_end - warm_t >= 0.3 * t_end:
-        span = t_end - warm_t
-        first = _window_mean(smp, warm_t, warm_t + 0.2 * span)
-        last = _window_mean(smp, t_end - 0.2 * span, t_end)
-        if first is not None and last is not None:
-            growth = last - first
-            windows = {"after_warmup": [round(warm_t, 1), round(warm_t + 0.2 * span, 1), round(first, 1)],
-                       "last": [round(t_end - 0.2 * span, 1), round(t_end, 1), round(last, 1)]}
+        growth, w = _fifths(smp, warm_t, t_end)
+        windows = {"after_warmup": w["first"], "last": w["last"]} if w else None
     growth_rule = None if growth is None else "after warm-up"
     soak = None
     if shared.soak_start is not None:  # the soak phase: every session switching pages, nothing new computed
         lo, hi = shared.soak_start - t0, min(shared.soak_end - t0, t_end)
-        span = hi - lo
-        first = _window_mean(smp, lo, lo + 0.2 * span)
-        last = _window_mean(smp, hi - 0.2 * span, hi)
-        switches = sum(s_.stats.soak_switches for s_ in sess)
-        soak = {"from_s": round(lo, 1), "to_s": round(hi, 1), "page_switches": switches,
-                "first_fifth_mb": _r(first), "last_fifth_mb": _r(last),
-                "growth_mb": None if first is None or last is None else _r(last - first)}
-        if soak["growth_mb"] is not None:
-            growth, growth_rule = last - first, "soak phase (every session switching pages, after the run)"
-            windows = {"soak_first": [round(lo, 1), round(lo + 0.2 * span, 1), round(first, 1)],
-                       "soak_last": [round(hi - 0.2 * span, 1), round(hi, 1), round(last, 1)]}
+        g, w = _fifths(smp, lo, hi)
+        soak = {"from_s": round(lo, 1), "to_s": round(hi, 1),
+                "page_switches": sum(s_.stats.soak_switches for s_ in sess),
+                "first_fifth_mb": w["first"][2] if w else None, "last_fifth_mb": w["last"][2] if w else None,
+                "growth_mb": _r(g)}
+        if g is not None:
+            growth, growth_rule = g, "soak phase (every session switching pages, after the run)"
+            windows = {"soak_first": w["first"], "soak_last": w["last"]}
     peak = max(server_mb) if server_mb else None
     after_warm = next((m for t, m, *_ in smp if warm_t is not None and t >= warm_t), None)
     checks = sum(s.stats.checks for s in sess)
