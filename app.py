@@ -16,6 +16,9 @@ _boot.caption("Starting robustlab: loading PyTorch and the library…")
 from robustlab.perturb.allocator import tune_allocator  # noqa: E402
 import ui  # noqa: E402
 
+from ui import operator  # noqa: E402
+
+operator.config()  # the operator's configuration (robustlab.toml, ROBUSTLAB_* variables): read once, applied
 _boot.empty()
 
 HERE = Path(__file__).resolve().parent

@@ -21,6 +21,31 @@ def _isolated_cache(tmp_path_factory):
         os.environ["ROBUSTLAB_CACHE"] = old
 
 
+@pytest.fixture(autouse=True)
+def _operator_config_per_test():
+    """The dashboard's operator configuration is read once per process (app.py) and applied process-wide (dataset
+    reads confined to the data roots, the hub's offline switches): every test starts and ends without it."""
+    keep = {k: os.environ.get(k) for k in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "HF_DATASETS_OFFLINE")}
+
+    def reset():
+        from robustlab.io.access import set_read_roots
+
+        set_read_roots(None)
+        if "ui.operator" in sys.modules:
+            sys.modules["ui.operator"].reset_for_tests()
+        for k, v in keep.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+        hub = sys.modules.get("huggingface_hub")
+        if hub is not None and keep["HF_HUB_OFFLINE"] is None:
+            hub.constants.HF_HUB_OFFLINE = False
+    reset()
+    yield
+    reset()
+
+
 @pytest.fixture(scope="session")
 def tiny_clip():
     import torch

@@ -100,7 +100,8 @@ def test_empty_upload_gallery():
     assert not at.error
 
 
-def test_unloadable_model_is_a_message_and_the_session_keeps_working():
+def test_unloadable_model_is_a_message_and_the_session_keeps_working(monkeypatch):
+    monkeypatch.setenv("ROBUSTLAB_ALLOW_CUSTOM_MODELS", "1")  # typed specs are the operator's choice (issue 23)
     at = fresh(model_choice="other (open_clip / hf / path)…", custom_spec="hf:nobody/not-a-model")
     errs = [e.value for e in at.error]
     assert any("can't be loaded" in e and "builtin:tiny-clip" in e for e in errs), errs

@@ -116,7 +116,8 @@ def test_sidebar_model_that_cannot_ground_offers_the_grounding_models(page):
     assert any(o.startswith("hf-grounding:") for o in page.selectbox(key="gr_model").options)
 
 
-def test_hf_grounding_spec_unavailable_offline_is_shown():
+def test_hf_grounding_spec_unavailable_offline_is_shown(monkeypatch):
+    monkeypatch.setenv("ROBUSTLAB_ALLOW_CUSTOM_MODELS", "1")  # typed specs are the operator's choice (issue 23)
     at = fresh(model_choice="other (open_clip / hf / path)…", custom_spec="hf-grounding:/no/such/folder")
     assert any("unavailable here" in w.value and "builtin:tiny-vilt" in w.value for w in at.warning)
     assert not at.get("plotly_chart")

@@ -13,6 +13,7 @@ from PIL import Image
 from streamlit.testing.v1 import AppTest
 
 from robustlab.datasets.synthetic import world
+from ui.folders import ANOTHER
 
 TIMEOUT = 300
 PAGES = ["pages/retrieval.py", "pages/hubness.py", "pages/embeddings.py", "pages/grounding.py", "pages/perturb.py",
@@ -140,39 +141,51 @@ def fresh(page=None, **state):
     return at
 
 
-def test_missing_folder_is_an_error_and_the_app_keeps_working(tmp_path):
-    missing = str(tmp_path / "no" / "such" / "folder")
-    at = fresh(dataset="folder", folder_name="upload", folder_root=missing)
+def test_missing_folder_is_an_error_and_the_app_keeps_working(tmp_path, monkeypatch):
+    monkeypatch.setenv("ROBUSTLAB_DATA_ROOTS", str(tmp_path))
+    at = fresh(dataset="folder", folder_pick=ANOTHER, folder_fmt="upload", folder_sub="no/such/folder")
     errs = [e.value for e in at.error]
-    assert any("does not exist" in e and missing in e for e in errs), errs
+    assert errs == ["'no/such/folder' is not a folder or file this dashboard may open (the operator's data roots)"]
     assert at.radio(key="dataset").value == "folder"
     at.run()  # a rerun gives the same message, not a traceback
-    assert not at.exception and any("does not exist" in e.value for e in at.error)
+    assert not at.exception and [e.value for e in at.error] == errs
     for page in ("pages/hubness.py", "pages/embeddings.py", "pages/grounding.py", "pages/perturb.py"):
         at.switch_page(page).run()
         assert not at.exception, (page, at.exception)
-    assert any("does not exist" in e.value for e in fresh("pages/hubness.py", dataset="folder", folder_name="upload",
-                                                           folder_root=missing).error)
+    assert any("may open" in e.value for e in fresh("pages/hubness.py", dataset="folder", folder_pick=ANOTHER,
+                                                     folder_fmt="upload", folder_sub="no/such/folder").error)
     ok = fresh(dataset="builtin")  # and the built-in dataset is one choice away
     assert not ok.error and metrics(ok)["Ground-truth rank, clean"].isdigit()
 
 
-def test_no_folder_typed_yet_is_a_hint():
-    at = fresh(dataset="folder", folder_name="upload")
-    assert any("Type the folder" in i.value for i in at.info) and not at.error
+def test_local_folders_are_off_without_data_roots(tmp_path):
+    at = fresh(dataset="folder", folder_pick=ANOTHER, folder_fmt="upload", folder_sub=str(tmp_path))
+    assert not at.error and any("Local folders are off" in i.value and "ROBUSTLAB_DATA_ROOTS" in i.value
+                                for i in at.info)
+    assert all(sb.key != "folder_pick" for sb in at.selectbox)
 
 
-def test_local_folder_of_images_with_captions(tmp_path):
+def test_no_folder_typed_yet_is_a_hint(tmp_path, monkeypatch):
+    monkeypatch.setenv("ROBUSTLAB_DATA_ROOTS", str(tmp_path))
+    at = fresh(dataset="folder", folder_pick=ANOTHER, folder_fmt="upload")
+    assert any("Type a folder" in i.value for i in at.info) and not at.error
+
+
+def test_local_folder_of_images_with_captions(tmp_path, monkeypatch):
     from robustlab.datasets.synthetic.datasets import builtin_gallery
 
     g = builtin_gallery(6)
+    data = tmp_path / "shapes"
+    data.mkdir()
     for i, im in enumerate(g.images):
-        Image.fromarray(im).save(tmp_path / f"img{i}.png")
-    (tmp_path / "captions.txt").write_text("\n".join(g.captions))
-    at = fresh(dataset="folder", folder_name="upload", folder_root=str(tmp_path), folder_max=4)
+        Image.fromarray(im).save(data / f"img{i}.png")
+    (data / "captions.txt").write_text("\n".join(g.captions))
+    monkeypatch.setenv("ROBUSTLAB_DATA_ROOTS", str(tmp_path))
+    at = fresh(dataset="folder", folder_max=4)
+    assert at.selectbox(key="folder_pick").options == [f"upload · {tmp_path.name}/shapes", ANOTHER]
     assert not at.error
     m = metrics(at)
     assert m["Ground-truth rank, clean"].isdigit()
     assert len(at.selectbox(key="query_idx").options) == 4  # max items: the first 4 files
-    at = fresh("pages/hubness.py", dataset="folder", folder_name="upload", folder_root=str(tmp_path))
+    at = fresh("pages/hubness.py", dataset="folder")
     assert not at.error and at.number_input(key="hub_k").value == 5

@@ -85,16 +85,13 @@ def sweep_dataset() -> tuple[dict, str] | None:
                           horizontal=True)
     if choice in BUILTIN:
         return {"name": choice, "split": "demo"}, get_entry(choice)["kind"]
-    name, root = s.get("folder_name"), (s.get("folder_root") or "").strip()
-    if not name or not root:
-        st.info("Pick a format and type its folder in the sidebar (Local folder), or pick a built-in dataset.")
+    from ui.folders import choice as folder_choice
+
+    got = folder_choice()  # the operator's data roots: a folder outside them, missing or unreadable is one line
+    if got is None:
         return None
-    try:
-        entry = get_entry(name)
-    except (KeyError, ValueError) as e:
-        st.error(f"Unknown dataset format {name!r}: {e}")
-        return None
-    return {"name": name, "root": root, "split": s.get("folder_split") or entry["default_split"]}, entry["kind"]
+    name, root, split = got
+    return {"name": name, "root": root, "split": split}, get_entry(name)["kind"]
 
 
 # ---- the sweep job ----------------------------------------------------------------------------------------

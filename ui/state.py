@@ -11,10 +11,12 @@ from typing import NamedTuple
 import streamlit as st
 
 from robustlab.datasets.base import DatasetError
-from robustlab.datasets.registry import build, get_entry, list_datasets
+from robustlab.datasets.registry import build, get_entry
 from robustlab.datasets.synthetic.datasets import builtin_gallery, builtin_video_gallery
 from robustlab.models import ModelUnavailable, list_models, load_model
 from robustlab.tasks.retrieval import RetrievalBench
+from ui import operator
+from ui.media import md_escape, safe_md
 
 DEMO_N, VIDEO_DEMO_N = 300, 200
 DEFAULT_MODEL = "builtin:tiny-clip"
@@ -89,7 +91,7 @@ def get_bench(spec: str, device: str, dataset_id: str, _dataset) -> RetrievalBen
 
 
 # ---- the sidebar's choices --------------------------------------------------------------------------------
-CUSTOM_DEFAULT = "open_clip:ViT-B-32/openai"
+CUSTOM_EXAMPLE = "open_clip:ViT-B-32/openai"  # a placeholder, never a default: a default would be loaded
 
 
 def spec_device() -> tuple[str, str]:
@@ -97,23 +99,44 @@ def spec_device() -> tuple[str, str]:
     switch_page does, sees the same choice)."""
     s = st.session_state
     choice = s.get("model_choice", DEFAULT_MODEL)
-    spec = (s.get("custom_spec", CUSTOM_DEFAULT) or "").strip() or DEFAULT_MODEL if choice == OTHER_MODEL else choice
+    spec = (s.get("custom_spec") or "").strip() or DEFAULT_MODEL if choice == OTHER_MODEL else choice
     return spec, s.get("device", "auto")
 
 
+def offered_models() -> list[str]:
+    """The models the sidebar lists: the built-ins (retrieval first), then the operator's ``ui_models``."""
+    return list(dict.fromkeys(sidebar_models() + list(operator.config().offered_models)))
+
+
+def refusal(spec: str) -> str | None:
+    """Why the operator's rules keep this viewer from loading ``spec`` (:func:`ui.operator.spec_refusal`), or None;
+    the sidebar's and the task pages' listed models count as offered, anything else as typed."""
+    from robustlab.models.registry import KNOWN_MODELS
+
+    known = set(offered_models()) | {m for ms in KNOWN_MODELS.values() for m in ms}
+    return operator.spec_refusal(spec, offered=spec in known)
+
+
 def load(spec: str, what: str = "Model"):
-    """The model ``spec`` on the sidebar's device, or None after saying why it can't be loaded."""
+    """The model ``spec`` on the sidebar's device, or None after saying why it can't be loaded (the operator's
+    rules first: a viewer's typed spec, local path or hub download is checked before anything is opened)."""
+    from robustlab.models.registry import OFFLINE_ALTERNATIVES
+
+    why = refusal(spec)
+    if why:
+        st.error(f"{what} **{safe_md(spec)}** can't be loaded here: {why}; {OFFLINE_ALTERNATIVES}.")
+        return None
     try:
         model = get_model(spec, spec_device()[1])
     except (ModelUnavailable, ValueError, RuntimeError, OSError) as e:
-        st.error(f"{what} **{spec}** can't be loaded here: {_one_line(e, limit=None)}")  # whole: it ends on a hint
+        st.error(f"{what} **{safe_md(spec)}** can't be loaded here: {safe_md(_one_line(e, limit=None))}")  # whole: it ends on a hint
         return None
     except Exception as e:  # noqa: BLE001 -- a damaged checkpoint, a backend bug: a banner, never a traceback
-        st.error(f"{what} **{spec}** failed to load ({type(e).__name__}: {_one_line(e)}). The other pages "
+        st.error(f"{what} **{safe_md(spec)}** failed to load ({type(e).__name__}: {safe_md(_one_line(e))}). The other pages "
                  f"and models still work; pick another model in the sidebar.")
         return None
     if getattr(model, "random_init", False):
-        st.warning(f"{spec} is randomly initialised: plumbing only, its numbers are not results.")
+        st.warning(f"{safe_md(spec)} is randomly initialised: plumbing only, its numbers are not results.")
     return model
 
 
@@ -135,31 +158,27 @@ def task_model(task: str, method: str, key: str):
 
     spec = spec_device()[0]
     if not can_do(spec, task):
-        st.info(f"The sidebar's model {spec} cannot do {task}: pick a {task} model here (or in the sidebar).")
+        st.info(f"The sidebar's model {safe_md(spec)} cannot do {task}: pick a {task} model here (or in the sidebar).")
         capable = models_for(task)
         options = capable + [s for s in KNOWN_MODELS.get(task, []) if s not in capable]
         valid(key, options)
         spec = st.selectbox(f"{task.capitalize()} model", options, key=key,
                             help="Built-in models run offline; hub models need network access or a local copy.")
     if not spec.startswith("builtin:"):
-        ok, why = availability(spec)
+        why = refusal(spec)
+        ok, why = (False, why) if why else availability(spec)
         if not ok:
-            st.warning(f"**{spec}** is unavailable here: {why}. The offline alternative is "
+            st.warning(f"**{safe_md(spec)}** is unavailable here: {safe_md(why)}. The offline alternative is "
                        f"**{(models_for(task) or ['none'])[0]}**.")
             return None
-        st.caption(f"{spec}: {why}")
+        st.caption(f"{safe_md(spec)}: {safe_md(why)}")
     model = load(spec, f"{task.capitalize()} model")
     if model is None:
         return None
     if not callable(getattr(model, method, None)):
-        st.error(f"{spec} has no {task} head; pick {(models_for(task) or ['another model'])[0]}.")
+        st.error(f"{safe_md(spec)} has no {task} head; pick {(models_for(task) or ['another model'])[0]}.")
         return None
     return spec, model
-
-
-def folder_entries() -> list[dict]:
-    """Registered datasets read from a local folder (COCO, MSR-VTT, RefCOCO, ... as their loaders register)."""
-    return [e for e in list_datasets() if e.get("needs_root")]
 
 
 def current_dataset(kind: str | None = None):
@@ -191,21 +210,20 @@ def current_dataset(kind: str | None = None):
 
 
 def _folder_dataset():
-    name, root = st.session_state.get("folder_name"), (st.session_state.get("folder_root") or "").strip()
-    if not name:
-        st.info("No dataset format reads a local folder in this robustlab.")
+    from ui.folders import choice
+
+    got = choice()
+    if got is None:
         return None
-    if not root:
-        st.info(f"Type the folder that holds your copy of **{name}** in the sidebar.")
-        return None
-    split, n = st.session_state.get("folder_split"), int(st.session_state.get("folder_max") or 0)
+    name, root, split = got
+    n = int(st.session_state.get("folder_max") or 0)
     try:
         ds = get_folder_dataset(name, root, split, n)
     except (DatasetError, OSError) as e:
-        st.error(str(e))
+        st.error(safe_md(_one_line(e, limit=None)))
         return None
     if len(ds) == 0:
-        st.warning(f"{name} in {root} has no items.")
+        st.warning(f"{name} in that folder has no items.")
         return None
     return f"folder|{ds.id}", ds
 
@@ -256,13 +274,19 @@ def sidebar() -> None:
 
     st.title("robustlab")
     st.caption("How vision-language models break under real-world perturbations.")
-    options = sidebar_models() + [OTHER_MODEL]
+    cfg = operator.config()
+    for p in cfg.problems[:3]:
+        st.warning(f"Operator configuration: {safe_md(p)}")
+    options = offered_models() + ([OTHER_MODEL] if cfg.typed_specs else [])
+    valid("model_choice", options)
     choice = st.selectbox("Model", options, index=0, key="model_choice",
-                          help="Built-in models run offline. Hub models need network access or a local checkpoint.")
+                          help="Built-in models run offline; the operator decides which other models this dashboard "
+                               "offers.")
     if choice == OTHER_MODEL:
-        st.text_input("Model spec", value=st.session_state.get("custom_spec", CUSTOM_DEFAULT), key="custom_spec",
+        st.text_input("Model spec", key="custom_spec", max_chars=500, placeholder=CUSTOM_EXAMPLE,
                       help="open_clip:ARCH/TAG, open_clip:ARCH/path/to/weights, hf:REPO_ID, hf-grounding:REPO_ID or "
-                           "a local folder")
+                           "a local folder -- as far as the operator allows (hub downloads: "
+                           f"{'on' if cfg.allow_hub else 'off'})")
     g = st.session_state.get("upload_gallery")
     counts = {"builtin": f" ({DEMO_N})", "builtin-videos": f" ({VIDEO_DEMO_N})",
               "upload": f" ({len(g) if g else 0}{' videos' if g is not None and g.kind == 'video' else ''})"}
@@ -274,17 +298,9 @@ def sidebar() -> None:
     st.session_state["dataset_labels"] = labels
     st.radio("Dataset", list(DATASETS), key="dataset", format_func=lambda d: DATASETS[d] + counts.get(d, ""))
     if st.session_state.get("dataset") == "folder":
-        entries = {e["name"]: e for e in folder_entries()}
-        if entries:
-            valid("folder_name", entries)
-            e = entries[st.selectbox("Format", list(entries), key="folder_name")]
-            st.caption(f"{e['description']}. Needs: {e['needs']}.")
-            st.text_input("Folder", key="folder_root", placeholder="/path/to/the/dataset")
-            valid("folder_split", e["splits"])
-            st.selectbox("Split", e["splits"], key="folder_split",
-                         index=e["splits"].index(e["default_split"]) if e["default_split"] in e["splits"] else 0)
-            st.number_input("Max items (0 = all)", 0, 10**7, 0, step=100, key="folder_max",
-                            help="Use only the first N items (faster on a large dataset).")
+        from ui.folders import sidebar_section
+
+        sidebar_section()
     st.selectbox("Device", ["auto"] + describe_devices(), key="device",
                  help="auto = CUDA when there is a GPU, else CPU")
 
@@ -292,18 +308,18 @@ def sidebar() -> None:
 # ---- presets: another page (Benchmark's worst examples) opens Retrieval / Grounding on one example ----------
 def _preset_common(model: str, dataset: dict | None) -> None:
     """The sidebar's model and dataset for a preset (a button callback: it runs before the sidebar is drawn)."""
+    from ui.folders import REQUEST
+
     s = st.session_state
-    if model in sidebar_models():
+    if model in offered_models():
         s["model_choice"] = model
-    else:
+    else:  # checked by the operator's rules when it loads (a typed spec)
         s["model_choice"], s["custom_spec"] = OTHER_MODEL, model
     name = (dataset or {}).get("name")
     if name in ("builtin", "builtin-videos"):
         s["dataset"] = name
     elif name and (dataset or {}).get("root"):
-        s["dataset"], s["folder_name"], s["folder_root"] = "folder", name, str(dataset["root"])
-        if dataset.get("split"):
-            s["folder_split"] = dataset["split"]
+        s["dataset"], s[REQUEST] = "folder", (name, str(dataset["root"]), dataset.get("split"))
 
 
 def _pert(prefix: str, short: str, cond: dict | None) -> None:

@@ -22,6 +22,7 @@ SPLITS = {"test": ("test",), "val": ("val",), "train": ("train", "restval"), "re
                   description="MS-COCO captions, Karpathy split: image-text retrieval (5k test, 5 captions each)",
                   needs="dataset_coco.json (Karpathy's caption_datasets.zip) and the COCO 2014 images in "
                         "val2014/ and train2014/ (the file's filepath; also images/val2014/ ...)",
+                  markers=("dataset_coco.json", "annotations/dataset_coco.json", "caption_datasets/dataset_coco.json"),
                   paper="Lin et al., Microsoft COCO (ECCV 2014); split: Karpathy & Fei-Fei, Deep Visual-Semantic "
                         "Alignments for Generating Image Descriptions (CVPR 2015)")
 class COCOCaptions(KarpathyCaptions):

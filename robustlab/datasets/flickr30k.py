@@ -24,6 +24,8 @@ FLICKR_IMAGES_GET = ("the Flickr30K images are flickr30k-images.tar from the req
                   description="Flickr30K captions, Karpathy split: image-text retrieval (1k test, 5 captions each)",
                   needs="dataset_flickr30k.json (Karpathy's caption_datasets.zip) and the images in "
                         "flickr30k-images/ (or flickr30k_images/, images/, the folder itself)",
+                  markers=("dataset_flickr30k.json", "annotations/dataset_flickr30k.json",
+                           "caption_datasets/dataset_flickr30k.json"),
                   paper="Young et al., From image descriptions to visual denotations (TACL 2014); split: Karpathy & "
                         "Fei-Fei (CVPR 2015)")
 class Flickr30KCaptions(KarpathyCaptions):

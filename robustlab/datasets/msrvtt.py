@@ -53,6 +53,8 @@ ANN_DIRS = ("", "msrvtt_data", "annotation", "annotations")
                   needs="MSRVTT_JSFUSION_test.csv (split test) or MSRVTT_data.json (full-test, train, val), from "
                         "CLIP4Clip's msrvtt_data.zip, and the videos as videos/all/<video_id>.mp4, "
                         "videos/<video_id>.mp4 or <video_id>.mp4",
+                  markers=tuple(f"{d}/{n}".lstrip("/") for d in ("", "msrvtt_data", "annotation", "annotations")
+                                for n in ("MSRVTT_JSFUSION_test.csv", "MSRVTT_data.json")),
                   paper="Xu et al., MSR-VTT (CVPR 2016); 1k-A test: Yu et al., JSFusion (ECCV 2018), as used by "
                         "CLIP4Clip (Luo et al., 2021)")
 class MSRVTT(ClipDataset):

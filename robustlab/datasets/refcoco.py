@@ -236,13 +236,18 @@ class RefCOCOBase(Dataset):
 
 
 _PAPER_UNC = "Yu et al., Modeling Context in Referring Expressions (ECCV 2016)"
+def _markers(d: str, refs: str) -> tuple[str, ...]:
+    """The referring-expression files that tell a RefCOCO-family folder (discovery in the dashboard)."""
+    return tuple(f"{sub}{n}" for sub in (f"{d}/", "") for n in (f"refs({refs}).json", "refs.json"))
+
+
 _NEEDS = ("instances.json and {refs} (or refs.json / .parquet; the original {p} only with trust_pickle=True), in "
           "{d}/ or the folder itself, and the COCO train2014 images in train2014/ (or images/train2014/)")
 
 
 @register_dataset("refcoco", kind="image", tasks=("grounding",), splits=("val", "testA", "testB", "train"),
                   default_split="val", description="RefCOCO referring expressions (UNC split): grounding",
-                  needs=_NEEDS.format(refs="refs(unc).json", p="refs(unc).p", d="refcoco"), paper=_PAPER_UNC)
+                  needs=_NEEDS.format(refs="refs(unc).json", p="refs(unc).p", d="refcoco"), markers=_markers("refcoco", "unc"), paper=_PAPER_UNC)
 class RefCOCO(RefCOCOBase):
     name = "refcoco"
     dirname = "refcoco"
@@ -252,7 +257,7 @@ class RefCOCO(RefCOCOBase):
 @register_dataset("refcoco+", kind="image", tasks=("grounding",), splits=("val", "testA", "testB", "train"),
                   default_split="val",
                   description="RefCOCO+ referring expressions (UNC split, no location words): grounding",
-                  needs=_NEEDS.format(refs="refs(unc).json", p="refs(unc).p", d="refcoco+"), paper=_PAPER_UNC)
+                  needs=_NEEDS.format(refs="refs(unc).json", p="refs(unc).p", d="refcoco+"), markers=_markers("refcoco+", "unc"), paper=_PAPER_UNC)
 class RefCOCOPlus(RefCOCOBase):
     name = "refcoco+"
     dirname = "refcoco+"
@@ -262,7 +267,7 @@ class RefCOCOPlus(RefCOCOBase):
 @register_dataset("refcocog", kind="image", tasks=("grounding",), splits=("val", "test", "train"),
                   default_split="val",
                   description="RefCOCOg referring expressions (UMD split; split_by='google' for Google's): grounding",
-                  needs=_NEEDS.format(refs="refs(umd).json", p="refs(umd).p", d="refcocog"),
+                  needs=_NEEDS.format(refs="refs(umd).json", p="refs(umd).p", d="refcocog"), markers=_markers("refcocog", "umd"),
                   paper="Mao et al., Generation and Comprehension of Unambiguous Object Descriptions (CVPR 2016); "
                         "UMD split: Nagaraja et al., Modeling Context Between Objects (ECCV 2016)")
 class RefCOCOg(RefCOCOBase):

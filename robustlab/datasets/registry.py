@@ -32,13 +32,15 @@ DATASET_MODULES = (
 
 def register_dataset(name: str, *, kind: str, tasks: tuple[str, ...], description: str, splits: tuple[str, ...],
                      default_split: str | None = None, needs_root: bool = True, needs: str = "",
-                     paper: str = "") -> Callable:
-    """Register a dataset builder. ``needs`` says, in one line, which files the folder must hold."""
+                     paper: str = "", markers: tuple[str, ...] = ()) -> Callable:
+    """Register a dataset builder. ``needs`` says, in one line, which files the folder must hold; ``markers`` are
+    the files (relative paths, ``*`` wildcards allowed in the last part) whose presence tells that a folder holds
+    this dataset (:func:`discover`); ``"<media>"`` stands for image or video files in the folder itself."""
 
     def deco(builder):
         _REGISTRY[name] = dict(name=name, builder=builder, kind=kind, tasks=tuple(tasks), description=description,
                                splits=tuple(splits), default_split=default_split or splits[0],
-                               needs_root=needs_root, needs=needs, paper=paper)
+                               needs_root=needs_root, needs=needs, paper=paper, markers=tuple(markers))
         return builder
     return deco
 
@@ -116,4 +118,75 @@ def _options(builder) -> set | None:
     return None
 
 
-__all__ = ["register_dataset", "list_datasets", "get_entry", "build", "DATASET_MODULES"]
+MEDIA_MARKER = "<media>"
+_MEDIA_SUFFIXES = (".png", ".jpg", ".jpeg", ".webp", ".bmp", ".gif", ".tif", ".tiff", ".mp4", ".webm", ".mov",
+                   ".avi", ".mkv", ".m4v", ".mpg", ".mpeg", ".ogv")
+
+
+def _has_marker(folder: Path, marker: str, peek: int) -> bool:
+    """Whether ``folder`` holds ``marker`` (at most ``peek`` directory entries looked at per wildcard/media test)."""
+    import os
+
+    if marker == MEDIA_MARKER or "*" in marker:
+        sub, _, pat = marker.rpartition("/") if marker != MEDIA_MARKER else ("", "", "")
+        try:
+            with os.scandir(folder / sub if sub else folder) as it:
+                for i, e in enumerate(it):
+                    if i >= peek:
+                        return False
+                    name = e.name.lower()
+                    hit = name.endswith(_MEDIA_SUFFIXES) if marker == MEDIA_MARKER else fnmatch.fnmatch(e.name, pat)
+                    if hit and e.is_file():
+                        return True
+        except OSError:
+            return False
+        return False
+    try:
+        return (folder / marker).is_file()
+    except OSError:
+        return False
+
+
+def discover(roots, depth: int = 2, max_dirs: int = 2000, peek: int = 500) -> list[dict]:
+    """The registered datasets found in the folders under ``roots`` (each root and its sub-folders down to
+    ``depth`` levels; hidden folders skipped; at most ``max_dirs`` folders looked at; a folder whose real path
+    leaves its root is skipped): ``[{"name", "root", "folder", "rel"}]``, ``rel`` being the folder relative to its
+    root ("" for the root itself). A folder can hold several formats (an upload folder of a COCO copy's images)."""
+    import os
+
+    from robustlab.io.access import inside
+
+    _ensure_loaded()
+    entries = [e for e in _REGISTRY.values() if e["needs_root"] and e["markers"]]
+    out, seen = [], 0
+    for root in roots:
+        base = Path(os.path.realpath(Path(root).expanduser()))
+        if not base.is_dir():
+            continue
+        level = [base]
+        for d in range(depth + 1):
+            nxt = []
+            for folder in level:
+                if seen >= max_dirs:
+                    return out
+                seen += 1
+                real = Path(os.path.realpath(folder))
+                if not inside(real, (base,)):
+                    continue
+                rel = "" if folder == base else folder.relative_to(base).as_posix()
+                for e in entries:
+                    if any(_has_marker(real, m, peek) for m in e["markers"]):
+                        out.append(dict(name=e["name"], root=str(base), folder=str(real), rel=rel))
+                if d < depth:
+                    try:
+                        with os.scandir(folder) as it:
+                            subs = sorted((Path(x.path) for x in it if not x.name.startswith(".")
+                                           and x.is_dir()), key=lambda p: p.name)
+                    except OSError:
+                        subs = []
+                    nxt.extend(subs[:max_dirs])
+            level = nxt
+    return out
+
+
+__all__ = ["register_dataset", "list_datasets", "get_entry", "build", "discover", "DATASET_MODULES", "MEDIA_MARKER"]

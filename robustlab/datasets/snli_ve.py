@@ -42,6 +42,7 @@ IMAGE_DIRS = ["flickr30k-images", "flickr30k_images", "images", "Flickr30K/flick
                   description="SNLI-VE visual entailment: image + hypothesis -> entailment / neutral / contradiction",
                   needs="snli_ve_{test,dev,train}.jsonl and the Flickr30K images in flickr30k-images/ (or "
                         "flickr30k_images/, images/, the folder itself)",
+                  markers=("snli_ve_*.jsonl", "data/snli_ve_*.jsonl", "annotations/snli_ve_*.jsonl"),
                   paper="Xie et al., Visual Entailment: A Novel Task for Fine-Grained Image Understanding (2019)")
 class SNLIVE(Dataset):
     name = "snli-ve"

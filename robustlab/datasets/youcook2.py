@@ -58,6 +58,7 @@ def index_videos(root: Path) -> dict[str, Path]:
                   description="YouCook2 text-clip retrieval: one item per annotated segment, cut when read",
                   needs=f"{ANN_NAME} (YouCookII.tar.gz) and the videos as <video_id>.mp4 / .mkv / .webm anywhere "
                         "under the folder (e.g. raw_videos/validation/<recipe>/)",
+                  markers=(ANN_NAME, f"annotations/{ANN_NAME}", f"YouCookII/annotations/{ANN_NAME}"),
                   paper="Zhou, Xu & Corso, Towards Automatic Learning of Procedures from Web Instructional Videos "
                         "(AAAI 2018)")
 class YouCook2(ClipDataset):

@@ -249,6 +249,38 @@ def load_model(spec: str = "builtin:tiny-clip", device: str | None = None, **kwa
     return b.resolve()(rest, device=device, **kwargs)
 
 
+def spec_source(spec: str) -> tuple[str, str | None]:
+    """Where a spec's weights would come from, without loading anything or touching the network:
+    ``("builtin", None)``, ``("local", path)`` (a checkpoint file or folder the spec names), ``("hub", None)`` (a
+    hub repo or pretrained tag: a download unless cached) or ``("random", None)`` (an architecture alone). A
+    dashboard checks it against its operator's rules before :func:`load_model` (ValueError for a bad spec)."""
+    prefix, rest = parse_spec(spec)
+    if prefix == "builtin":
+        return "builtin", None
+    if prefix == "open_clip_path":
+        return "local", rest
+    if prefix == "open_clip":
+        arch, _, tag = rest.partition("/")
+        if arch.startswith("local-dir:"):
+            return "local", rest[len("local-dir:"):]
+        if arch.startswith("hf-hub:"):
+            return "hub", None
+        if not tag.strip():
+            return "random", None
+        try:  # optional heavy dependency: the pretrained tags are open_clip's own table
+            import open_clip
+
+            tags = set(open_clip.list_pretrained_tags_by_model(arch.strip()))
+        except Exception:  # noqa: BLE001 - open_clip missing or an unknown arch: no tag is known
+            tags = set()
+        return ("hub", None) if tag.strip() in tags or tag.strip().lower() in tags else ("local", tag.strip())
+    p = Path(rest).expanduser()
+    looks_local = rest.startswith(("/", "~", ".", "\\")) or "\\" in rest or ".." in rest.split("/")
+    if looks_local or p.exists():  # transformers reads an existing local folder before the hub
+        return "local", rest
+    return "hub", None
+
+
 # ---- listing -------------------------------------------------------------------------------------------------
 def _backend_row(b: Backend) -> dict:
     missing = b.missing()
@@ -329,4 +361,4 @@ def availability(spec: str) -> tuple[bool, str]:
 
 __all__ = ["Backend", "register_backend", "get_backend", "list_backends", "register_builtin", "list_builtin",
            "get_builtin", "BUILTIN_MODULES", "parse_spec", "load_model", "list_models", "KNOWN_MODELS",
-           "availability", "OFFLINE_ALTERNATIVES"]
+           "availability", "spec_source", "OFFLINE_ALTERNATIVES"]

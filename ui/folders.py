@@ -1,0 +1,144 @@
+"""The sidebar's Local folder: a picker of the datasets found under the operator's data roots (never a free path).
+
+A viewer picks a discovered dataset (a registered format + folder), or a root and a folder under it. Either way the
+folder is resolved (symlinks included) and must stay inside a root; a folder that is outside, missing or unreadable
+gets one and the same line (:class:`robustlab.io.access.AccessDenied`), so a viewer can't tell what exists. With no
+data roots the choice says in one line how the operator turns it on. The CLI and the library are unaffected.
+"""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import streamlit as st
+
+from robustlab.datasets.registry import discover, get_entry, list_datasets
+from robustlab.io.access import AccessDenied, resolve_inside
+from ui import operator
+from ui.media import safe_md
+
+ANOTHER = "another folder under a data root…"
+OFF = ("Local folders are off on this dashboard: the operator lists the folders it may open in "
+       "ROBUSTLAB_DATA_ROOTS (or data_roots in robustlab.toml) and restarts it.")
+REQUEST = "folder_request"  # (name, root, split) from another page: a sweep's dataset to open
+
+
+@st.cache_data(ttl=60, show_spinner="Looking for datasets under the data roots…")
+def found(roots: tuple[str, ...]) -> list[dict]:
+    """The datasets under the roots (re-scanned at most once a minute)."""
+    return discover(roots)
+
+
+def root_names(roots) -> dict[str, str]:
+    """Each root's display name: its folder name (numbered when two roots share one). Never the full path."""
+    names: dict[str, str] = {}
+    for i, r in enumerate(roots):
+        n = Path(r).name or str(i)
+        names[str(r)] = n if n not in names.values() else f"{n} ({i + 1})"
+    return names
+
+
+def label(e: dict, names: dict[str, str]) -> str:
+    where = names.get(e["root"], "?") + (f"/{e['rel']}" if e["rel"] else "")
+    return f"{e['name']} · {where}"
+
+
+def folder_formats() -> list[str]:
+    return [e["name"] for e in list_datasets() if e.get("needs_root")]
+
+
+def _apply_request(req, entries: list[dict], names: dict, roots) -> None:
+    """Point the widgets at a requested (name, root): its discovered entry, else that folder under its root (the
+    check then says whether it may be opened)."""
+    s = st.session_state
+    name, root, split = (list(req) + [None, None, None])[:3]
+    real = os.path.realpath(str(root or ""))
+    hit = next((e for e in entries if e["name"] == name and e["folder"] == real), None)
+    if hit is not None:
+        s["folder_pick"] = label(hit, names)
+    else:
+        base = next((str(r) for r in roots if real == str(r) or real.startswith(str(r).rstrip("/") + "/")), None)
+        s["folder_pick"], s["folder_fmt"] = ANOTHER, name
+        s["folder_base"] = base or str(roots[0])
+        s["folder_sub"] = os.path.relpath(real, base) if base else str(root or "")
+    if split:
+        s["folder_split"] = split
+
+
+def sidebar_section() -> None:
+    """The Local folder widgets (app.py's sidebar)."""
+    from ui.state import valid
+
+    cfg = operator.config()
+    if not cfg.data_roots:
+        st.caption(OFF)
+        return
+    roots = [str(r) for r in cfg.data_roots]
+    names = root_names(roots)
+    entries = found(tuple(roots))
+    req = st.session_state.pop(REQUEST, None)
+    if req:
+        _apply_request(req, entries, names, roots)
+    labels = [label(e, names) for e in entries] + [ANOTHER]
+    valid("folder_pick", labels)
+    pick = st.selectbox("Dataset under the data roots", labels, key="folder_pick",
+                        help=f"Datasets found under {', '.join(names.values())} (the operator's data roots).")
+    if pick == ANOTHER:
+        valid("folder_base", roots)
+        st.selectbox("Data root", roots, key="folder_base", format_func=names.get)
+        st.text_input("Folder under it", key="folder_sub", max_chars=1024,
+                      placeholder="e.g. coco2014 or videos/msrvtt")
+        fmts = folder_formats()
+        valid("folder_fmt", fmts)
+        name = st.selectbox("Format", fmts, key="folder_fmt")
+    else:
+        name = entries[labels.index(pick)]["name"]
+    e = get_entry(name)
+    st.caption(f"{e['description']}. Needs: {e['needs']}.")
+    valid("folder_split", e["splits"])
+    st.selectbox("Split", e["splits"], key="folder_split",
+                 index=e["splits"].index(e["default_split"]) if e["default_split"] in e["splits"] else 0)
+    st.number_input("Max items (0 = all)", 0, 10**7, 0, step=100, key="folder_max",
+                    help="Use only the first N items (faster on a large dataset).")
+
+
+def choice() -> tuple[str, str, str] | None:
+    """(format, resolved folder, split) of the sidebar's Local folder, or None after one line saying why not
+    (off, nothing typed yet, or a folder that may not be opened: the same line for outside, missing, unreadable)."""
+    s = st.session_state
+    cfg = operator.config()
+    if not cfg.data_roots:
+        st.info(OFF)
+        return None
+    roots = [str(r) for r in cfg.data_roots]
+    pick = s.get("folder_pick")
+    if pick == ANOTHER:
+        base, sub, name = s.get("folder_base") or roots[0], (s.get("folder_sub") or "").strip(), s.get("folder_fmt")
+        if not sub:
+            st.info("Type a folder under the data root in the sidebar, or pick a dataset found there.")
+            return None
+        if base not in roots:
+            base = roots[0]
+    else:
+        entries = found(tuple(roots))
+        names = root_names(roots)
+        # no choice yet (a page run before the sidebar drew its box): the box's default, the first one found
+        hit = next((e for e in entries if label(e, names) == pick), None) if pick is not None else \
+            (entries[0] if entries else None)
+        if hit is None:
+            st.info("Pick a dataset found under the data roots in the sidebar.")
+            return None
+        base, sub, name = hit["root"], hit["rel"], hit["name"]
+    try:
+        folder = resolve_inside(base, sub, roots=cfg.data_roots)
+    except AccessDenied as e:
+        st.error(safe_md(str(e)))
+        return None
+    if name not in folder_formats():
+        st.info("Pick the dataset's format in the sidebar.")
+        return None
+    split = s.get("folder_split") or get_entry(name)["default_split"]
+    return name, str(folder), split
+
+
+__all__ = ["ANOTHER", "OFF", "REQUEST", "sidebar_section", "choice", "found", "folder_formats"]

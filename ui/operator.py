@@ -1,0 +1,251 @@
+"""The operator's configuration: what a browser viewer of this dashboard may reach. Read once at start-up.
+
+One documented place: a ``[dashboard]`` table in ``robustlab.toml`` next to ``app.py``; each key has an
+environment variable that overrides it (docs/security.md lists them with their defaults):
+
+    data_roots           ROBUSTLAB_DATA_ROOTS           folders the dashboard may open as a Local folder (a path
+                                                        list, ``:``-separated in the variable); unset: none
+    model_root           ROBUSTLAB_MODEL_ROOT           a folder of local checkpoints typed model specs may name
+                                                        (besides the data roots); unset: none
+    ui_models            ROBUSTLAB_UI_MODELS            model specs offered besides the built-ins (comma list);
+                                                        entries with * ? [ are patterns a typed spec may match
+    allow_custom_models  ROBUSTLAB_ALLOW_CUSTOM_MODELS  free-text model specs (any backend); default off
+    allow_hub            ROBUSTLAB_ALLOW_HUB            downloads from the model hub; default off (the process
+                                                        runs with HF_HUB_OFFLINE=1: no connection is attempted)
+    max_sweeps           ROBUSTLAB_MAX_SWEEPS           sweeps running at once on this server; default 2
+    personal             ROBUSTLAB_PERSONAL             one person on their own machine: data roots default to
+                                                        the home folder, free-text specs and the hub allowed --
+                                                        honoured only while Streamlit listens on loopback
+
+The library and the CLI read none of this: a person at a shell may read what their user can.
+"""
+from __future__ import annotations
+
+import fnmatch
+import logging
+import os
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+CONFIG_FILE = Path(__file__).resolve().parents[1] / "robustlab.toml"
+_TRUE, _FALSE = {"1", "true", "yes", "on"}, {"0", "false", "no", "off", ""}
+HUB_ENV = ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "HF_DATASETS_OFFLINE")
+LOOPBACK = {"127.0.0.1", "localhost", "::1"}
+log = logging.getLogger("robustlab.ui")
+
+
+@dataclass(frozen=True)
+class OperatorConfig:
+    data_roots: tuple[Path, ...] = ()
+    model_root: Path | None = None
+    ui_models: tuple[str, ...] = ()
+    allow_custom_models: bool = False
+    allow_hub: bool = False
+    max_sweeps: int = 2
+    personal: bool = False
+    problems: tuple[str, ...] = field(default=(), compare=False)  # what was wrong in the configuration
+
+    @property
+    def model_patterns(self) -> tuple[str, ...]:
+        return tuple(m for m in self.ui_models if any(c in m for c in "*?["))
+
+    @property
+    def offered_models(self) -> tuple[str, ...]:
+        return tuple(m for m in self.ui_models if m not in self.model_patterns)
+
+    @property
+    def typed_specs(self) -> bool:
+        """Whether the sidebar offers a box to type a model spec."""
+        return self.allow_custom_models or bool(self.model_patterns)
+
+    def spec_allowed(self, spec: str) -> bool:
+        """Whether a typed ``spec`` may be loaded (free text on, or it matches one of the operator's patterns)."""
+        return self.allow_custom_models or spec in self.offered_models or \
+            any(fnmatch.fnmatchcase(spec, p) for p in self.model_patterns)
+
+    @property
+    def checkpoint_roots(self) -> tuple[Path, ...]:
+        return self.data_roots + ((self.model_root,) if self.model_root else ())
+
+
+def _flag(raw, key: str, problems: list) -> bool:
+    s = str(raw).strip().lower()
+    if s in _TRUE:
+        return True
+    if s not in _FALSE:
+        problems.append(f"{key}={raw!r} is not a yes/no value (read as off)")
+    return False
+
+
+def _paths(raw, key: str, problems: list) -> tuple[Path, ...]:
+    items = raw.split(os.pathsep) if isinstance(raw, str) else list(raw or [])
+    out = []
+    for it in items:
+        if not str(it).strip():
+            continue
+        p = Path(os.path.realpath(Path(str(it).strip()).expanduser()))
+        if p.is_dir():
+            out.append(p)
+        else:
+            problems.append(f"{key}: {it} is not a folder (left out)")
+    return tuple(dict.fromkeys(out))
+
+
+def _read_file(path: Path, problems: list) -> dict:
+    if not path.is_file():
+        return {}
+    try:
+        try:
+            import tomllib
+        except ImportError:  # Python 3.10: the toml package Streamlit depends on
+            import toml as tomllib  # type: ignore[no-redef]
+        text = path.read_text(encoding="utf-8")
+        data = tomllib.loads(text)
+    except Exception as e:  # noqa: BLE001 - a broken file: safe defaults and one line, never a crash
+        problems.append(f"{path.name} could not be read ({type(e).__name__}: {' '.join(str(e).split())[:160]}); "
+                        "using the safe defaults")
+        return {}
+    table = data.get("dashboard", {})
+    if not isinstance(table, dict):
+        problems.append(f"{path.name}: [dashboard] is not a table")
+        return {}
+    return table
+
+
+def server_address() -> str | None:
+    """The address Streamlit listens on (None when not under Streamlit or unset)."""
+    try:
+        import streamlit as st
+
+        return st.get_option("server.address")
+    except Exception:  # noqa: BLE001 - not running under Streamlit
+        return None
+
+
+def load_config(env: dict | None = None, path: Path | None = None, address: str | None = "unset") -> OperatorConfig:
+    """The configuration from ``path`` (default robustlab.toml next to app.py) and ``env`` (default os.environ)."""
+    env = os.environ if env is None else env
+    problems: list[str] = []
+    table = _read_file(CONFIG_FILE if path is None else path, problems)
+
+    def get(key: str, var: str, default=None):
+        return env[var] if var in env else table.get(key, default)
+
+    known = {"data_roots", "model_root", "ui_models", "allow_custom_models", "allow_hub", "max_sweeps", "personal"}
+    problems += [f"robustlab.toml: unknown key {k!r} in [dashboard] (ignored)" for k in table if k not in known]
+    personal = _flag(get("personal", "ROBUSTLAB_PERSONAL", False), "personal", problems)
+    if personal:
+        addr = server_address() if address == "unset" else address
+        if addr not in LOOPBACK:
+            problems.append(f"personal mode ignored: Streamlit listens on {addr or 'all interfaces'}, not on "
+                            "loopback (set server.address = \"127.0.0.1\")")
+            personal = False
+    roots_raw = get("data_roots", "ROBUSTLAB_DATA_ROOTS", None)
+    roots = _paths(roots_raw, "data_roots", problems) if roots_raw is not None else \
+        ((Path.home().resolve(),) if personal else ())
+    mroot = get("model_root", "ROBUSTLAB_MODEL_ROOT", None)
+    mroots = _paths([mroot], "model_root", problems) if mroot else ()
+    models_raw = get("ui_models", "ROBUSTLAB_UI_MODELS", ())
+    models = tuple(m.strip() for m in (models_raw.split(",") if isinstance(models_raw, str) else models_raw)
+                   if str(m).strip())
+    custom = _flag(get("allow_custom_models", "ROBUSTLAB_ALLOW_CUSTOM_MODELS", personal), "allow_custom_models",
+                   problems)
+    hub = _flag(get("allow_hub", "ROBUSTLAB_ALLOW_HUB", personal), "allow_hub", problems)
+    raw = get("max_sweeps", "ROBUSTLAB_MAX_SWEEPS", 2)
+    try:
+        sweeps = int(str(raw).strip())
+        if not 1 <= sweeps <= 64:
+            raise ValueError
+    except ValueError:
+        problems.append(f"max_sweeps={raw!r} is not a whole number from 1 to 64 (using 2)")
+        sweeps = 2
+    return OperatorConfig(roots, mroots[0] if mroots else None, models, custom, hub, sweeps, personal,
+                          tuple(problems))
+
+
+_CONFIG: OperatorConfig | None = None
+
+
+def config() -> OperatorConfig:
+    """The configuration in force (read and applied at the first call: once per server process)."""
+    global _CONFIG
+    if _CONFIG is None:
+        apply(load_config())
+    return _CONFIG  # type: ignore[return-value]
+
+
+def apply(cfg: OperatorConfig) -> OperatorConfig:
+    """Put ``cfg`` in force for this process: dataset reads confined to its data roots and, unless the hub is
+    allowed, the hub libraries' offline switches set (so nothing they do opens a connection)."""
+    global _CONFIG
+    from robustlab.io.access import set_read_roots
+
+    set_read_roots(cfg.data_roots)
+    if not cfg.allow_hub:
+        for var in HUB_ENV:
+            os.environ[var] = "1"
+        try:  # a hub library imported before this call read the variable at import: set its constant too
+            import sys
+
+            if "huggingface_hub" in sys.modules:
+                sys.modules["huggingface_hub"].constants.HF_HUB_OFFLINE = True
+        except AttributeError:  # pragma: no cover
+            pass
+    for p in cfg.problems:
+        log.warning("operator configuration: %s", p)
+    _CONFIG = cfg
+    return cfg
+
+
+def _path_like(spec: str) -> bool:
+    return spec.startswith(("/", "~", ".", "\\")) or os.sep in spec.partition(":")[0] or \
+        (":" not in spec and "/" in spec)
+
+
+def spec_refusal(spec: str, cfg: OperatorConfig | None = None, offered: bool = False) -> str | None:
+    """Why a browser viewer may not load model ``spec`` under the operator's rules (one line), or None.
+
+    ``offered``: the spec is one of the sidebar's choices (a built-in or the operator's list), not typed. A typed
+    spec needs free text or a matching pattern; a local checkpoint must lie inside the data roots or the model
+    root (the same line whether it is outside, missing or unreadable); a hub spec needs ``allow_hub`` unless the
+    operator listed it (then it loads from the local cache only)."""
+    from robustlab.io.access import inside
+    from robustlab.models.registry import spec_source
+
+    cfg = cfg or config()
+    spec = str(spec or "").strip()
+    if not offered and not cfg.spec_allowed(spec):
+        return ("typed model specs are off on this dashboard: pick a model from the list (the operator can allow "
+                "specs with ROBUSTLAB_UI_MODELS or ROBUSTLAB_ALLOW_CUSTOM_MODELS=1)")
+    denied = ("it is not a checkpoint this dashboard may open (local checkpoints are read only inside the "
+              "operator's data roots or model root)")
+    if _path_like(spec):
+        src, path = "local", spec
+    else:
+        try:
+            src, path = spec_source(spec)
+        except ValueError as e:
+            return " ".join(str(e).split())[:300]
+    if src == "local":
+        real = Path(os.path.realpath(Path(str(path)).expanduser()))
+        if not inside(real, cfg.checkpoint_roots) or not real.exists() or not os.access(real, os.R_OK):
+            return denied
+    if src == "hub" and not cfg.allow_hub and not (offered or spec in cfg.offered_models):
+        return ("it needs a download from the model hub, and hub downloads are off on this dashboard (the operator "
+                "enables them with ROBUSTLAB_ALLOW_HUB=1); no connection was attempted")
+    return None
+
+
+def reset_for_tests(cfg: OperatorConfig | None = None) -> None:
+    """Tests: forget the configuration (the next :func:`config` reads it again) or put ``cfg`` in force."""
+    global _CONFIG
+    _CONFIG = None
+    if cfg is not None:
+        apply(cfg)
+
+
+def with_changes(**kw) -> OperatorConfig:
+    return replace(config(), **kw)
+
+
+__all__ = ["OperatorConfig", "load_config", "config", "apply", "spec_refusal", "CONFIG_FILE", "server_address"]
