@@ -37,6 +37,8 @@ import argparse
 import json
 import sys
 
+from robustlab.io.params import parse_kv
+
 
 def _msg(e: Exception) -> str:
     """An exception's message (a KeyError's str() would add quotes around it)."""
@@ -215,27 +217,13 @@ def _bar(args, desc: str):
     return bar, progress
 
 
-def _options(pairs: list) -> dict:
-    """``KEY=VALUE`` strings -> a dict; a value is read as JSON when it parses (true, 3, 0.5), else as text."""
-    out = {}
-    for p in pairs:
-        key, eq, value = p.partition("=")
-        if not eq or not key.strip():
-            raise ValueError(f"--option {p!r}: use KEY=VALUE (e.g. --option method=render)")
-        try:
-            out[key.strip()] = json.loads(value)
-        except ValueError:
-            out[key.strip()] = value
-    return out
-
-
 def cmd_eval(args) -> int:
     from robustlab.perturb.condition import Condition, check
     from robustlab.tasks.registry import get
 
     task = get(args.task)
     try:
-        options = _options(args.option or [])
+        options = parse_kv(args.option or [], "--option", example="method=render")
         task.check_options(options)
     except ValueError as e:
         return _err(str(e))
@@ -436,20 +424,6 @@ def cmd_hubness(args) -> int:
     return 0
 
 
-def _params(pairs: list) -> dict:
-    """``--param KEY=VALUE`` strings -> a dict (values as JSON where they parse: 3, 1e-4, true; else text)."""
-    out = {}
-    for p in pairs:
-        key, eq, value = p.partition("=")
-        if not eq or not key.strip():
-            raise ValueError(f"--param {p!r}: use KEY=VALUE (e.g. --param steps=1)")
-        try:
-            out[key.strip()] = json.loads(value)
-        except ValueError:
-            out[key.strip()] = value
-    return out
-
-
 def _list_methods(as_json: bool) -> int:
     from robustlab.adapt import list_methods
 
@@ -478,6 +452,7 @@ def _list_methods(as_json: bool) -> int:
 
 def cmd_adapt(args) -> int:
     from robustlab.adapt import QUERY_SIDE, AdaptError, get_method, resolve
+    from robustlab.adapt.methods import check_params
     from robustlab.perturb.condition import Condition, check
     from robustlab.tasks.retrieval import DIRECTIONS
 
@@ -485,9 +460,10 @@ def cmd_adapt(args) -> int:
         return _list_methods(args.json)
     if not args.model:
         return _err("adapt needs --model (a retrieval model; see `robustlab models --task retrieval`)")
-    try:
+    try:  # every parameter checked (names, finite values in their declared ranges) before any work
         method = get_method(args.method)
-        params = _params(args.param or [])
+        params = parse_kv(args.param or [], "--param", example="steps=1")
+        check_params(method.name, params)
     except (AdaptError, ValueError) as e:
         return _err(str(e))
     if args.direction is not None and args.direction not in QUERY_SIDE:
@@ -573,6 +549,10 @@ def cmd_bench(args) -> int:
                                         parse_perturbations, parse_severities, run_sweep)
 
     try:
+        # the --adapt methods and their parameters first: a bad value (steps=inf) is one line before any work
+        parse_kv(args.adapt_param or [], "--adapt-param", example="steps=1, tent.lr=1e-4",
+                 form="KEY=VALUE or METHOD.KEY=VALUE")
+        methods = parse_adapt(args.adapt, args.adapt_param or [])
         from robustlab.datasets.registry import build
 
         dataset = build(args.dataset, root=args.root, split=args.split,
@@ -592,7 +572,6 @@ def cmd_bench(args) -> int:
         tsev = parse_severities(args.text_severities) if args.text_severities else sev
         combine = args.combine if args.combine in ("auto", "all", "none") else int(args.combine)
         directions = _split(args.directions) or None
-        methods = parse_adapt(args.adapt, args.adapt_param or [])
         conds = condition_grid(vis, sev, txt, tsev, seed=args.perturb_seed, combine=combine,
                                interventions=parse_interventions(args.interventions), adapt=methods,
                                directions=directions)

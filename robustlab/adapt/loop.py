@@ -16,7 +16,7 @@ from typing import Callable, Optional
 import numpy as np
 import torch
 
-from robustlab.adapt.methods import Runner, get_method, resolve
+from robustlab.adapt.methods import Runner, check_params, get_method, resolve
 from robustlab.adapt.towers import AdaptError, check, frozen_frames, tower_for
 
 QUERY_SIDE = {"t2i": "text", "t2v": "text", "i2t": "visual", "v2t": "visual"}
@@ -102,6 +102,7 @@ def run(model, dataset, method: str = "hat-vtr", direction: str = "t2v", conditi
 
     t0 = time.perf_counter()
     get_method(method)
+    check_params(method, params)  # finite and in range before any work (one line)
     if bench is None:
         bench = RetrievalBench(model, dataset, lazy=True)
     kind = bench.kind

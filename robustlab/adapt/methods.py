@@ -10,6 +10,7 @@ config sets none and the code falls back to the batch size; the paper's App. C.1
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Optional
 
@@ -18,10 +19,13 @@ import torch.nn.functional as F
 
 from robustlab.adapt import losses as L
 from robustlab.adapt.towers import AdaptError
+from robustlab.io.params import ParamError, check_number, show
 
 
 @dataclass(frozen=True)
 class Param:
+    """One parameter of a method. Every int / float one declares a finite range [min, max]; :func:`check_params`
+    holds every value to it (finite numbers only)."""
     name: str
     default: object  # None: chosen by direction (see ``resolve``)
     kind: str  # "float", "int", "bool", "choice"
@@ -30,16 +34,43 @@ class Param:
     max: Optional[float] = None
     choices: tuple = ()
 
+    def __post_init__(self):
+        if self.kind in ("int", "float") and (self.min is None or self.max is None or not self.min < self.max
+                                              or not math.isfinite(self.min) or not math.isfinite(self.max)):
+            raise ValueError(f"parameter {self.name}: an {self.kind} parameter declares a finite range")
+
     def to_dict(self) -> dict:
         return {"name": self.name, "default": self.default, "type": self.kind, "help": self.help, "min": self.min,
                 "max": self.max, "choices": list(self.choices)}
+
+    def check(self, value, name: str | None = None):
+        """``value`` as this parameter's type within its range; ParamError (a ValueError, one line:
+        ``"{name} must be an integer in [1, 100], got 0"``) otherwise, non-finite numbers included."""
+        name = name or self.name
+        if self.kind in ("int", "float"):
+            return check_number(name, value, kind=int if self.kind == "int" else float, lo=self.min, hi=self.max)
+        if self.kind == "bool":
+            if isinstance(value, bool):
+                return value
+            if isinstance(value, int) and value in (0, 1):
+                return bool(value)
+            t = str(value).strip().lower()
+            if isinstance(value, str) and t in _BOOL:
+                return _BOOL[t]
+            raise ParamError(f"{name} must be true or false, got {show(value)}")
+        if value not in self.choices:
+            raise ParamError(f"{name} must be {' or '.join(self.choices)}, got {show(value)}")
+        return value
+
+
+_BOOL = {"true": True, "false": False, "1": True, "0": False, "yes": True, "no": False, "on": True, "off": False}
 
 
 COMMON = (
     Param("batch_size", 16, "int", "queries per online batch (B)", 1, 4096),
     Param("steps", 3, "int", "gradient steps per batch (the released tta_steps)", 1, 100),
     Param("lr", None, "float", "AdamW learning rate (default: the released config's for this method and direction)",
-          0.0, 1.0),
+          0.0, 1.0),  # 0 allowed: HAT-VTR at lr 0 is HSM's reranking alone (an ablation)
     Param("weight_decay", 1e-4, "float", "AdamW weight decay", 0.0, 1.0),
     Param("temperature", 0.02, "float", "τ of the softmax over scores", 1e-6, 10.0),
     Param("order", "dataset", "choice", "query stream order: the dataset's, or shuffled with the seed",
@@ -122,37 +153,32 @@ def get_method(name: str) -> Method:
     return METHODS[name]
 
 
-def resolve(method: str, side: str, n_gallery: int, params: dict) -> dict:
-    """The method's full parameter set for a query ``side`` and gallery size, checked (one-line errors)."""
+def check_params(method: str, params: dict) -> dict:
+    """``params`` checked against ``method``'s declarations, before any work: known names, types, finite values
+    within each declared range. -> the values converted (3.0 -> 3 for an int, "3e-4" -> 0.0003; None: the
+    default, kept). AdaptError (a ValueError, one line) otherwise: ``"tent: steps must be an integer in [1, 100],
+    got inf (not a finite number)"``."""
     m = get_method(method)
     known = {p.name: p for p in m.all_params()}
-    bad = sorted(set(params) - set(known))
+    bad = sorted(set(params) - set(known), key=str)
     if bad:
-        raise AdaptError(f"{method} has no parameter {', '.join(bad)}; its parameters: {', '.join(known) or 'none'}")
-    out = m.defaults()
+        raise AdaptError(f"{method} has no parameter {', '.join(map(str, bad))}; its parameters: "
+                         f"{', '.join(known) or 'none'}")
+    out = {}
     for k, v in params.items():
-        p = known[k]
-        if v is None:
-            continue
         try:
-            if p.kind == "bool":
-                v = v if isinstance(v, bool) else str(v).lower() in ("1", "true", "yes", "on")
-            elif p.kind == "choice":
-                if v not in p.choices:
-                    raise ValueError
-            else:
-                f = float(v)
-                if p.kind == "int" and f != int(f):
-                    raise ValueError
-                v = int(f) if p.kind == "int" else f
-                if (p.min is not None and v < p.min) or (p.max is not None and v > p.max) or f != f:
-                    raise ValueError
-        except (TypeError, ValueError):
-            want = {"int": "an integer", "float": "a number", "bool": "true or false",
-                    "choice": " or ".join(p.choices)}[p.kind]
-            rng = f" in [{p.min}, {p.max}]" if p.kind in ("int", "float") and p.min is not None else ""
-            raise AdaptError(f"{method}: {k} must be {want}{rng}, got {v!r}") from None
-        out[k] = v
+            out[k] = None if v is None else known[k].check(v, f"{method}: {k}")
+        except ParamError as e:
+            raise AdaptError(str(e)) from None
+    return out
+
+
+def resolve(method: str, side: str, n_gallery: int, params: dict) -> dict:
+    """The method's full parameter set for a query ``side`` and gallery size, checked (one-line errors; see
+    :func:`check_params`)."""
+    m = get_method(method)
+    out = m.defaults()
+    out.update({k: v for k, v in check_params(method, params).items() if v is not None})
     if m.adapts and out.get("lr") is None:
         out["lr"] = LR[(method, side)]
     if "capacity" in out and out["capacity"] is None:
@@ -235,4 +261,4 @@ class Runner:
         return out
 
 
-__all__ = ["METHODS", "Method", "Param", "list_methods", "get_method", "resolve", "Runner"]
+__all__ = ["METHODS", "Method", "Param", "Runner", "check_params", "get_method", "list_methods", "resolve"]

@@ -163,6 +163,7 @@ def parse_adapt(text, params: Sequence[str] = ()) -> list[Condition]:
     conditions of the methods other than none (none is the shifted cell itself); one-line SweepError for an unknown
     method, a parameter no chosen method has, or a bad value."""
     from robustlab.adapt import METHODS, AdaptError, get_method
+    from robustlab.io.params import ParamError, parse_kv
     from robustlab.tasks.base import adapt_condition
 
     t = str(text or "").strip()
@@ -181,15 +182,12 @@ def parse_adapt(text, params: Sequence[str] = ()) -> list[Condition]:
         raise SweepError(str(e)) from None
     names = [n for n in dict.fromkeys(names) if get_method(n).adapts]
     per: dict = {n: {} for n in names}
-    for p in params:
-        key, eq, value = str(p).partition("=")
-        key = key.strip()
-        if not eq or not key:
-            raise SweepError(f"--adapt-param {p!r}: use KEY=VALUE or METHOD.KEY=VALUE (e.g. steps=1, tent.lr=1e-4)")
-        try:
-            v = json.loads(value)
-        except ValueError:
-            v = value
+    try:  # the one KEY=VALUE parser: finite numbers, no repeated key, one line otherwise
+        pairs = parse_kv(params, "--adapt-param", example="steps=1", form="KEY=VALUE or METHOD.KEY=VALUE")
+    except ParamError as e:
+        raise SweepError(str(e)) from None
+    for key, v in pairs.items():
+        p = f"{key}=..."
         method, dot, k = key.rpartition(".")
         if dot:
             if method not in per:

@@ -360,11 +360,16 @@ class Task:
     options: dict = {}  # the keyword options evaluate() takes beyond n / progress: name -> one-line help
 
     def check_options(self, options: dict) -> None:
-        """ValueError (one line) for an option this task does not take (the CLI's ``--option KEY=VALUE``)."""
+        """ValueError (one line) for an option this task does not take (the CLI's ``--option KEY=VALUE``) or a value
+        that is, or holds, a number that is not finite."""
         bad = sorted(set(options) - set(self.options))
         if bad:
             takes = ", ".join(sorted(self.options)) or "none"
             raise ValueError(f"task {self.name} has no option {', '.join(bad)} (its options: {takes})")
+        from robustlab.io.params import check_finite
+
+        for k, v in options.items():  # a number that is not finite (inf, nan, 1e999): one line, before any work
+            check_finite(f"task {self.name} option {k}", v)
 
     def check_model(self, model) -> None:
         """ValueError (one line) unless the model has the methods this task calls and, when it declares the tasks
