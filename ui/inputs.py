@@ -7,7 +7,7 @@ import streamlit as st
 from robustlab.datasets.synthetic import world
 from robustlab.datasets.synthetic.datasets import BUILTIN_VIDEO_FPS
 from robustlab.export.basket import LoadedInput, builtin_source, load_upload, typed_source
-from robustlab.io.files import InputError, clean_caption
+from robustlab.io.files import InputError, clean_caption, uploaded_bytes
 from ui.state import DEMO_N, current_dataset, get_builtin_gallery
 
 VIDEO_MAX_FRAMES, VIDEO_MAX_SIDE = 300, 320  # uploads are bounded so that every severity stays interactive
@@ -73,8 +73,8 @@ def _upload(kind: str) -> LoadedInput | None:
         st.session_state[id_key] = f.file_id
         try:
             with st.spinner(f"Reading {f.name}…"):
-                st.session_state[item_key] = load_upload(kind, f.name, f.getvalue(), max_frames=VIDEO_MAX_FRAMES,
-                                                         max_side=VIDEO_MAX_SIDE)
+                st.session_state[item_key] = load_upload(kind, f.name, uploaded_bytes(f), max_frames=VIDEO_MAX_FRAMES,
+                                                         max_side=VIDEO_MAX_SIDE)  # .size checked before getvalue()
             st.session_state.pop(err_key, None)
         except InputError as e:
             st.session_state[err_key] = str(e)
@@ -154,7 +154,8 @@ def _uploaded_image():
     if f is not None and st.session_state.get("gr_upload_id") != f.file_id:
         st.session_state["gr_upload_id"] = f.file_id
         try:
-            st.session_state["gr_item"], st.session_state["gr_error"] = load_upload("image", f.name, f.getvalue()), None
+            st.session_state["gr_item"], st.session_state["gr_error"] = \
+                load_upload("image", f.name, uploaded_bytes(f)), None  # .size checked before getvalue()
         except InputError as e:
             st.session_state["gr_error"] = str(e)
     if st.session_state.get("gr_error"):

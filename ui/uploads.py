@@ -7,6 +7,7 @@ import streamlit as st
 
 from robustlab.datasets.uploads import IMAGE_SUFFIXES, VIDEO_SUFFIXES, ingest_uploads, set_captions, split_by_kind
 from robustlab.engine.cache import content_hash
+from robustlab.io.files import InputError, uploaded_bytes
 
 TYPES = [s[1:] for s in IMAGE_SUFFIXES + VIDEO_SUFFIXES]
 MESSAGES = "upload_messages"  # what the last "Add to my gallery" said, shown after the rerun it starts
@@ -25,9 +26,11 @@ def upload_section() -> None:
                                        "or .json", type=["txt", "csv", "tsv", "json"], key="up_captions")
             lines = st.text_area("…or type captions, one per line, in the order of the files", key="up_lines")
             submitted = st.form_submit_button("Add to my gallery")
-        if submitted and _ingest(gal, [(f.name, f.getvalue()) for f in (files or [])],
-                                 (capfile.name, capfile.getvalue()) if capfile else None, lines):
-            st.rerun()  # a new gallery: the sidebar (drawn before this form) and the labels above must count it
+        if submitted:
+            got, too_big = _read(files or [])  # each file's .size is checked before getvalue() copies it
+            caps = _read([capfile] if capfile else [])
+            if _ingest(gal, got, caps[0][0] if caps[0] else None, lines, errors=too_big + caps[1]):
+                st.rerun()  # a new gallery: the sidebar (drawn before this form) and the labels above must count it
         if gal is not None and st.button("Clear my gallery", key="clear_uploads"):
             st.session_state.pop("upload_gallery", None)
             st.session_state.pop("upload_gallery_id", None)
@@ -36,11 +39,23 @@ def upload_section() -> None:
         getattr(st, kind)(text)
 
 
-def _ingest(gal, files, capfile, lines: str) -> bool:
-    """Add the files (and captions) to the gallery; what it says is kept for the section to show. -> whether the
-    session now holds another gallery."""
+def _read(uploaded) -> tuple[list[tuple[str, bytes]], list[str]]:
+    """(name, bytes) of the uploads within the size limit, and one line for each one over it (never copied)."""
+    got, errors = [], []
+    for f in uploaded:
+        try:
+            got.append((f.name, uploaded_bytes(f)))
+        except InputError as e:
+            errors.append(str(e))
+    return got, errors
+
+
+def _ingest(gal, files, capfile, lines: str, errors: list[str] | None = None) -> bool:
+    """Add the files (and captions) to the gallery; what it says is kept for the section to show (``errors``:
+    lines already said about files that were refused). -> whether the session now holds another gallery."""
     say = st.session_state.setdefault(MESSAGES, [])
-    by, errors = split_by_kind(files)
+    by, split_errors = split_by_kind(files)
+    errors = list(errors or []) + split_errors
     kinds = [k for k in ("image", "video") if by[k]]
     kind = gal.kind if gal is not None else (kinds[0] if kinds else "image")
     for other in (k for k in kinds if k != kind):

@@ -21,6 +21,7 @@ from pathlib import Path
 
 import numpy as np
 
+from robustlab.io.access import visible
 from robustlab.datasets.base import Dataset, DatasetError
 
 VIDEO_SUFFIXES = (".mp4", ".mkv", ".webm")
@@ -93,7 +94,7 @@ class ClipSource:
 
         self.path, self.who, self.max_side = Path(path), who, max_side
         self.label = label = str(self.path)
-        if not self.path.is_file():
+        if not self.path.is_file() or not visible(self.path):  # outside the dashboard's data roots: missing
             raise DatasetError(f"{who}: video {label!r} is missing" + (f" ({get})" if get else ""))
         lo = float(start) if start is not None else 0.0
         hi = float(end) if end is not None else None
@@ -157,6 +158,8 @@ class ClipSource:
         import av
 
         try:
+            if not visible(self.path):
+                raise FileNotFoundError(2, "No such file or directory")
             return av.open(str(self.path), mode="r")
         except (av.error.FFmpegError, OSError, ValueError) as e:
             raise DatasetError(f"{self.who}: {self.label!r} is not a video robustlab can read ({_short(e)})") from e

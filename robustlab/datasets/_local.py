@@ -13,6 +13,7 @@ from typing import Any, Iterable, Sequence
 
 import numpy as np
 
+from robustlab.io.access import visible
 from robustlab.datasets.base import DatasetError
 
 
@@ -31,13 +32,13 @@ def find_file(root: Path, names: Sequence[str], subdirs: Sequence[str] = ("",), 
     if override is not None:
         p = Path(override).expanduser()
         p = p if p.is_absolute() else root / p
-        if not p.is_file():
+        if not p.is_file() or not visible(p):
             raise DatasetError(f"{who}: annotation file {str(p)!r} does not exist ({get})")
         return p
     for d in subdirs:
         for n in names:
             p = root / d / n if d else root / n
-            if p.is_file():
+            if p.is_file() and visible(p):  # outside the dashboard's data roots: as missing
                 return p
     first = root / subdirs[0] / names[0] if subdirs[0] else root / names[0]
     also = [n for n in names[1:]]
@@ -45,10 +46,32 @@ def find_file(root: Path, names: Sequence[str], subdirs: Sequence[str] = ("",), 
     raise DatasetError(f"{who}: missing {str(first)!r}{hint}; {get}")
 
 
-def read_json(path: Path, who: str) -> Any:
+def _short(path: Path, root: Path | None) -> str:
+    """How a size message names a file: relative to ``root`` when under it, else its bare name (a size refusal
+    may reach a dashboard viewer; it never shows a full server path)."""
+    if root is not None:
+        try:
+            return str(Path(path).relative_to(root))
+        except ValueError:
+            pass
+    return Path(path).name
+
+
+def _annotation_limit() -> tuple[int, str]:
+    from robustlab.io import files
+
+    return files.MAX_ANNOTATION_BYTES, files.ANNOTATION_SETTING
+
+
+def read_json(path: Path, who: str, *, root: Path | None = None) -> Any:
+    """A JSON file, stat-ed against ``ROBUSTLAB_MAX_ANNOTATION_MB`` (default 2048 MB) before it is read."""
+    from robustlab.io.files import InputError, read_file_capped
+
+    limit, setting = _annotation_limit()
     try:
-        with open(path, "rb") as f:
-            return json.load(f)
+        return json.loads(read_file_capped(path, limit, _short(path, root), setting))
+    except InputError as e:
+        raise DatasetError(f"{who}: {e}") from e
     except json.JSONDecodeError as e:
         raise DatasetError(f"{who}: {str(path)!r} is not valid JSON (line {e.lineno}: {e.msg})") from e
     except (OSError, UnicodeDecodeError) as e:
@@ -61,11 +84,15 @@ def _why(e: BaseException) -> str:
     return f"{type(e).__name__}: {' '.join(str(e).split())[:160]}"
 
 
-def read_jsonl(path: Path, who: str) -> list[dict]:
-    """A JSON-lines file (one object per line; blank lines skipped)."""
+def read_jsonl(path: Path, who: str, *, root: Path | None = None) -> list[dict]:
+    """A JSON-lines file (one object per line; blank lines skipped), stat-ed against
+    ``ROBUSTLAB_MAX_ANNOTATION_MB`` before it is read (and never read past it)."""
+    from robustlab.io.files import InputError, open_capped
+
+    limit, setting = _annotation_limit()
     out = []
     try:
-        with open(path, encoding="utf-8") as f:
+        with open_capped(path, limit, _short(path, root), setting, encoding="utf-8") as f:
             for ln, line in enumerate(f, start=1):
                 if not line.strip():
                     continue
@@ -80,15 +107,21 @@ def read_jsonl(path: Path, who: str) -> list[dict]:
                 if not isinstance(obj, dict):
                     raise DatasetError(f"{who}: {str(path)!r} line {ln} is a {type(obj).__name__}, not an object")
                 out.append(obj)
+    except InputError as e:
+        raise DatasetError(f"{who}: {e}") from e
     except (OSError, UnicodeDecodeError) as e:
         raise DatasetError(f"{who}: cannot read {str(path)!r} ({e})") from e
     return out
 
 
-def read_csv(path: Path, columns: Iterable[str], who: str) -> list[dict]:
-    """A CSV file with a header row that must hold ``columns``."""
+def read_csv(path: Path, columns: Iterable[str], who: str, *, root: Path | None = None) -> list[dict]:
+    """A CSV file with a header row that must hold ``columns``, stat-ed against ``ROBUSTLAB_MAX_ANNOTATION_MB``
+    before it is read (and never read past it)."""
+    from robustlab.io.files import InputError, open_capped
+
+    limit, setting = _annotation_limit()
     try:
-        with open(path, encoding="utf-8-sig", newline="") as f:
+        with open_capped(path, limit, _short(path, root), setting, encoding="utf-8-sig", newline="") as f:
             reader = csv.DictReader(f)
             have = [c.strip() for c in (reader.fieldnames or [])]
             missing = [c for c in columns if c not in have]
@@ -96,6 +129,8 @@ def read_csv(path: Path, columns: Iterable[str], who: str) -> list[dict]:
                 raise DatasetError(f"{who}: {str(path)!r} has no column {', '.join(map(repr, missing))} "
                                    f"(columns: {', '.join(have) or 'none'}; expected {', '.join(columns)})")
             return [{(k or "").strip(): v for k, v in row.items()} for row in reader]
+    except InputError as e:
+        raise DatasetError(f"{who}: {e}") from e
     except csv.Error as e:
         raise DatasetError(f"{who}: {str(path)!r} is not a readable CSV ({e})") from e
     except (OSError, UnicodeDecodeError) as e:
@@ -156,14 +191,17 @@ def pick_dir(root: Path, candidates: Sequence[str], probe: str | None) -> Path:
     return dirs[0]
 
 
-def read_image(path: Path, who: str, get: str = "") -> np.ndarray:
-    """An image file as H×W×3 uint8 (through ``robustlab.io.files.load_image``: pixel limit, any mode); a missing
-    or unreadable file is a DatasetError naming it (and, when missing, ``get``: where the images come from)."""
-    from robustlab.io.files import InputError, load_image
+def read_image(path: Path, who: str, get: str = "", *, root: Path | None = None) -> np.ndarray:
+    """An image file as H×W×3 uint8 (through ``robustlab.io.files.load_image``: stat-ed against the upload limit
+    ``ROBUSTLAB_MAX_UPLOAD_MB`` before it is read, its header's pixel count checked before it is decoded); a
+    missing or unreadable file is a DatasetError naming it (and, when missing, ``get``: where the images come
+    from)."""
+    from robustlab.io.files import MAX_UPLOAD_BYTES, InputError, check_file_size, load_image
 
     if not path.is_file():
         raise DatasetError(f"{who}: image {str(path)!r} is missing" + (f" ({get})" if get else ""))
     try:
+        check_file_size(path, MAX_UPLOAD_BYTES, _short(path, root))  # one line naming the file, not its full path
         return load_image(path)
     except InputError as e:
         raise DatasetError(f"{who}: {e}") from e

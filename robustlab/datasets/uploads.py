@@ -16,6 +16,7 @@ from pathlib import Path
 import numpy as np
 
 from robustlab.datasets.base import DatasetError, InMemoryDataset
+from robustlab.io.access import visible
 from robustlab.datasets.registry import register_dataset
 
 IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".webp", ".bmp", ".gif", ".tif", ".tiff")
@@ -183,13 +184,24 @@ def split_by_kind(files: list[tuple[str, bytes]]) -> tuple[dict[str, list], list
 @register_dataset("upload", kind="any", tasks=("retrieval", "grounding"), splits=("all",), needs_root=True,
                   description="your own images or videos with captions (a folder here; in the dashboard, uploads)",
                   needs="images or videos, and optionally captions.txt / captions.csv (name,caption) / "
-                        "captions.json matched by file name")
+                        "captions.json matched by file name", markers=("<media>",))
 def from_folder(root, split: str = "all", kind: str | None = None, captions: str | None = None,
                 max_items: int = 2000, n: int | None = None) -> Gallery:
     """A folder of images or videos (``kind`` picks one when both are present) with an optional captions file;
-    ``n``: only the first n files (by name)."""
+    ``n``: only the first n files (by name).
+
+    Size before read: at most ``ROBUSTLAB_MAX_FOLDER_FILES`` entries of the folder are looked at, and every file
+    (media and captions alike) is stat-ed against the upload limit (``ROBUSTLAB_MAX_UPLOAD_MB``) before it is
+    read, so an over-limit file costs no memory. A file that cannot be used is one line naming it (relative to
+    the folder); those lines are the DatasetError when nothing could be read, else the gallery's
+    ``load_errors``."""
+    from robustlab.io.files import InputError, read_file_capped, scan_folder
+
     root = Path(root)
-    files = sorted(p for p in root.iterdir() if p.is_file() and kind_of_name(p.name))
+    try:
+        files = scan_folder(root, suffixes=IMAGE_SUFFIXES + VIDEO_SUFFIXES)
+    except InputError as e:
+        raise DatasetError(f"upload: {e}") from e
     by = {"image": [p for p in files if kind_of_name(p.name) == "image"],
           "video": [p for p in files if kind_of_name(p.name) == "video"]}
     if kind is None:
@@ -197,15 +209,39 @@ def from_folder(root, split: str = "all", kind: str | None = None, captions: str
     if not by[kind]:
         raise DatasetError(f"upload: no {kind} files in {str(root)!r} (looked for {' '.join(IMAGE_SUFFIXES if kind == 'image' else VIDEO_SUFFIXES)})")
     capfile = Path(captions) if captions else next((root / n for n in ("captions.txt", "captions.csv",
-                                                                       "captions.json") if (root / n).exists()), None)
-    cf = (capfile.name, capfile.read_bytes()) if capfile else None
+                                                                       "captions.json") if visible(root / n)
+                                                                       and (root / n).exists()), None)
+    cf = None
+    if capfile is not None:
+        try:  # a captions file follows the upload limit too; one that can't be read stops here, before any media
+            cf = (capfile.name, read_file_capped(capfile, label=_name_in(capfile, root)))
+        except InputError as e:
+            raise DatasetError(f"upload: {e}") from e
     chosen = by[kind][:int(n)] if n is not None else by[kind]
-    rep = ingest_uploads([(p.name, p.read_bytes()) for p in chosen], cf, existing=None, max_items=max_items,
-                         kind=kind)
+    errors: list[str] = []
+    data: list[tuple[str, bytes]] = []
+    for p in chosen:
+        try:
+            data.append((p.name, read_file_capped(p, label=p.name)))  # stat first: an over-limit file is never read
+        except InputError as e:
+            errors.append(str(e))
+    rep = ingest_uploads(data, cf, existing=None, max_items=max_items, kind=kind)
+    del data
+    errors += rep.errors
     if rep.gallery is None:
-        raise DatasetError("upload: " + ("; ".join(rep.errors) or f"no readable {kind} in {str(root)!r}"))
+        shown = errors[:8] + ([f"… and {len(errors) - 8} more"] if len(errors) > 8 else [])
+        raise DatasetError("upload: " + ("; ".join(shown) or f"no readable {kind} in {str(root)!r}"))
     rep.gallery.split, rep.gallery.root = split, root
+    rep.gallery.load_errors = errors  # one line per file that was refused or could not be read
     return rep.gallery
+
+
+def _name_in(path: Path, root: Path) -> str:
+    """``path`` relative to ``root`` when it lies under it, else its bare name (never a full server path)."""
+    try:
+        return str(Path(path).relative_to(root))
+    except ValueError:
+        return Path(path).name
 
 
 __all__ = ["Gallery", "Uploads", "IngestReport", "ingest_uploads", "set_captions", "split_by_kind", "kind_of_name",

@@ -68,6 +68,17 @@ def check_read(path: str | os.PathLike, shown: str | None = None) -> Path:
     return Path(path)
 
 
+def visible(path: str | os.PathLike) -> bool:
+    """Whether this process may see ``path`` at all: always without confinement; with it, only when it resolves
+    inside a root and is readable. A reader treats an invisible file exactly as a missing one (the same message),
+    so a symlink out of a root neither shows what it points at nor whether that exists."""
+    roots = _roots
+    if roots is None:
+        return True
+    real = _real(path)
+    return inside(real, roots) and real.exists() and os.access(real, os.R_OK)
+
+
 def resolve_inside(root: str | os.PathLike, rel: str = "", roots: Sequence[Path] | None = None) -> Path:
     """The folder ``root/rel`` resolved (symlinks included) when it is a readable folder inside ``roots`` (default:
     the roots in force; with no confinement, any readable folder); else :class:`AccessDenied` naming ``rel`` (or
@@ -87,4 +98,5 @@ def resolve_inside(root: str | os.PathLike, rel: str = "", roots: Sequence[Path]
     return real
 
 
-__all__ = ["AccessDenied", "NOT_OPENABLE", "set_read_roots", "read_roots", "check_read", "resolve_inside", "inside"]
+__all__ = ["AccessDenied", "NOT_OPENABLE", "set_read_roots", "read_roots", "check_read", "visible", "resolve_inside",
+           "inside"]

@@ -4,6 +4,13 @@ Images are decoded with Pillow under a pixel limit (decompression bombs are refu
 verified, and converted to H×W×3 uint8 (gray, RGBA, palette and 16-bit inputs included). Caption files
 may be plain text (one caption per line), CSV (columns ``image``/``filename``/``file`` and ``caption``/
 ``text``) or JSON (a list of strings, a list of {"image", "caption"} objects, or a {filename: caption} map).
+
+Size before read: a file is ``os.stat``-ed (a symlink's target) before it is opened, and read at most up to its
+limit (:func:`check_file_size`, :func:`read_file_capped`, :func:`open_capped`); a browser upload's ``.size`` is
+checked before ``getvalue()`` (:func:`uploaded_bytes`); a folder is scanned up to ``MAX_FOLDER_FILES`` entries
+(:func:`scan_folder`). Limits: ``ROBUSTLAB_MAX_UPLOAD_MB`` (50; uploads, and media and captions files read from a
+folder), ``ROBUSTLAB_MAX_ANNOTATION_MB`` (2048; the local dataset loaders' annotation files),
+``ROBUSTLAB_MAX_FOLDER_FILES`` (20000 entries).
 """
 from __future__ import annotations
 
@@ -11,28 +18,55 @@ import csv
 import io
 import json
 import os
+import stat
 import warnings
 from pathlib import Path
 
 import numpy as np
 from PIL import Image, UnidentifiedImageError
 
+from robustlab.io.access import visible
 from robustlab.io.convert import to_uint8_rgb
 
 MAX_IMAGE_PIXELS = 40_000_000  # ~6300×6300; larger images are refused (decompression-bomb guard)
 
 
+UPLOAD_SETTING = "ROBUSTLAB_MAX_UPLOAD_MB"
+ANNOTATION_SETTING = "ROBUSTLAB_MAX_ANNOTATION_MB"
+FOLDER_SETTING = "ROBUSTLAB_MAX_FOLDER_FILES"
+
+
+def _env_number(name: str, default: float) -> float:
+    """A positive number from the environment variable ``name``; ``default`` when unset, unreadable or not > 0."""
+    try:
+        v = float(os.environ.get(name, default))
+    except ValueError:
+        return default
+    return v if v > 0 and v == v and v != float("inf") else default
+
+
 def _max_upload_bytes(default_mb: float = 50) -> int:
     """robustlab's own size limit per uploaded file: ``ROBUSTLAB_MAX_UPLOAD_MB`` (default 50 MB, Streamlit's
-    ``server.maxUploadSize`` in .streamlit/config.toml is the same: each layer refuses what the other would)."""
-    try:
-        mb = float(os.environ.get("ROBUSTLAB_MAX_UPLOAD_MB", default_mb))
-    except ValueError:
-        mb = default_mb
-    return int((mb if mb > 0 else default_mb) * 1024 * 1024)
+    ``server.maxUploadSize`` in .streamlit/config.toml is the same: each layer refuses what the other would).
+    The same limit holds for every media or captions file read from a folder (the ``upload`` dataset, the
+    images of the local dataset loaders)."""
+    return int(_env_number(UPLOAD_SETTING, default_mb) * 1024 * 1024)
+
+
+def _max_annotation_bytes(default_mb: float = 2048) -> int:
+    """The size limit of one annotation file (JSON / JSON lines / CSV) of a local dataset copy:
+    ``ROBUSTLAB_MAX_ANNOTATION_MB`` (default 2048 MB: COCO's and RefCOCO's files are a few hundred MB)."""
+    return int(_env_number(ANNOTATION_SETTING, default_mb) * 1024 * 1024)
+
+
+def _max_folder_files(default: int = 20_000) -> int:
+    """How many entries of one folder are scanned at most: ``ROBUSTLAB_MAX_FOLDER_FILES`` (default 20000)."""
+    return max(1, int(_env_number(FOLDER_SETTING, default)))
 
 
 MAX_UPLOAD_BYTES = _max_upload_bytes()
+MAX_ANNOTATION_BYTES = _max_annotation_bytes()
+MAX_FOLDER_FILES = _max_folder_files()
 MAX_CAPTION_CHARS = 2000
 
 
@@ -40,20 +74,190 @@ class InputError(ValueError):
     """Bad user input; ``str(e)`` is a message fit to show to the user."""
 
 
+# ---- size before read: every file a user can make the server read is stat-ed first ---------------------------------
+def _mb(n: int, digits: str = ".4g") -> str:
+    """A size for a message: ``50 MB`` (``digits`` formats the MB), or ``1234 bytes`` under 0.1 MB."""
+    return f"{format(n / 2**20, digits)} MB" if n >= 2**20 / 10 else f"{int(n)} bytes"
+
+
+def too_big(label: str, size: int, limit: int, setting: str = UPLOAD_SETTING) -> InputError:
+    """The one-line error for a file of ``size`` bytes over ``limit``."""
+    return InputError(f"{label}: {_mb(size, '.1f')} is over the {_mb(limit)} limit (set {setting} to change it)")
+
+
+def _label(path: Path, label: str | None) -> str:
+    return label or Path(path).name or "file"
+
+
+def check_file_size(path: str | Path, limit: int | None = None, label: str | None = None,
+                    setting: str = UPLOAD_SETTING) -> int:
+    """``path``'s size from ``os.stat`` (a symlink's target), without reading it; InputError (one line naming
+    ``label``, default the file's name, the limit and ``setting``) when it is missing, not a regular file
+    (a folder, a FIFO, a device) or over ``limit`` bytes (default ``MAX_UPLOAD_BYTES``)."""
+    limit = MAX_UPLOAD_BYTES if limit is None else int(limit)
+    label = _label(path, label)
+    if not visible(path):  # the dashboard's data roots: outside them is the same as missing
+        raise InputError(f"{label}: cannot read the file (No such file or directory)")
+    try:
+        st = os.stat(path)
+    except OSError as e:
+        raise InputError(f"{label}: cannot read the file ({e.strerror or e})") from e
+    if not stat.S_ISREG(st.st_mode):
+        raise InputError(f"{label}: not a regular file")
+    if st.st_size > limit:
+        raise too_big(label, st.st_size, limit, setting)
+    return st.st_size
+
+
+def _open_checked(path: str | Path, limit: int, label: str, setting: str) -> int:
+    """A read-only descriptor of ``path`` after ``check_file_size``; the opened file is stat-ed again (a file
+    swapped between the two is caught). Opened non-blocking, so a FIFO swapped in never hangs the open."""
+    check_file_size(path, limit, label, setting)
+    flags = os.O_RDONLY | getattr(os, "O_BINARY", 0) | getattr(os, "O_NONBLOCK", 0)
+    try:
+        fd = os.open(path, flags)
+    except OSError as e:
+        raise InputError(f"{label}: cannot read the file ({e.strerror or e})") from e
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise InputError(f"{label}: not a regular file")
+        if st.st_size > limit:
+            raise too_big(label, st.st_size, limit, setting)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def read_file_capped(path: str | Path, limit: int | None = None, label: str | None = None,
+                     setting: str = UPLOAD_SETTING) -> bytes:
+    """The bytes of ``path``, stat-ed before it is read (see :func:`check_file_size`), and read at most
+    ``limit + 1`` bytes: a file that grows between the stat and the read is still refused. InputError."""
+    limit = MAX_UPLOAD_BYTES if limit is None else int(limit)
+    label = _label(path, label)
+    fd = _open_checked(path, limit, label, setting)
+    try:
+        with os.fdopen(fd, "rb") as f:
+            fd = -1
+            data = f.read(limit + 1)
+    except OSError as e:
+        raise InputError(f"{label}: cannot read the file ({e.strerror or e})") from e
+    finally:
+        if fd >= 0:
+            os.close(fd)
+    if len(data) > limit:
+        raise InputError(f"{label}: the file grew past the {_mb(limit)} limit while it was read "
+                         f"(set {setting} to change it)")
+    return data
+
+
+class _CappedRaw(io.RawIOBase):
+    """A raw binary stream over a descriptor that raises InputError once more than ``limit`` bytes were read."""
+
+    def __init__(self, fd: int, limit: int, label: str, setting: str):
+        super().__init__()
+        self._f = os.fdopen(fd, "rb", buffering=0)
+        self._left, self._limit, self._label, self._setting = limit, limit, label, setting
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, b) -> int:
+        want = min(len(b), self._left + 1)
+        if want <= 0:
+            return 0
+        with memoryview(b) as mv:
+            n = self._f.readinto(mv[:want]) or 0
+        self._left -= n
+        if self._left < 0:
+            raise InputError(f"{self._label}: the file grew past the {_mb(self._limit)} limit while it was read "
+                             f"(set {self._setting} to change it)")
+        return n
+
+    def close(self) -> None:
+        if not self.closed:
+            self._f.close()
+        super().close()
+
+
+def open_capped(path: str | Path, limit: int | None = None, label: str | None = None,
+                setting: str = UPLOAD_SETTING, encoding: str | None = None, newline: str | None = None):
+    """``open(path, "rb")`` (or text with ``encoding``) after :func:`check_file_size`, for reading a large file
+    as a stream (JSON lines, CSV); reading more than ``limit`` bytes raises InputError."""
+    limit = MAX_UPLOAD_BYTES if limit is None else int(limit)
+    label = _label(path, label)
+    fd = _open_checked(path, limit, label, setting)
+    try:
+        raw = _CappedRaw(fd, limit, label, setting)
+    except BaseException:
+        os.close(fd)
+        raise
+    buf = io.BufferedReader(raw, buffer_size=1 << 20)
+    return buf if encoding is None else io.TextIOWrapper(buf, encoding=encoding, newline=newline)
+
+
+def scan_folder(root: str | Path, cap: int | None = None, suffixes: tuple[str, ...] | None = None,
+                label: str | None = None) -> list[Path]:
+    """The files directly in ``root`` (symlinks followed to files) whose name ends in one of ``suffixes``
+    (case-insensitive; None: any), sorted by name. At most ``cap`` entries (default ``MAX_FOLDER_FILES``, every
+    entry counts, matching or not) are looked at: a folder with more is one InputError naming the cap and
+    ``ROBUSTLAB_MAX_FOLDER_FILES``. Nothing is read."""
+    cap = MAX_FOLDER_FILES if cap is None else int(cap)
+    root = Path(root)
+    label = label or root.name or str(root)
+    sfx = tuple(s.lower() for s in suffixes) if suffixes is not None else None
+    found: list[str] = []
+    seen = 0
+    try:
+        with os.scandir(root) as it:
+            for entry in it:
+                seen += 1
+                if seen > cap:
+                    raise InputError(f"{label}: the folder holds more than {cap} entries, the limit of one folder "
+                                     f"(set {FOLDER_SETTING} to change it, or split the folder)")
+                if sfx is not None and not entry.name.lower().endswith(sfx):
+                    continue
+                try:
+                    # follows a symlink: its target must be a file (inside the dashboard's data roots, if any)
+                    if entry.is_file() and visible(entry.path):
+                        found.append(entry.name)
+                except OSError:
+                    continue
+    except OSError as e:
+        raise InputError(f"{label}: cannot list the folder ({e.strerror or e})") from e
+    return [root / n for n in sorted(found)]
+
+
+def uploaded_bytes(f, limit: int | None = None) -> bytes:
+    """The content of a browser upload (Streamlit's ``UploadedFile``: ``.name``, ``.size``, ``.getvalue()``),
+    its ``.size`` checked against ``limit`` (default ``MAX_UPLOAD_BYTES``) *before* ``getvalue()`` copies it.
+    InputError (one line naming the file, the limit and its setting) when it is over."""
+    limit = MAX_UPLOAD_BYTES if limit is None else int(limit)
+    label = getattr(f, "name", "") or "upload"
+    size = getattr(f, "size", None)
+    if size is None and hasattr(f, "getbuffer"):
+        with f.getbuffer() as mv:  # a view, not a copy
+            size = mv.nbytes
+    if size is not None and int(size) > limit:
+        raise too_big(label, int(size), limit)
+    data = f.getvalue()
+    if len(data) > limit:
+        raise too_big(label, len(data), limit)
+    return data
+
+
 def load_image(data: bytes | str | Path, name: str = "", max_pixels: int = MAX_IMAGE_PIXELS) -> np.ndarray:
     """Decode an image file (bytes or path) to H×W×3 uint8, or raise InputError saying why not."""
     if isinstance(data, (str, Path)):
         name = name or str(data)
-        try:
-            data = Path(data).read_bytes()
-        except OSError as e:
-            raise InputError(f"{name}: cannot read the file ({e.strerror or e})") from e
+        data = read_file_capped(data, MAX_UPLOAD_BYTES, name)  # stat-ed before it is read
     label = name or "upload"
     fmt = None
     if not data:
         raise InputError(f"{label}: the file is empty")
     if len(data) > MAX_UPLOAD_BYTES:
-        raise InputError(f"{label}: {len(data) / 1e6:.0f} MB is over the {MAX_UPLOAD_BYTES // 2**20} MB limit")
+        raise too_big(label, len(data), MAX_UPLOAD_BYTES)
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("error", Image.DecompressionBombWarning)
@@ -66,7 +270,7 @@ def load_image(data: bytes | str | Path, name: str = "", max_pixels: int = MAX_I
                 probe.verify()
             with Image.open(io.BytesIO(data)) as im:
                 im.load()
-                if getattr(im, "n_frames", 1) > 1:
+                if getattr(im, "is_animated", False):  # not n_frames: that walks (and decodes) every frame
                     im.seek(0)
                 arr = to_uint8_rgb(im)
     except InputError:
@@ -90,7 +294,7 @@ def _decode_text(data: bytes | str, label: str) -> str:
     if isinstance(data, str):
         return data
     if len(data) > MAX_UPLOAD_BYTES:
-        raise InputError(f"{label}: {len(data) / 1e6:.0f} MB is over the {MAX_UPLOAD_BYTES // 2**20} MB limit")
+        raise too_big(label, len(data), MAX_UPLOAD_BYTES)
     try:
         return data.decode("utf-8-sig")
     except UnicodeDecodeError as e:

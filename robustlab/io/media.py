@@ -40,6 +40,7 @@ from pathlib import Path
 
 import numpy as np
 
+from robustlab.io.access import visible
 from robustlab.io.files import MAX_IMAGE_PIXELS, MAX_UPLOAD_BYTES, InputError
 
 MAX_VIDEO_FRAMES = 600
@@ -108,6 +109,8 @@ def _read_source(src, name: str) -> tuple[bytes, str]:
     elif isinstance(src, (str, Path, os.PathLike)):
         label = name or str(src)
         try:
+            if not visible(src):  # the dashboard's data roots: outside them is the same as missing
+                raise FileNotFoundError(2, "No such file or directory")
             size = os.path.getsize(src)
             if size > MAX_UPLOAD_BYTES:
                 raise InputError(f"{label}: {size / 1e6:.0f} MB is over the {MAX_UPLOAD_BYTES // 2**20} MB limit")
