@@ -202,19 +202,19 @@ def _path_like(spec: str) -> bool:
         (":" not in spec and "/" in spec)
 
 
-def spec_refusal(spec: str, cfg: OperatorConfig | None = None, offered: bool = False) -> str | None:
+def spec_refusal(spec: str, cfg: OperatorConfig | None = None, typed: bool = True) -> str | None:
     """Why a browser viewer may not load model ``spec`` under the operator's rules (one line), or None.
 
-    ``offered``: the spec is one of the sidebar's choices (a built-in or the operator's list), not typed. A typed
-    spec needs free text or a matching pattern; a local checkpoint must lie inside the data roots or the model
-    root (the same line whether it is outside, missing or unreadable); a hub spec needs ``allow_hub`` unless the
-    operator listed it (then it loads from the local cache only)."""
+    ``typed``: the viewer typed it (not one of the listed choices: the built-ins, the operator's list, the task
+    pages' well-known hub models). A typed spec needs free text or a matching pattern; a local checkpoint must lie
+    inside the data roots or the model root (the same line whether it is outside, missing or unreadable); a hub
+    spec needs ``allow_hub`` unless the operator listed it (then it loads from the local cache only)."""
     from robustlab.io.access import inside
     from robustlab.models.registry import spec_source
 
     cfg = cfg or config()
     spec = str(spec or "").strip()
-    if not offered and not cfg.spec_allowed(spec):
+    if typed and not cfg.spec_allowed(spec):
         return ("typed model specs are off on this dashboard: pick a model from the list (the operator can allow "
                 "specs with ROBUSTLAB_UI_MODELS or ROBUSTLAB_ALLOW_CUSTOM_MODELS=1)")
     denied = ("it is not a checkpoint this dashboard may open (local checkpoints are read only inside the "
@@ -230,7 +230,7 @@ def spec_refusal(spec: str, cfg: OperatorConfig | None = None, offered: bool = F
         real = Path(os.path.realpath(Path(str(path)).expanduser()))
         if not inside(real, cfg.checkpoint_roots) or not real.exists() or not os.access(real, os.R_OK):
             return denied
-    if src == "hub" and not cfg.allow_hub and not (offered or spec in cfg.offered_models):
+    if src == "hub" and not cfg.allow_hub and spec not in cfg.offered_models:
         return ("it needs a download from the model hub, and hub downloads are off on this dashboard (the operator "
                 "enables them with ROBUSTLAB_ALLOW_HUB=1); no connection was attempted")
     return None

@@ -114,7 +114,7 @@ def refusal(spec: str) -> str | None:
     from robustlab.models.registry import KNOWN_MODELS
 
     known = set(offered_models()) | {m for ms in KNOWN_MODELS.values() for m in ms}
-    return operator.spec_refusal(spec, offered=spec in known)
+    return operator.spec_refusal(spec, typed=spec not in known)
 
 
 def load(spec: str, what: str = "Model"):
