@@ -15,7 +15,7 @@ from ui import bench
 
 st.header("Benchmark — a robustness sweep")
 st.caption("Every (model, perturbation, severity) cell over one dataset, one result file per cell in a run folder "
-           f"under {bench.runs_root()} (resumable), then the report: heatmap, severity curves, γ per category, "
+           "in the server's runs folder (resumable), then the report: heatmap, severity curves, γ per category, "
            "worst examples.")
 mode = st.radio("Mode", ["New sweep", "Open a run"], key="bench_mode", horizontal=True,
                 label_visibility="collapsed")
@@ -76,8 +76,9 @@ def configure() -> tuple[SweepSpec, str] | None:
                              "(robustlab.adapt; HAT-VTR's Tables 1–5 in the report).") if task == "retrieval" else []
     s1, s2 = st.columns([2, 1])
     sev = s1.multiselect("Severities", [1, 2, 3, 4, 5], default=[1, 2, 3, 4, 5], key="bench_sev")
-    name = s2.text_input("Run name", f"{dataset['name']}-{task}", key="bench_name",
-                         help=f"A folder under {bench.runs_root()}; the same name again resumes or extends it.")
+    name = s2.text_input("Run name", bench.default_run_name(dataset["name"], task), key="bench_name", max_chars=64,
+                         help=f"{bench.RUN_NAME_RULE}. A folder under the runs folder; the same name again resumes "
+                              "or extends it.")
     try:
         vis = parse_perturbations(sel, kind) if sel else []
         txt = parse_perturbations(text, "text") if text else []
@@ -118,7 +119,7 @@ if mode == "New sweep":
 else:
     folders = bench.run_folders()
     if not folders:
-        st.info(f"No run folder under {bench.runs_root()} yet: run a sweep first.")
+        st.info("No run folder in the runs folder yet: run a sweep first.")
     ui.valid("bench_open", folders)
     shown = st.selectbox("Run folder", folders, key="bench_open") if folders else None
 

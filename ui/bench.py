@@ -13,7 +13,9 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import threading
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -21,6 +23,9 @@ import streamlit as st
 
 from robustlab.engine.sweep import SweepError, SweepSpec, run_sweep
 from robustlab.export import report  # load_run, report_tables, report_figures, write_report, describe
+from ui.media import md_escape, safe_md
+
+OWNER_GRACE_S = 30.0  # a sweep whose browser session has been gone this long is cancelled
 
 JOB = "bench_job"  # session key of the current Job
 SHOWN = "bench_run"  # session key of the run folder shown below the controls
@@ -34,15 +39,32 @@ def runs_root() -> Path:
     return Path(os.environ.get("ROBUSTLAB_RUNS") or "runs").expanduser().resolve()
 
 
+RUN_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
+RUN_NAME_RULE = ("1–64 characters: letters, digits, '.', '_' and '-', starting with a letter or a digit; not a "
+                 "device name such as CON or NUL")
+_RESERVED = {"con", "prn", "aux", "nul", *(f"com{i}" for i in range(10)), *(f"lpt{i}" for i in range(10))}
+
+
+def run_name_problem(name: str) -> str | None:
+    """Why ``name`` can't be a run name (one line), or None: a whitelist of characters and a length limit."""
+    if not RUN_NAME.fullmatch(name or "") or name.split(".")[0].lower() in _RESERVED:
+        return f"Run name refused: use {RUN_NAME_RULE}."
+    return None
+
+
+def default_run_name(dataset: str, task: str) -> str:
+    """``dataset-task`` made a valid run name (``refcoco+`` has a '+')."""
+    return re.sub(r"[^A-Za-z0-9._-]", "-", f"{dataset}-{task}").lstrip("._-")[:64] or "run"
+
+
 def run_path(name: str) -> Path | None:
-    """The run folder ``name`` under :func:`runs_root`, or None after one line saying why the name is refused."""
-    name = (name or "").strip()
-    bad = not name or name in (".", "..") or ".." in name or any(s in name for s in ("/", "\\", os.sep))
-    if bad or "\x00" in name:
-        st.error(f"Run name {name!r} refused: use a plain folder name (no '/', '\\', '..'); runs live under "
-                 f"{runs_root()}.")
+    """The run folder ``name`` under :func:`runs_root`, or None after one line saying why the name is refused (the
+    name itself is never echoed: it may hold anything a viewer typed)."""
+    why = run_name_problem((name or "").strip())
+    if why:
+        st.error(why)
         return None
-    return runs_root() / name
+    return runs_root() / name.strip()
 
 
 def run_folders() -> list[str]:
@@ -108,6 +130,8 @@ class Job:
     error: str | None = None
     thread: threading.Thread | None = None
     seen: bool = False  # the page has said how it ended
+    owner: str = ""  # the browser session that started it ("" outside a Streamlit server)
+    started: float = field(default_factory=time.time)
 
     @property
     def running(self) -> bool:
@@ -118,12 +142,34 @@ class Job:
             self.progress = dict(p)
             if on_progress:
                 on_progress(p)
+            if self.owner_gone():
+                self.cancel.set()  # its browser session has ended: nobody can see or cancel it any more
         try:
             self.status = run_sweep(self.spec, self.out, progress=progress, cancel=self.cancel)
         except (SweepError, ValueError, OSError) as e:
-            self.error = str(e)
+            self.error = str(e).replace("use another --out", "pick another run name")  # the CLI's hint, on a page
         except Exception as e:  # noqa: BLE001 - a failing cell must end the job with a message, not kill the page
             self.error = f"{type(e).__name__}: {e}"
+
+    _gone_since: float | None = None
+
+    def owner_gone(self, grace_s: float = OWNER_GRACE_S) -> bool:
+        """Whether the session that started the sweep has been gone for ``grace_s`` (a reload or a closed tab; a
+        short network drop reconnects within the grace)."""
+        if not self.owner:
+            return False
+        try:
+            from streamlit.runtime import Runtime
+
+            alive = Runtime.instance().is_active_session(self.owner)
+        except Exception:  # noqa: BLE001 - no runtime (AppTest, a notebook): nothing to watch
+            return False
+        now = time.monotonic()
+        if alive:
+            self._gone_since = None
+            return False
+        self._gone_since = self._gone_since or now
+        return now - self._gone_since >= grace_s
 
 
 def progress_text(p: dict) -> str:
@@ -133,9 +179,54 @@ def progress_text(p: dict) -> str:
     return f"{done}/{total} cells{skipped} · ETA {eta}"
 
 
+class ServerJobs:
+    """The sweeps of every browser session of this server process: the per-server limit and the list shown."""
+
+    def __init__(self):
+        self.lock = threading.Lock()
+        self.jobs: list[Job] = []
+
+    def running(self) -> list[Job]:
+        with self.lock:
+            self.jobs = [j for j in self.jobs if j.running or time.time() - j.started < 3600]
+            return [j for j in self.jobs if j.running]
+
+    def admit(self, job: Job, limit: int) -> str | None:
+        """Add ``job`` unless ``limit`` sweeps are running already (then one line saying so)."""
+        with self.lock:
+            busy = [j for j in self.jobs if j.running]
+            if len(busy) >= limit:
+                return (f"The server is busy: {len(busy)} sweep(s) are running and this dashboard runs at most "
+                        f"{limit} at once. Try again when one has finished.")
+            self.jobs.append(job)
+            return None
+
+
+@st.cache_resource
+def server_jobs() -> ServerJobs:
+    return ServerJobs()
+
+
+def session_id() -> str:
+    try:
+        from streamlit.runtime.scriptrunner import get_script_run_ctx
+
+        ctx = get_script_run_ctx()
+        return ctx.session_id if ctx is not None else ""
+    except Exception:  # noqa: BLE001 - outside a script run
+        return ""
+
+
 def start(spec: SweepSpec, out: Path) -> None:
-    """Run ``spec`` into ``out``: in a thread owned by the session, or here when ``ROBUSTLAB_SYNC_SWEEP=1``."""
-    job = Job(spec, out)
+    """Run ``spec`` into ``out``: in a thread owned by the session, or here when ``ROBUSTLAB_SYNC_SWEEP=1``. At
+    most the operator's ``max_sweeps`` run at once on the server; past that, one "busy" line and nothing starts."""
+    from ui import operator
+
+    job = Job(spec, out, owner=session_id())
+    why = server_jobs().admit(job, operator.config().max_sweeps)
+    if why:
+        st.error(why)
+        return
     st.session_state[JOB] = job
     if os.environ.get(SYNC_ENV) == "1":
         bar = st.progress(0.0, text="Starting the sweep…")
@@ -158,6 +249,11 @@ def _poll() -> None:
 
 def job_panel() -> None:
     """The current job: progress and Cancel while it runs; how it ended (and Resume) when it is done."""
+    others = [j for j in server_jobs().running() if j is not st.session_state.get(JOB)]
+    if others:
+        st.caption("Also running on this server: " + "; ".join(
+            f"{j.out.name} ({progress_text(j.progress) if j.progress else 'starting'}, "
+            f"{'yours' if j.owner and j.owner == session_id() else 'another viewer'})" for j in others))
     job = st.session_state.get(JOB)
     if job is None:
         return
@@ -168,12 +264,12 @@ def job_panel() -> None:
         return
     s = job.status
     if job.error:
-        st.error(f"The sweep stopped: {job.error}")
+        st.error(f"The sweep stopped: {safe_md(job.error)}")
     elif s is not None and s.cancelled:
         st.warning(f"Cancelled: {s.done} cell(s) run, {s.skipped} already there, {s.total} in the sweep.")
     elif s is not None:
         st.success(f"Done: {s.done} cell(s) run, {s.skipped} already there, {s.total} in the sweep "
-                   f"({s.seconds:.1f} s) → {job.out}")
+                   f"({s.seconds:.1f} s) → run {safe_md(job.out.name)}")
     if not job.seen and (job.out / "sweep.json").exists():
         st.session_state[SHOWN] = job.out.name
     job.seen = True
@@ -200,12 +296,12 @@ def show_report(run_dir: Path) -> None:
         run = report.load_run(run_dir)
         tables, figs = report.report_tables(run), report.report_figures(run)
     except Exception as e:  # noqa: BLE001 - an unreadable folder must not take the page down
-        st.error(f"Cannot read the run folder {run_dir.name}: {type(e).__name__}: {e}")
+        st.error(f"Cannot read the run folder {safe_md(run_dir.name)}: {type(e).__name__}: {safe_md(e)}")
         return
-    st.subheader(f"Report — {run.name}")
-    st.caption(report.describe(run))
+    st.subheader(f"Report — {md_escape(run.name)}")  # a run name is shown as text, never as Markdown
+    st.caption(safe_md(report.describe(run)))
     for w in run.warnings:
-        st.warning(w)
+        st.warning(safe_md(w))
     if not run.results:
         st.info("No finished cell in this folder yet.")
         return
@@ -232,7 +328,7 @@ def show_report(run_dir: Path) -> None:
     try:
         worst_examples(run)
     except (ValueError, TypeError, KeyError, AttributeError, OSError) as e:  # a malformed cell's examples
-        st.error(f"Cannot show the worst examples of {run_dir.name}: {type(e).__name__}: {e}")
+        st.error(f"Cannot show the worst examples of {safe_md(run_dir.name)}: {type(e).__name__}: {safe_md(e)}")
 
 
 def gamma_table(rob) -> None:
