@@ -104,7 +104,9 @@ def test_clean_caption_rules():
 
 def test_match_by_name_or_order():
     assert match_captions(["a.png", "b.jpg"], [("b", "B"), ("a.png", "A")]) == ["A", "B"]
-    assert match_captions(["a.png", "b.jpg", "c.png"], [(None, "1"), (None, "2")]) == ["1", "2", None]
+    assert match_captions(["a.png", "b.jpg", "c.png"], [(None, "1"), (None, "2"), (None, "3")]) == ["1", "2", "3"]
+    # plain lines pair by position only when there are exactly as many as images (issue 24): none is guessed
+    assert match_captions(["a.png", "b.jpg", "c.png"], [(None, "1"), (None, "2")]) == [None, None, None]
 
 
 def test_ingest_keeps_good_items_and_reports_bad_ones():
@@ -112,7 +114,7 @@ def test_ingest_keeps_good_items_and_reports_bad_ones():
     good1 = png_bytes(rng.integers(0, 255, (8, 8, 3), dtype=np.uint8))
     good2 = png_bytes(rng.integers(0, 255, (9, 6, 3), dtype=np.uint8))
     rep = ingest_uploads([("a.png", good1), ("junk.png", b"nope"), ("bomb.png", bomb_png())],
-                         caption_lines="first caption\nsecond")
+                         caption_lines="first caption\nthe junk one\nthe bomb")  # one line per file given (issue 24)
     assert rep.added == 1 and len(rep.errors) == 2
     assert any("junk.png" in e for e in rep.errors) and any("bomb.png" in e for e in rep.errors)
     g = rep.gallery

@@ -119,7 +119,7 @@ def test_oversized_files_are_never_opened_and_the_rest_loads(tmp_path, reads):
     for i in range(3):
         png(tmp_path / f"ok{i}.png", 40 * (i + 1))
     sparse(tmp_path / "huge.png")
-    (tmp_path / "captions.txt").write_text("one\ntwo\nthree\n")
+    (tmp_path / "captions.txt").write_text("the huge one\none\ntwo\nthree\n")  # one line per file, by name (issue 24)
     g = build("upload", root=tmp_path)
     assert len(g) == 3 and g.names == ["ok0.png", "ok1.png", "ok2.png"] and g.captions == ["one", "two", "three"]
     assert [one_line(e, "huge.png", "300.0 MB", "ROBUSTLAB_MAX_UPLOAD_MB") for e in g.load_errors] == g.load_errors

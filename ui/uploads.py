@@ -24,12 +24,15 @@ def upload_section() -> None:
                                           "each, sampled to at most 64 frames of at most 256 px.")
             capfile = st.file_uploader("Captions file (optional): .txt one per line, .csv with name,caption, "
                                        "or .json", type=["txt", "csv", "tsv", "json"], key="up_captions")
-            lines = st.text_area("…or type captions, one per line, in the order of the files", key="up_lines")
+            lines = st.text_area("…or type captions, one per line, in the order of the files", key="up_lines",
+                                 help="As many lines as files, or name each line's file: `photo.png, a caption` "
+                                      "(then the order and count don't matter).")
             submitted = st.form_submit_button("Add to my gallery")
         if submitted:
             got, too_big = _read(files or [])  # each file's .size is checked before getvalue() copies it
             caps = _read([capfile] if capfile else [])
-            if _ingest(gal, got, caps[0][0] if caps[0] else None, lines, errors=too_big + caps[1]):
+            given = [f.name for f in files or []]  # captions pair over every file given, refused ones included
+            if _ingest(gal, got, caps[0][0] if caps[0] else None, lines, errors=too_big + caps[1], given=given):
                 st.rerun()  # a new gallery: the sidebar (drawn before this form) and the labels above must count it
         if gal is not None and st.button("Clear my gallery", key="clear_uploads"):
             st.session_state.pop("upload_gallery", None)
@@ -50,10 +53,14 @@ def _read(uploaded) -> tuple[list[tuple[str, bytes]], list[str]]:
     return got, errors
 
 
-def _ingest(gal, files, capfile, lines: str, errors: list[str] | None = None) -> bool:
+def _ingest(gal, files, capfile, lines: str, errors: list[str] | None = None, given: list[str] | None = None) -> bool:
     """Add the files (and captions) to the gallery; what it says is kept for the section to show (``errors``:
-    lines already said about files that were refused). -> whether the session now holds another gallery."""
+    lines already said about files that were refused; ``given``: the names of every file the user gave, in order,
+    those refused included, default the names of ``files``: plain caption lines pair with them by position, so a
+    refused file takes its own caption with it). Captions with no file given go to the gallery's items
+    (``set_captions``). -> whether the session now holds another gallery."""
     say = st.session_state.setdefault(MESSAGES, [])
+    given = [n for n, _ in files] if given is None else list(given)
     by, split_errors = split_by_kind(files)
     errors = list(errors or []) + split_errors
     kinds = [k for k in ("image", "video") if by[k]]
@@ -63,7 +70,9 @@ def _ingest(gal, files, capfile, lines: str, errors: list[str] | None = None) ->
                       f"{'holds' if gal is not None else 'starts with'} {kind}s (clear it to switch)")
     rep = None
     if by[kind]:
-        rep = ingest_uploads(by[kind], capfile, lines, existing=gal, kind=kind)
+        rep = ingest_uploads(by[kind], capfile, lines, existing=gal, kind=kind, given=given)
+    elif given and (capfile or lines.strip()):  # the captions were for these files: never the gallery's items
+        errors.append("the captions were not used: none of the files given could be added")
     elif gal is not None and (capfile or lines.strip()):
         rep = set_captions(gal, capfile, lines)
     elif not errors:

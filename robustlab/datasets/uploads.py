@@ -5,8 +5,10 @@ dashboard, the sidebar's "My uploads").
 skipped, never loses what is there); a gallery holds images *or* videos — each page picks the kind it needs, and a
 mixed upload keeps both in two galleries (:class:`Uploads`). Videos are decoded once at upload (at most
 ``MAX_UPLOAD_FRAMES`` frames sampled uniformly, long side at most ``MAX_UPLOAD_SIDE`` px) so every page and task
-reads the same frames. Captions come from a file (one per line, CSV ``name,caption`` or JSON) matched by file
-name, or typed lines in order; an item without a caption is a distractor only.
+reads the same frames. Captions come from a file (CSV ``name,caption``, JSON, ``name.png, caption`` lines, or one
+per line) or typed lines, and pair with files by name; plain lines (no names) pair in order only when there are
+exactly as many as files given (a refused file takes its own caption with it), else nothing is added and one line
+asks for named captions (:func:`robustlab.io.files.pair_captions`). An item without a caption is a distractor only.
 """
 from __future__ import annotations
 
@@ -60,32 +62,93 @@ class IngestReport:
     warnings: list[str]
 
 
+def _read_captions(caption_file: tuple[str, bytes] | None, caption_lines: str):
+    """(pairs or None, the captions' label, the one-line error when they can't be read or None)."""
+    from robustlab.io.files import InputError, parse_captions
+
+    if caption_file is None and not (caption_lines or "").strip():
+        return None, "", None
+    label = caption_file[0] if caption_file is not None else "typed captions"
+    try:
+        if caption_file is not None:
+            return parse_captions(caption_file[1], caption_file[0]), label, None
+        return parse_captions(caption_lines, label), label, None
+    except InputError as e:
+        return None, label, str(e)
+
+
+def _positions(files: list[tuple[str, bytes]], given: list[str]) -> list[int]:
+    """The index in ``given`` of each file (``files`` in the order of ``given``, some left out)."""
+    out, j = [], 0
+    for name, _ in files:
+        while j < len(given) and given[j] != name:
+            j += 1
+        if j == len(given):
+            raise ValueError(f"given must name every file, in the files' order; {name!r} is not there")
+        out.append(j)
+        j += 1
+    return out
+
+
 def ingest_uploads(files: list[tuple[str, bytes]], caption_file: tuple[str, bytes] | None = None,
                    caption_lines: str = "", existing: Gallery | None = None, max_items: int = 2000,
-                   kind: str = "image") -> IngestReport:
+                   kind: str = "image", given: list[str] | None = None) -> IngestReport:
     """Add uploaded files of ``kind`` ("image" or "video"; with captions from a file or typed lines) to
     ``existing`` (kept intact).
 
     Bad files are reported in ``errors`` and skipped; everything already loaded stays. Items already in the
-    gallery (same name and content) are not added twice.
+    gallery (same name and content) are not added twice; a name given twice in one upload adds its first file only.
+
+    Captions pair with files by :func:`robustlab.io.files.pair_captions`: by file name (a CSV/TSV file column, JSON,
+    ``name.png, caption`` lines); plain lines by position, and only when there are exactly as many lines as files
+    ``given``: the names of every file the user gave, in order, those refused before this call included (too big,
+    another kind; default: the names of ``files``), so a refused file takes its own caption with it. When plain
+    lines and files differ in number nothing is added (``errors`` has the one line asking for named captions) and
+    the gallery stays as it was. A caption file that can't be read is one error; the files are added uncaptioned.
     """
-    from robustlab.io.files import InputError, match_captions, parse_captions
     from robustlab.engine.cache import content_hash
+    from robustlab.io.files import InputError, pair_captions
 
     if kind not in ("image", "video"):
         raise ValueError(f"kind must be image or video, got {kind!r}")
     if existing is not None and existing.kind != kind:
         raise ValueError(f"cannot add {kind}s to a gallery of {existing.kind}s")
+    given = [n for n, _ in files] if given is None else list(given)
+    pos = _positions(files, given)
     errors: list[str] = []
     warns: list[str] = []
+
+    pairs, cap_label, cap_error = _read_captions(caption_file, caption_lines)
+    if cap_error:
+        errors.append(cap_error)
+    caps_given: list[str | None] = [None] * len(given)
+    if pairs is not None and given:
+        pairing = pair_captions(given, pairs, cap_label)
+        if pairing.error:  # nothing is guessed: the upload is refused as a whole, the gallery stays as it was
+            return IngestReport(gallery=existing, added=0, errors=errors + [pairing.error + "; nothing was added"],
+                                warnings=warns)
+        caps_given = pairing.captions
+        warns += pairing.warnings
+
     images = list(existing.items_) if existing else []
     caps = list(existing.captions) if existing else []
     names = list(existing.names) if existing else []
     meta = list(existing.meta) if existing else []
     seen = {(m.get("name"), m.get("hash")) for m in meta}
 
-    new_imgs, new_names, new_hashes = [], [], []
-    for name, data in files:
+    counts: dict[str, int] = {}
+    for name, _ in files:
+        counts[name] = counts.get(name, 0) + 1
+    taken: set[str] = set()
+    new_imgs, new_names, new_hashes, new_caps = [], [], [], []
+    for (name, data), i in zip(files, pos):
+        if name in taken:
+            continue
+        taken.add(name)
+        if counts[name] > 1:
+            k, them = counts[name] - 1, "them" if counts[name] > 2 else "it"
+            errors.append(f"{name}: {counts[name]} files of this name in one upload; the first was used, the "
+                          f"other{'s' if k > 1 else ''} not added (rename {them} to add {them})")
         try:
             arr = _load(kind, name, data)
         except InputError as e:
@@ -99,27 +162,13 @@ def ingest_uploads(files: list[tuple[str, bytes]], caption_file: tuple[str, byte
         new_imgs.append(arr)
         new_names.append(name)
         new_hashes.append(h)
+        new_caps.append(caps_given[i])
 
-    pairs = None
-    if caption_file is not None:
-        try:
-            pairs = parse_captions(caption_file[1], caption_file[0])
-        except InputError as e:
-            errors.append(str(e))
-    elif caption_lines.strip():
-        try:
-            pairs = parse_captions(caption_lines, "typed captions")
-        except InputError as e:
-            errors.append(str(e))
-    new_caps: list[str | None] = [None] * len(new_imgs)
-    if pairs is not None and new_imgs:
-        new_caps = match_captions(new_names, pairs)
+    if (pairs is not None or cap_error) and new_imgs:
         missing = [n for n, c in zip(new_names, new_caps) if c is None]
         if missing:
             warns.append(f"{len(missing)} item(s) without a caption are used as distractors only: "
                          + ", ".join(missing[:5]) + (" …" if len(missing) > 5 else ""))
-        if not any(p[0] for p in pairs) and len(pairs) > len(new_imgs):
-            warns.append(f"{len(pairs)} captions for {len(new_imgs)} new items: the extra captions were ignored")
     elif new_imgs:
         warns.append("no captions given: the new items are distractors only until captions are added")
 
@@ -137,22 +186,24 @@ def ingest_uploads(files: list[tuple[str, bytes]], caption_file: tuple[str, byte
 
 
 def set_captions(gallery: Gallery, caption_file: tuple[str, bytes] | None = None, caption_lines: str = "") -> IngestReport:
-    """Attach captions to an existing uploaded gallery (by file name, or in order). The gallery is not changed
-    when the captions can't be read."""
-    from robustlab.io.files import InputError, match_captions, parse_captions
+    """Attach captions to an existing uploaded gallery by the upload rules (:func:`ingest_uploads`): by file name,
+    or plain lines in the gallery's order when there are exactly as many lines as items. The gallery is not changed
+    when the captions can't be read or paired (one error line)."""
+    from robustlab.io.files import pair_captions
 
-    try:
-        if caption_file is not None:
-            pairs = parse_captions(caption_file[1], caption_file[0])
-        else:
-            pairs = parse_captions(caption_lines, "typed captions")
-    except InputError as e:
-        return IngestReport(gallery=gallery, added=0, errors=[str(e)], warnings=[])
-    caps = match_captions(gallery.names, pairs)
+    pairs, label, err = _read_captions(caption_file, caption_lines)
+    if pairs is None:
+        return IngestReport(gallery=gallery, added=0, errors=[err or "typed captions: no captions found"], warnings=[])
+    pairing = pair_captions(list(gallery.names), pairs, label, noun="gallery item", among="the gallery's items")
+    if pairing.error:
+        return IngestReport(gallery=gallery, added=0, errors=[pairing.error + "; no caption was changed"],
+                            warnings=[])
+    caps = pairing.captions
     merged = [c if c is not None else old for c, old in zip(caps, gallery.captions)]
     g = Gallery(gallery.items_, merged, gallery.names, gallery.source, gallery.meta, kind=gallery.kind)
     n = sum(c is not None for c in caps)
-    return IngestReport(gallery=g, added=0, errors=[], warnings=[] if n else ["no caption matched an image"])
+    warns = list(pairing.warnings) or ([] if n else ["no caption matched an item of the gallery"])
+    return IngestReport(gallery=g, added=0, errors=[], warnings=warns)
 
 
 @dataclass
@@ -184,7 +235,8 @@ def split_by_kind(files: list[tuple[str, bytes]]) -> tuple[dict[str, list], list
 @register_dataset("upload", kind="any", tasks=("retrieval", "grounding"), splits=("all",), needs_root=True,
                   description="your own images or videos with captions (a folder here; in the dashboard, uploads)",
                   needs="images or videos, and optionally captions.txt / captions.csv (name,caption) / "
-                        "captions.json matched by file name", markers=("<media>",))
+                        "captions.json matched by file name (a captions.txt of plain lines: one per file, "
+                        "in name order)", markers=("<media>",))
 def from_folder(root, split: str = "all", kind: str | None = None, captions: str | None = None,
                 max_items: int = 2000, n: int | None = None) -> Gallery:
     """A folder of images or videos (``kind`` picks one when both are present) with an optional captions file;
@@ -217,6 +269,14 @@ def from_folder(root, split: str = "all", kind: str | None = None, captions: str
             cf = (capfile.name, read_file_capped(capfile, label=_name_in(capfile, root)))
         except InputError as e:
             raise DatasetError(f"upload: {e}") from e
+    given = [p.name for p in by[kind]]  # captions pair over every file of the kind (sorted), before n or refusals
+    if cf is not None:  # plain lines that don't pair one to one with the files stop here, before any media
+        from robustlab.io.files import pair_captions
+
+        pairs, label, _ = _read_captions(cf, "")
+        pairing = pair_captions(given, pairs, label, noun=f"{kind} file") if pairs is not None else None
+        if pairing is not None and pairing.error:
+            raise DatasetError(f"upload: {pairing.error}")
     chosen = by[kind][:int(n)] if n is not None else by[kind]
     errors: list[str] = []
     data: list[tuple[str, bytes]] = []
@@ -225,7 +285,7 @@ def from_folder(root, split: str = "all", kind: str | None = None, captions: str
             data.append((p.name, read_file_capped(p, label=p.name)))  # stat first: an over-limit file is never read
         except InputError as e:
             errors.append(str(e))
-    rep = ingest_uploads(data, cf, existing=None, max_items=max_items, kind=kind)
+    rep = ingest_uploads(data, cf, existing=None, max_items=max_items, kind=kind, given=given)
     del data
     errors += rep.errors
     if rep.gallery is None:

@@ -18,8 +18,10 @@ import csv
 import io
 import json
 import os
+import re
 import stat
 import warnings
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -278,16 +280,37 @@ def load_image(data: bytes | str | Path, name: str = "", max_pixels: int = MAX_I
     except (Image.DecompressionBombError, Image.DecompressionBombWarning) as e:
         raise InputError(f"{label}: the image is over the {max_pixels / 1e6:.0f}-megapixel limit (a decompression-bomb "
                          f"guard; {e}); downscale it first") from e
-    except UnidentifiedImageError as e:
-        raise InputError(f"{label}: not an image robustlab can read ({type(e).__name__}: {e})") from e
+    except UnidentifiedImageError as e:  # Pillow's own text names the in-memory stream ("<_io.BytesIO object…>")
+        raise InputError(f"{label}: not an image robustlab can read (no image format recognised"
+                         f"{', it looks like text' if _looks_like_text(data) else ''})") from e
     except (OSError, SyntaxError, ValueError, EOFError, TypeError) as e:
-        raise InputError(f"{label}: the image file is corrupt or truncated ({fmt or 'unknown format'}: {e})") from e
+        raise InputError(f"{label}: the image file is corrupt or truncated ({fmt or 'unknown format'}: "
+                         f"{_reason(e, label)})") from e
     except Exception as e:  # noqa: BLE001 - a decoder failing in an unexpected way (e.g. IndexError) is still bad input
         raise InputError(f"{label}: the image file is corrupt or truncated ({fmt or 'unknown format'}: "
-                         f"{type(e).__name__}: {e})") from e
+                         f"{type(e).__name__}: {_reason(e, label)})") from e
     if arr.shape[0] < 1 or arr.shape[1] < 1:
         raise InputError(f"{label}: the image has no pixels")
     return arr
+
+
+_OBJECT_REPR = re.compile(r"<[\w.]+ object at 0x[0-9a-fA-F]+>")
+
+
+def _reason(e: BaseException, label: str) -> str:
+    """A decoder's message for a user: one line, and an in-memory stream's repr (``<_io.BytesIO object at 0x…>``,
+    what Pillow names a file it was given as bytes) replaced by the file's ``label``."""
+    return _OBJECT_REPR.sub(label, " ".join(str(e).split()))[:300]
+
+
+def _looks_like_text(data: bytes) -> bool:
+    head = data[:512]
+    try:
+        head.decode("utf-8")
+    except UnicodeDecodeError as e:
+        if e.start < len(head) - 3:  # a multi-byte character cut at the end is still text
+            return False
+    return bool(head.strip()) and not any(b < 9 or 13 < b < 32 for b in head)
 
 
 def _decode_text(data: bytes | str, label: str) -> str:
@@ -318,11 +341,42 @@ _IMG_KEYS = ("image", "filename", "file", "file_name", "image_id", "path", "name
 _CAP_KEYS = ("caption", "text", "captions", "sentence", "query")
 
 
+# the file names a "name<TAB or ,>caption" line may start with (robustlab.datasets.uploads' IMAGE_SUFFIXES and
+# VIDEO_SUFFIXES: tests/test_upload_pairing.py checks they agree)
+MEDIA_SUFFIXES = (".png", ".jpg", ".jpeg", ".webp", ".bmp", ".gif", ".tif", ".tiff",
+                  ".mp4", ".webm", ".mov", ".avi", ".mkv", ".m4v", ".mpg", ".mpeg", ".ogv")
+_SFX = "|".join(re.escape(s) for s in MEDIA_SUFFIXES)
+_NAMED_LINE = (re.compile(rf"^\s*([^\t]*?(?:{_SFX}))\s*\t\s*(\S.*)$", re.IGNORECASE),  # name<TAB>caption
+               re.compile(rf"^\s*([^\t,]*?(?:{_SFX}))\s*,\s*(\S.*)$", re.IGNORECASE))  # name, caption
+
+
+def _named_line(line: str):
+    return next((m for m in (r.match(line) for r in _NAMED_LINE) if m and m.group(1).strip()), None)
+
+
+def _header_format(line: str) -> str | None:
+    """".csv" / ".tsv" when ``line`` is a header row naming a file column and a caption column (and nothing else):
+    text typed or saved as ``.txt`` that starts ``file,caption`` is read as that table."""
+    sep = "\t" if "\t" in line else ","
+    fields = [f.strip().lower() for f in line.split(sep)]
+    if len(fields) >= 2 and all(f in _IMG_KEYS + _CAP_KEYS for f in fields) \
+            and any(f in _IMG_KEYS for f in fields) and any(f in _CAP_KEYS for f in fields):
+        return ".tsv" if sep == "\t" else ".csv"
+    return None
+
+
 def parse_captions(data: bytes | str, name: str = "captions.txt") -> list[tuple[str | None, str]]:
-    """Parse a caption file into (image name or None, caption) pairs. Raises InputError on bad files."""
+    """Parse a caption file into (image name or None, caption) pairs. Raises InputError on bad files.
+
+    Plain text (any other suffix, and typed captions) is one caption per line, with no file name; except that text
+    whose every non-empty line is ``name.png<TAB>caption`` or ``name.png, caption`` (a media file name first) names
+    the files, and text whose first line is a ``file,caption`` header is read as CSV (TSV with tabs)."""
     label = name or "captions"
     text = _decode_text(data, label)
     suffix = Path(name).suffix.lower()
+    if suffix not in (".json", ".csv", ".tsv"):
+        first = next((line for line in text.splitlines() if line.strip()), "")
+        suffix = _header_format(first) or suffix
     pairs: list[tuple[str | None, str]] = []
     if suffix == ".json":
         try:
@@ -375,24 +429,116 @@ def parse_captions(data: bytes | str, name: str = "captions.txt") -> list[tuple[
         except csv.Error as e:
             raise InputError(f"{label}: malformed CSV ({e})") from e
     else:
-        for i, line in enumerate(text.splitlines(), start=1):
-            if line.strip():
+        rows = [(i, line) for i, line in enumerate(text.splitlines(), start=1) if line.strip()]
+        named = [_named_line(line) for _, line in rows]
+        if rows and all(named):  # every line "name.png, caption": named
+            for (i, _), m in zip(rows, named):
+                pairs.append((m.group(1).strip(), clean_caption(m.group(2), f"{label} line {i}")))
+        else:
+            for i, line in rows:
                 pairs.append((None, clean_caption(line, f"{label} line {i}")))
     if not pairs:
         raise InputError(f"{label}: no captions found")
     return pairs
 
 
+def _plural(n: int, noun: str) -> str:
+    return f"{n} {noun}" + ("" if n == 1 else "es" if noun.endswith(("s", "x", "ch", "sh")) else "s")
+
+
+def _listing(names, k: int = 5) -> str:
+    """Up to ``k`` names for a one-line message (whitespace collapsed, each at most 80 characters)."""
+    names = [" ".join(str(n).split()) for n in names]
+    names = [n if len(n) <= 80 else n[:79] + "…" for n in names]
+    return ", ".join(names[:k]) + (f" … ({len(names) - k} more)" if len(names) > k else "")
+
+
+def _base(name: str) -> str:
+    """A file name without its folders (``/`` or ``\\``)."""
+    return str(name).replace("\\", "/").rstrip("/").rsplit("/", 1)[-1]
+
+
+def _stem(name: str) -> str:
+    b = _base(name)
+    return b.rsplit(".", 1)[0] if "." in b.lstrip(".") else b
+
+
+def _targets(key: str, names: list[str]) -> list[str]:
+    """The distinct ``names`` a caption's file name ``key`` means: the one it equals; else those it equals without
+    folders (``photos/a.png`` names ``a.png``); else those whose name without extension it is (``a`` names
+    ``a.png``). ``a.png`` never names ``a.jpg``."""
+    if key in names:
+        return [key]
+    b = _base(key)
+    same = [n for n in names if _base(n) == b]
+    return same or [n for n in names if _stem(n) == b]
+
+
+@dataclass
+class Pairing:
+    """Captions paired with files (:func:`pair_captions`): ``captions`` has one caption (or None) per name;
+    ``error`` is the one line saying why nothing was paired (then every caption is None); ``warnings`` one line each."""
+
+    captions: list
+    error: str | None = None
+    warnings: list = field(default_factory=list)
+
+
+def pair_captions(names: list[str], pairs: list[tuple[str | None, str]], label: str = "",
+                  noun: str = "file", among: str = "the files given") -> Pairing:
+    """Pair parsed captions (:func:`parse_captions`) with the files ``names`` (in the order given, refused files
+    included: a file refused later takes its own caption with it). The one rule of uploads, captions attached to a
+    gallery and a folder's captions file:
+
+    * named captions (CSV/TSV file column, JSON, ``name.png, caption`` lines) go to the file they name (see
+      :func:`_targets`; two files of one name both take it); a name meaning several files (``a`` for ``a.png`` and
+      ``a.jpg``) is not guessed; names of no file here are one warning listing them; a file named twice keeps its
+      first caption; captions without a name among named ones are ignored (one warning);
+    * plain lines (no file names) go by position, and only when there are exactly as many lines as ``names``;
+      else nothing is paired and ``error`` asks for named captions.
+
+    ``label`` (the captions' source, e.g. ``captions.csv``) starts every line; ``noun`` and ``among`` word them.
+    """
+    pre = f"{label}: " if label else ""
+    named = [(str(k).strip(), c) for k, c in pairs if k is not None and str(k).strip()]
+    plain = [c for k, c in pairs if k is None or not str(k).strip()]
+    if not named:
+        if len(plain) != len(names):
+            return Pairing([None] * len(names), f"{pre}{_plural(len(plain), 'caption')} for {_plural(len(names), noun)}"
+                           ": name each caption's file (a CSV `file,caption`, JSON {file: caption} or lines "
+                           "`file.png, caption`) when the counts differ")
+        return Pairing(list(plain))
+    uniq = list(dict.fromkeys(names))
+    got: dict[str, list[str]] = {}
+    unknown, ambiguous = [], []
+    for key, cap in named:
+        t = _targets(key, uniq)
+        if not t:
+            unknown.append(key)
+        elif len(t) > 1:
+            ambiguous.append(f"{key!r} ({' or '.join(t[:3])}{' …' if len(t) > 3 else ''})")
+        else:
+            got.setdefault(t[0], []).append(cap)
+    warns = []
+    if unknown:
+        u = list(dict.fromkeys(unknown))
+        warns.append(f"{pre}{_plural(len(u), 'caption')} name{'s' if len(u) == 1 else ''} "
+                     f"{'a file' if len(u) == 1 else 'files'} not among {among}, ignored: {_listing(u)}")
+    if ambiguous:
+        a = list(dict.fromkeys(ambiguous))
+        warns.append(f"{pre}{_plural(len(a), 'caption')} name{'s' if len(a) == 1 else ''} more than one file, "
+                     f"ignored (give the full file name): {_listing(a, 3)}")
+    several = [n for n in uniq if len(set(got.get(n, []))) > 1]
+    if several:
+        warns.append(f"{pre}{_plural(len(several), noun)} ha{'s' if len(several) == 1 else 've'} more than one caption; "
+                     f"the first of each is used: {_listing(several)}")
+    if plain:
+        warns.append(f"{pre}{_plural(len(plain), 'caption')} without a file name ignored (the others name their "
+                     f"files): {_listing(repr(c[:40]) for c in plain)}")
+    return Pairing([got[n][0] if n in got else None for n in names], None, warns)
+
+
 def match_captions(image_names: list[str], pairs: list[tuple[str | None, str]]) -> list[str | None]:
-    """Assign captions to images: by file name (with or without extension) when the file names them, else in
-    order (one per line). Returns one caption (or None) per image."""
-    named = [p for p in pairs if p[0]]
-    if named:
-        by: dict[str, str] = {}
-        for n, c in named:
-            by.setdefault(n, c)
-            by.setdefault(Path(n).name, c)
-            by.setdefault(Path(n).stem, c)
-        return [by.get(n) or by.get(Path(n).name) or by.get(Path(n).stem) for n in image_names]
-    caps = [c for _, c in pairs]
-    return [caps[i] if i < len(caps) else None for i in range(len(image_names))]
+    """One caption (or None) per image, by :func:`pair_captions`' rules (by file name; plain lines only when there
+    are exactly as many as images, else none is paired)."""
+    return pair_captions(image_names, pairs).captions

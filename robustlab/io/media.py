@@ -35,6 +35,7 @@ import fractions
 import io
 import os
 import platform
+import re
 import tempfile
 from pathlib import Path
 
@@ -127,7 +128,11 @@ def _read_source(src, name: str) -> tuple[bytes, str]:
 
 
 def _short(e: Exception) -> str:
-    msg = " ".join(str(e).split())
+    """A decoder's message in one short line. PyAV's (an OSError-like ``[Errno n] what: '<file>'``) is its ``strerror``
+    only: the file it names is the in-memory stream (``'<none>'``), and the message's label names the real one."""
+    msg = getattr(e, "strerror", None) if getattr(e, "filename", None) is not None else None
+    msg = " ".join(str(msg or e).split())
+    msg = re.sub(r"<[\w.]+ object at 0x[0-9a-fA-F]+>", "the file", msg)
     return (msg[:160] + "…") if len(msg) > 160 else msg
 
 
