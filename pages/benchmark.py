@@ -45,8 +45,8 @@ def configure() -> tuple[SweepSpec, str] | None:
     chosen = c2.multiselect("Models", models, default=default, key="bench_models")
     if dataset["name"] in bench.BUILTIN:
         hi = ui.DEMO_N if kind == "image" else ui.VIDEO_DEMO_N
-        ui.clamp("bench_n", 2, hi)
-        n = int(c3.number_input("Items", 2, hi, min(50, hi), key="bench_n",
+        ui.clamp("bench_n", 2, hi, default_value=50)
+        n = int(c3.number_input("Items", 2, hi, key="bench_n",
                                 help="The first N items of the sidebar's built-in gallery."))
     else:
         n = int(c3.number_input("Items (0 = all)", 0, 10**7, 0, step=100, key="bench_n")) or None

@@ -42,17 +42,16 @@ with c1:
     method = st.radio("Projection", ["tsne", "pca"], key="emb_method", horizontal=True,
                       format_func=lambda m: "t-SNE" if m == "tsne" else "PCA (instant)")
     hi = min(MAX_ITEMS, n_cap)
-    ui.clamp("emb_items", min(2, hi), hi)
-    n_items = int(st.slider("Items (captioned gallery items, seeded subsample)", min(2, hi), hi, min(200, hi),
-                            key="emb_items", help=f"Each item gives a {vis} and a caption point, clean and perturbed."))
+    ui.clamp("emb_items", min(2, hi), hi, default_value=200)
+    n_items = int(st.slider("Items (captioned gallery items, seeded subsample)", min(2, hi), hi, key="emb_items", help=f"Each item gives a {vis} and a caption point, clean and perturbed."))
     perplexity = float(st.slider("Perplexity", 2, 100, 30, key="emb_perplexity", disabled=method != "tsne",
                                  help="Lowered automatically when there are few points (t-SNE needs more than 3 × "
                                       "perplexity)."))
 with c3:
     color_by = st.radio("Colour by", ["condition", "modality", "k-occurrence"], key="emb_color", horizontal=True)
     max_k = max(1, min(100, n_cap - 1))
-    ui.clamp("emb_k", 1, max_k)
-    k = int(st.number_input("k (for k-occurrence)", 1, max_k, min(15, max_k), key="emb_k"))
+    ui.clamp("emb_k", 1, max_k, default_value=15)
+    k = int(st.number_input("k (for k-occurrence)", 1, max_k, key="emb_k"))
     seed = int(st.number_input("Seed", 0, 2**31 - 1, 0, key="emb_seed",
                                help="Perturbation seed (item i gets seed + i), subsample and projection seed."))
 with c2:

@@ -36,22 +36,23 @@ if len(ds) < 3 or len(bench.captioned) < 2:
 perts = [ui.NONE] + [f"{m}:{n}" for m in (kind, "text") for n in ui.perturbation_names(m)[0][1:]]
 c1, c2, c3, c4 = st.columns([2, 3, 2, 2])
 with c1:
-    ui.valid("hub_direction", bench.directions)
+    ui.valid("hub_direction", bench.directions, format_func=DIRECTION_LABELS.get)
     d = st.radio("Direction", bench.directions, key="hub_direction", format_func=DIRECTION_LABELS.get,
                  help=f"{DIRECTION_LABELS[bench.directions[0]]}: the captions query the {kind}s (hubs are {kind}s); "
                       f"{DIRECTION_LABELS[bench.directions[1]]}: the {kind}s query the captions (hubs are captions).")
     max_k = max(1, min(100, (len(ds) if d[0] == "t" else len(bench.texts()[0])) - 1))
-    ui.clamp("hub_k", 1, max_k)
-    k = int(st.number_input("k", 1, max_k, min(15, max_k), key="hub_k"))
+    ui.clamp("hub_k", 1, max_k, default_value=15)
+    k = int(st.number_input("k", 1, max_k, key="hub_k"))
 with c2:
-    ui.valid("hub_pert", perts)
-    pert = st.selectbox("Perturbation", perts, key="hub_pert", index=perts.index(f"{kind}:gaussian_noise")
-                        if f"{kind}:gaussian_noise" in perts else 0,
-                        format_func=lambda p: p if p == ui.NONE else " · ".join(p.split(":", 1)))
+    pfmt = lambda p: p if p == ui.NONE else " · ".join(p.split(":", 1))  # noqa: E731
+    pdefault = f"{kind}:gaussian_noise" if f"{kind}:gaussian_noise" in perts else ui.NONE
+    ui.valid("hub_pert", perts, pdefault, pfmt)
+    pert = st.selectbox("Perturbation", perts, key="hub_pert", format_func=pfmt,
+                        **ui.initial("hub_pert", index=perts.index(pdefault)))
 with c3:
-    sev = st.slider("Severity", 0, 5, 3, key="hub_sev", disabled=pert == ui.NONE)
+    sev = st.slider("Severity", 0, 5, key="hub_sev", disabled=pert == ui.NONE, **ui.initial("hub_sev", value=3))
 with c4:
-    seed = int(st.number_input("Seed", 0, 2**31 - 1, 0, key="hub_seed",
+    seed = int(st.number_input("Seed", 0, 2**31 - 1, key="hub_seed", **ui.initial("hub_seed", value=0),
                                help="Gallery item i is perturbed with seed + i."))
     log_y = st.checkbox("Log y axis", key="hub_log")
 mod, name = pert.split(":", 1) if pert != ui.NONE else (kind, None)
@@ -83,7 +84,6 @@ with right:
 
 # ---- top hubs: the visual (perturbed when it is the perturbed hub), and the caption when hubs are captions -------
 st.subheader("Top hubs")
-ui.clamp("hub_m", 1, min(30, view.n_targets))
 m = ui.int_slider("How many", 1, min(30, view.n_targets), 10, key="hub_m")
 vis_p, caps_p, caps_c = bench.visuals(vcond)[0], bench.texts(tcond)[0], bench.texts()[0]
 text_items = bench.text_items

@@ -30,29 +30,31 @@ def item_label(i):
 # ---- controls ---------------------------------------------------------------------------------------------
 c1, c2 = st.columns([3, 2])
 with c1:
-    ui.valid("direction", bench.directions)
+    ui.valid("direction", bench.directions, format_func=DIRECTION_LABELS.get)
     d = st.radio("Direction", bench.directions, key="direction", horizontal=True, format_func=DIRECTION_LABELS.get)
     qi = qtext = gt = None
     if d[0] == "t":
         mode = st.radio("Query", ["gallery caption", "my own text"], horizontal=True, key="query_mode")
         if mode == "gallery caption":
-            ui.valid("query_idx", items)
-            qi = st.selectbox(f"Caption (its {kind} is the ground truth)", items, key="query_idx",
-                              format_func=lambda i: f"#{i} · {texts[bench.caption_of[i]]}")
+            cap = lambda i: f"#{i} · {texts[bench.caption_of[i]]}"  # noqa: E731
+            ui.valid("query_idx", items, format_func=cap)
+            qi = st.selectbox(f"Caption (its {kind} is the ground truth)", items, key="query_idx", format_func=cap)
         else:
-            qtext = st.text_input("Query text", TYPED[kind], key="query_text")
-            ui.valid("query_gt", [None] + list(range(len(ds))))
+            if st.session_state.get("_typed_kind") != kind and "query_text" in st.session_state:
+                st.session_state["query_text"] = TYPED[kind]  # the other kind's example no longer applies
+            st.session_state["_typed_kind"] = kind
+            qtext = st.text_input("Query text", key="query_text", **ui.initial("query_text", value=TYPED[kind]))
+            ui.valid("query_gt", [None] + list(range(len(ds))), format_func=item_label)
             gt = st.selectbox(f"Ground-truth {kind} (optional)", [None] + list(range(len(ds))), key="query_gt",
                               format_func=item_label)
     else:
-        ui.valid("query_visual", items)
+        ui.valid("query_visual", items, format_func=item_label)
         qi = st.selectbox(f"Query {kind} (its captions are the ground truth)", items, key="query_visual",
                           format_func=item_label)
 with c2:
     hi = min(20 if kind == "image" else 10, len(ds) if d[0] == "t" else len(texts))
-    ui.clamp("topk", 1, hi)
     k = ui.int_slider("Top-k", 1, hi, 5, key="topk")
-    seed = int(st.number_input("Seed", 0, 2**31 - 1, 0, key="seed",
+    seed = int(st.number_input("Seed", 0, 2**31 - 1, key="seed", **ui.initial("seed", value=0),
                                help="Item i is perturbed with seed + i; the typed query with seed."))
 vcond, tcond = ui.condition_row(kind, "", seed, DEFAULTS[kind])
 

@@ -98,7 +98,7 @@ def controls(ctx: Bench) -> Setup:
     dirs = list(bench.directions)
     c1, c2, c3 = st.columns([2, 3, 2])
     with c1:
-        valid("ad_direction", dirs)
+        valid("ad_direction", dirs, format_func=DIRECTION_LABELS.get)
         d = _saved("ad_direction", dirs[0])
         direction = st.radio("Direction", dirs, key="ad_direction", format_func=DIRECTION_LABELS.get,
                              index=dirs.index(d) if d in dirs else 0,

@@ -13,7 +13,7 @@ from robustlab.perturb import list_perturbations
 from robustlab.perturb.condition import Condition
 from robustlab.tasks.retrieval import DIRECTION_LABELS
 from ui.media import show_visual
-from ui.state import valid
+from ui.state import clamp, initial, valid
 
 NONE = "(none)"
 SHORT = {"image": "img", "video": "vid", "text": "txt"}
@@ -29,11 +29,13 @@ def perturbation_picker(modality: str, key: str, sev_key: str, default: str | No
                         label: str | None = None) -> tuple[str | None, int]:
     """A perturbation of ``modality`` (grouped by category) and its severity -> (name or None, severity)."""
     names, cat = perturbation_names(modality)
-    valid(key, names)
+    fmt = lambda n: n if n == NONE else f"{cat[n]} · {n}"  # noqa: E731
+    valid(key, names, default if default in names else NONE, fmt)
     label = label or {"image": "Image", "video": "Video", "text": "Text"}[modality]
-    name = st.selectbox(f"{label} perturbation", names, key=key, index=names.index(default) if default in names else 0,
-                        format_func=lambda n: n if n == NONE else f"{cat[n]} · {n}")
-    sev = st.slider(f"{label} severity", 0, 5, severity, key=sev_key, disabled=name == NONE)
+    name = st.selectbox(f"{label} perturbation", names, key=key, format_func=fmt,
+                        **initial(key, index=names.index(default) if default in names else 0))
+    clamp(sev_key, 0, 5)
+    sev = st.slider(f"{label} severity", 0, 5, key=sev_key, disabled=name == NONE, **initial(sev_key, value=severity))
     return (None if name == NONE else name), int(sev)
 
 
@@ -147,9 +149,15 @@ def ranked_grid(title: str, key: str, ranked, visuals, gt, *, kind: str, gid: st
 def ranked_captions(title: str, key: str, ranked, texts, gt) -> None:
     """Top-k captions as a table (user text stays literal in a dataframe)."""
     st.subheader(title)
-    rows = [{"rank": j + 1, "caption": texts[i], "score": round(s, 4), "caption #": i,
-             "ground truth": "✓" if i in gt else ""} for j, (i, s) in enumerate(zip(ranked.indices, ranked.scores))]
-    st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch", key=key)
+    # the short columns first, the caption last and wide: a long caption never pushes the ground truth off the table
+    rows = [{"rank": j + 1, "ground truth": "✓" if i in gt else "", "score": round(s, 4), "caption #": i,
+             "caption": texts[i]} for j, (i, s) in enumerate(zip(ranked.indices, ranked.scores))]
+    st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch", key=key, column_config={
+        "rank": st.column_config.NumberColumn(width="small"),
+        "ground truth": st.column_config.TextColumn(width="small", help="✓: a ground-truth caption of the query"),
+        "score": st.column_config.NumberColumn(width="small", format="%.4f"),
+        "caption #": st.column_config.NumberColumn(width="small"),
+        "caption": st.column_config.TextColumn(width="large")})
 
 
 def metrics_table(metrics: dict, key: str) -> None:
@@ -176,7 +184,8 @@ def int_slider(label: str, lo: int, hi: int, value: int, key: str, **kw) -> int:
     if hi <= lo:
         st.caption(f"{label}: {lo} (the only possible value here)")
         return int(lo)
-    return int(st.slider(label, lo, hi, min(max(value, lo), hi), key=key, **kw))
+    clamp(key, lo, hi)
+    return int(st.slider(label, lo, hi, key=key, **initial(key, value=min(max(value, lo), hi)), **kw))
 
 
 def basket():
