@@ -1,6 +1,7 @@
 """The task layer gives the same numbers as the code before the redesign (commit 93efafd).
 
 ``tests/data/pre_move_numbers.json`` was written by ``tests/data/make_pre_move_numbers.py`` run on 93efafd
+(the script imports that commit's module paths; it is in the history: ``git show 93efafd:tests/data/make_pre_move_numbers.py``)
 (the old ``eval_retrieval``, ``eval_video_retrieval``, ``eval_hubness``, ``eval_vqa``, ``eval_grounding``,
 ``eval_clavi``, ``eval_itm`` on the held-out world seed 1000). Here the same seeds go through
 ``rl.tasks.get(...).evaluate`` and ``eval_hubness`` on ``rl.datasets.build(...)``. Two seeds differ in name only:
