@@ -4,6 +4,7 @@ from __future__ import annotations
 import streamlit as st
 
 import ui
+import ui.compare
 from robustlab.export.basket import make_example, typed_source
 from robustlab.io.files import InputError
 from robustlab.perturb.record import hash_value
@@ -78,6 +79,9 @@ if ic.name or tc.name:
     sweep_chart(rows, {"image": f"image: {ic.name}", "text": f"text: {tc.name}", "both": "both"}, "gr_sweep")
 else:
     st.info("Pick an image or a text perturbation to sweep its severities.")
+
+ui.compare.grounding_panel(spec, res, lambda other: compare(other, device, image, image_hash, expr, gt, ic.name,
+                                                            ic.severity, tc.name, tc.severity, seed), gt)
 
 # ---- PEELING on the clean input: a shorter expression that still names the object, perturbed, grounded again ---
 peeling_panel(spec, device, got[1], image, image_hash, expr, gt, source, label, src, seed)

@@ -7,6 +7,7 @@ import pandas as pd
 import streamlit as st
 
 import ui
+import ui.compare
 import ui.panels
 from robustlab.diagnostics import views
 from robustlab.perturb.condition import Condition
@@ -81,6 +82,10 @@ with right:
     st.caption("k_skewness: skewness of N_k (> 1: strong hubness); robinhood, gini, atkinson: inequality of N_k; "
                "hub/antihub occurrence: share of top-k slots taken by hubs / items that are never retrieved. R@K "
                "and ranks over the whole gallery.")
+
+base = ui.compare.baseline(ctx)
+if base is not None:
+    ui.compare.hubness_panel(ctx, base, d, vcond, tcond, k, view)
 
 # ---- top hubs: the visual (perturbed when it is the perturbed hub), and the caption when hubs are captions -------
 st.subheader("Top hubs")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import streamlit as st
 
 import ui
+import ui.compare
 from robustlab.perturb.condition import Condition
 from robustlab.tasks.retrieval import DIRECTION_LABELS
 
@@ -112,6 +113,11 @@ if mets is not None:
     r1_slot.metric(f"Gallery {DIRECTION_LABELS[d]} R@1", f"{r1:.3f}", delta=f"{r1 - mets['clean'][d]['R@1']:+.3f}")
     ui.metrics_table(mets, "metrics_table")
     ui.recall_chart(mets, d, "metrics_chart")
+
+base = ui.compare.baseline(ctx)
+if base is not None:
+    ui.compare.retrieval_panel(ctx, base, vcond, tcond, d, dict(query_index=qi, query_text=qtext, gt_index=gt, k=k),
+                               mets, cmp)
 
 with st.expander("Perturbation records (regenerate any example exactly)"):
     gt_recs = vrecs if d[0] == "t" else bench.texts(tcond)[1]
