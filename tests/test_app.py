@@ -130,8 +130,10 @@ def test_uploaded_gallery_path():
         Image.fromarray(im).save(b, format="PNG")
         files.append((f"img{i}.png", b.getvalue()))
     files.append(("broken.png", b"\x89PNG\r\n garbage"))
-    rep = ingest_uploads(files, caption_lines="\n".join(g.captions))
-    assert rep.added == 12 and len(rep.errors) == 1
+    # plain caption lines pair with the files by position only when there is one per file given (issue 24): the
+    # broken file's own caption goes with it
+    rep = ingest_uploads(files, caption_lines="\n".join(g.captions + ["a broken file"]))
+    assert rep.added == 12 and len(rep.errors) == 1 and list(rep.gallery.captions) == list(g.captions)
     at = fresh(upload_gallery=rep.gallery, upload_gallery_id="upload-test", dataset="upload")
     m = ranks(at)
     assert m["Ground-truth rank, clean"].isdigit()

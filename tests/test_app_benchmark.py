@@ -226,3 +226,93 @@ def test_retrieval_sweep_with_test_time_adaptation_shows_the_table(runs):
     at.button(key="bench_go").click().run()
     assert not at.exception, at.exception
     assert any("no LayerNorm on its image side" in e.value for e in at.error), [e.value for e in at.error]
+
+
+@pytest.fixture(scope="module")
+def sweep20(tmp_path_factory):
+    """A finished sweep over the first 20 built-in images (not the sidebar's 300-image demo gallery): one visual and
+    one text perturbation, worst examples kept."""
+    root = tmp_path_factory.mktemp("runs20")
+    spec = SweepSpec(models=["builtin:tiny-clip"], dataset={"name": "builtin", "split": "demo", "n": 20},
+                     conditions=condition_grid(["contrast"], [5], ["keyboard"], [3], combine="none"))
+    run_sweep(spec, root / "twenty")
+    return root
+
+
+def _open_worst(at, label_part: str):
+    """Select the worst-examples cell whose label holds ``label_part``; its index (the Open buttons' keys)."""
+    box = at.selectbox(key="bench_worst_cell")
+    idx = next(i for i, lb in enumerate(box.options) if label_part in lb)
+    box.set_value(idx).run()
+    assert not at.exception, at.exception
+    return idx
+
+
+@pytest.mark.parametrize("which", ["contrast", "keyboard"])
+def test_a_worst_example_opens_on_the_sweeps_own_gallery_with_its_rank(sweep20, monkeypatch, which):
+    """'rank 1 → 7' of a 20-item sweep is rank 1 → 7 on the Retrieval page: it opens on the sweep's first 20 items
+    (the sidebar says so), not on the 300-item demo gallery; the sidebar's button goes back to the demo gallery."""
+    monkeypatch.setenv("ROBUSTLAB_RUNS", str(sweep20))
+    at = page()
+    at.radio(key="bench_mode").set_value("Open a run").run()
+    assert at.selectbox(key="bench_open").value == "twenty"
+    summary = at.get("markdown")
+    assert any("reaches a clean text→image R@1" in m.value.replace("\\", "") for m in summary)
+    idx = _open_worst(at, which)
+    cell = next(json.loads(p.read_text()) for p in (sweep20 / "twenty" / "cells").glob("*.json")
+                if which in p.name)
+    w = cell["extra"]["worst"][0]
+    shown = [c.value for c in at.caption if c.value.startswith(f"{w['direction']} · item {w['item']} ·")]
+    assert shown and f"rank {w['clean_rank']} → {w['perturbed_rank']}" in shown[0]
+    at.button(key=f"bench_open_{idx}_0").click().run()
+    assert not at.exception, at.exception
+    assert any(h.value.startswith("Retrieval") for h in at.header)
+    assert at.session_state["sweep_gallery"] == {"name": "builtin", "split": "demo", "n": 20, "seed": None}
+    ranks = {m.label: m.value for m in at.metric}
+    assert ranks["Ground-truth rank, clean"] == str(w["clean_rank"])
+    assert ranks["Ground-truth rank, perturbed"] == str(w["perturbed_rank"])
+    gallery = at.selectbox(key="query_idx") if w["direction"][0] == "t" else at.selectbox(key="query_visual")
+    assert len(gallery.options) == 20  # the sweep's 20 items, not the 300-item demo gallery
+
+    # the sidebar says whose gallery this is (AppTest draws app.py's sidebar on a session's first run only)
+    app = AppTest.from_file("../app.py", default_timeout=TIMEOUT)
+    for k in ("dataset", "sweep_gallery", "model_choice", "direction"):
+        app.session_state[k] = at.session_state[k]
+    app.run()
+    assert not app.exception, app.exception
+    assert app.radio(key="dataset").value == "builtin"
+    assert "Built-in images (first 20, from a sweep)" in app.radio(key="dataset").options
+    # its button goes back to the demo gallery: 300 items, and the label says so
+    app.button(key="sweep_gallery_back").click().run()
+    assert not app.exception, app.exception
+    assert "sweep_gallery" not in app.session_state
+    back = app.selectbox(key="query_idx") if w["direction"][0] == "t" else app.selectbox(key="query_visual")
+    assert len(back.options) == 300
+    again = AppTest.from_file("../app.py", default_timeout=TIMEOUT)
+    again.session_state["dataset"] = "builtin"
+    again.run()
+    assert "Built-in images (300)" in again.radio(key="dataset").options
+
+
+def test_a_sweeps_gallery_is_dropped_when_another_dataset_is_picked():
+    from ui.state import sweep_gallery_of
+
+    assert sweep_gallery_of({"name": "builtin", "split": "demo", "n": 300}) is None  # the sidebar's own gallery
+    assert sweep_gallery_of({"name": "builtin", "split": None, "n": 8}) == {"name": "builtin", "split": "test",
+                                                                            "n": 8, "seed": None}
+    assert sweep_gallery_of({"name": "builtin", "split": "demo", "n": 10**9}) is None
+    assert sweep_gallery_of({"name": "builtin", "n": 8, "options": {"size": 64}}) is None
+    assert sweep_gallery_of({"name": "msrvtt", "root": "/x", "n": 8}) is None
+    gal = {"name": "builtin", "split": "demo", "n": 20, "seed": None}
+    at = AppTest.from_file("../app.py", default_timeout=TIMEOUT)
+    at.session_state["sweep_gallery"] = gal
+    at.run()
+    assert not at.exception, at.exception
+    assert "Built-in images (first 20, from a sweep)" in at.radio(key="dataset").options
+    # the viewer picks the built-in videos in the sidebar: the images' sweep gallery is dropped
+    other = AppTest.from_file("../app.py", default_timeout=TIMEOUT)
+    other.session_state["sweep_gallery"], other.session_state["dataset"] = gal, "builtin-videos"
+    other.run()
+    assert not other.exception, other.exception
+    assert "sweep_gallery" not in other.session_state
+    assert "Built-in images (300)" in other.radio(key="dataset").options

@@ -2,6 +2,7 @@
 import io
 import json
 import math
+import re
 from pathlib import Path
 
 import pandas as pd
@@ -373,3 +374,226 @@ def test_scores_the_gamma_formulas_refuse_do_not_break_the_report(tmp_path):
     assert math.isnan(df.loc[1, "gamma_r"]) and df.loc[2, "gamma_r"] == pytest.approx(.2)
     assert report_tables(run)["robustness"].empty
     assert "no γ scores" in write_report(run.root)[1].read_text()
+
+
+# ---- the summary in plain words, on real tiny sweeps: every number in a sentence recomputed from the cells -----
+NUM = re.compile(r"(?<![\w.@])\d+(?:\.\d+)?")  # numbers as words: not R@1, s3 or t2i
+
+
+def nums(sentence: str) -> list[str]:
+    return NUM.findall(sentence)
+
+
+def f2(x: float) -> str:
+    return f"{x:.2f}"
+
+
+def by_hand(root: Path, direction: str) -> dict:
+    """From the cells' JSON files alone (no report code): per model its clean R@1 and n, per axis the R@1 of every
+    severity of every perturbation, and the R@1 of every visual + text pair."""
+    out = {}
+    for p in sorted((root / "cells").glob("*.json")):
+        d = json.loads(p.read_text())
+        m = out.setdefault(d["model"], {"clean": None, "n": d["n"], "visual": {}, "text": {}, "pairs": {}})
+        v, t = (d["conditions"].get(a) or {} for a in ("visual", "text"))
+        if set(d["conditions"]) - {"visual", "text"}:
+            continue  # interventions, adaptation
+        r1 = d["metrics"][direction]["R@1"]
+        if not v.get("name") and not t.get("name"):
+            m["clean"] = r1
+        elif v.get("name") and t.get("name"):
+            m["pairs"][f"{v['name']} s{v['severity']} with {t['name']} s{t['severity']}"] = r1
+        else:
+            axis, c = ("visual", v) if v.get("name") else ("text", t)
+            m[axis].setdefault(c["name"], []).append(r1)
+    return out
+
+
+def gammas(m: dict, axis: str) -> tuple[dict, dict, float]:
+    """γʳ per perturbation (severity mean / clean), per category (mean over its perturbations) and overall."""
+    from robustlab.perturb import get_perturbation
+
+    per = {p: sum(v) / len(v) / m["clean"] for p, v in m[axis].items()}
+    cats: dict = {}
+    for p, g in per.items():
+        cats.setdefault(get_perturbation(p).category, []).append(g)
+    return per, {c: sum(g) / len(g) for c, g in cats.items()}, sum(per.values()) / len(per)
+
+
+def ties(vals: dict, best: bool) -> list[str]:
+    target = f2(max(vals.values()) if best else min(vals.values()))
+    return [k for k, v in vals.items() if f2(v) == target]
+
+
+def check_axis(lines: list[str], model: str, m: dict, axis: str, noun: str) -> None:
+    """The axis's two sentences: count, share kept, worst / mildest category, worst / mildest perturbation."""
+    from robustlab.export.report_summary import CATEGORY_WORDS
+
+    per, cats, over = gammas(m, axis)
+    head = next(s for s in lines if s.startswith(f"Under the {len(per)} {noun} perturbations, {model} "))
+    want = [str(len(per)), f"{100 * over:.0f}"]
+    if 2 <= len(cats) < len(per):
+        want += [f2(min(cats.values())), f2(max(cats.values()))]
+        assert all(CATEGORY_WORDS[c][0] in head for c in ties(cats, False) + ties(cats, True))
+    assert nums(head) == want, head
+    if len({f2(g) for g in per.values()}) == 1:
+        same = f"Every {noun} perturbation gives {model} the same γʳ ({f2(next(iter(per.values())))})."
+        assert same in lines, lines
+        return
+    single = next(s for s in lines if s.startswith(f"Of single {noun} perturbations") and model in s)
+    assert nums(single) == [f2(min(per.values())), f2(max(per.values()))], single
+    assert all(p in single for p in ties(per, False) + ties(per, True)), single
+
+
+@pytest.fixture(scope="module")
+def image_sweep(tmp_path_factory):
+    """tiny-clip on the first 12 built-in images: 5 image perturbations (noise, blur, digital) at severities 1 and
+    3, 3 text perturbations (char, word) at 2, and their pairs."""
+    from robustlab.engine.sweep import SweepSpec, condition_grid, run_sweep
+
+    root = tmp_path_factory.mktemp("summary") / "img"
+    spec = SweepSpec(models=["builtin:tiny-clip"], dataset={"name": "builtin", "split": "demo", "n": 12},
+                     conditions=condition_grid(["gaussian_noise", "shot_noise", "defocus_blur", "motion_blur",
+                                                "contrast"], [1, 3], ["keyboard", "char_swap", "word_swap"], [2]))
+    run_sweep(spec, root)
+    return root
+
+
+def test_summary_of_a_real_sweep_says_what_the_cells_hold(image_sweep):
+    from robustlab.export.report_summary import summary
+
+    lines = summary(load_run(image_sweep))
+    model, m = "builtin:tiny-clip", by_hand(image_sweep, "t2i")["builtin:tiny-clip"]
+    assert len(lines) == 6, lines
+    assert lines[0] == f"{model} reaches a clean text→image R@1 of {f2(m['clean'])} ({m['n']} items)."
+    assert nums(lines[0]) == [f2(m["clean"]), "12"]
+    check_axis(lines, model, m, "visual", "image")
+    check_axis(lines, model, m, "text", "text")
+    pairs = {k: v / m["clean"] for k, v in m["pairs"].items()}
+    combo = lines[-1]
+    assert nums(combo) == [str(len(pairs)), f2(min(pairs.values()))] and len(pairs) == 15, combo
+    assert any(k in combo for k in ties(pairs, False)), combo
+    # the same sentences open report.html (escaped) and stand before every section
+    html = write_report(image_sweep)[1].read_text()
+    first = html.index('id="summary"')
+    assert first < html.index("1. Clean scores per model") and first < html.index('class="plotly-graph-div"')
+    for s in lines:
+        assert s.replace("'", "&#39;") in html
+
+
+def test_summary_compares_two_models_first(tmp_path):
+    from robustlab.engine.sweep import SweepSpec, condition_grid, run_sweep
+    from robustlab.export.report_summary import summary
+
+    a, b = "builtin:tiny-clip-video-meanp", "builtin:tiny-clip-video-seqtransf"
+    spec = SweepSpec(models=[a, b], dataset={"name": "builtin-videos", "split": "test", "n": 8},
+                     conditions=condition_grid(["jumble", "gaussian_noise"], [2], ["keyboard"], [3], combine="none"))
+    run_sweep(spec, tmp_path / "vid")
+    lines = summary(load_run(tmp_path / "vid"))
+    hand = by_hand(tmp_path / "vid", "t2v")
+    over = {axis: {m: gammas(hand[m], axis)[2] for m in (a, b)} for axis in ("visual", "text")}
+    clean = {m: hand[m]["clean"] for m in (a, b)}
+    for i, (vals, what) in enumerate([(over["visual"], "robust to video perturbations"),
+                                      (over["text"], "robust to text perturbations"),
+                                      (clean, "on clean inputs")]):
+        s = lines[i]
+        hi, lo = sorted((a, b), key=lambda x: -vals[x])
+        assert what in s, s
+        if f2(vals[a]) == f2(vals[b]):
+            assert s.startswith(f"{a} and {b} are equally") and nums(s) == [f2(vals[a])], s
+        else:
+            assert nums(s) == [f2(vals[hi]), f2(vals[lo])], s
+            assert s.startswith(f"{hi} is ") and s.endswith(f" for {lo}).") and ("more" in s or "better" in s), s
+    for m in (a, b):
+        assert f"{m} reaches a clean text→video R@1 of {f2(clean[m])} (8 items)." in lines
+        check_axis(lines, m, hand[m], "visual", "video")
+        one = next(s for s in lines if s.startswith(f"Under its one text perturbation (keyboard), {m} "))
+        g = gammas(hand[m], "text")[2]
+        assert nums(one) == [f"{100 * g:.0f}", f2(g)], one
+
+
+def test_summary_of_runs_without_robustness_is_one_honest_sentence(tmp_path):
+    from robustlab.engine.sweep import SweepSpec, condition_grid, run_sweep
+    from robustlab.export.report_summary import summary
+
+    # no finished cell: the sweep asked for 3
+    spec = SweepSpec(models=["builtin:tiny-clip"], dataset={"name": "builtin", "split": "demo", "n": 8},
+                     conditions=condition_grid(["gaussian_noise"], [1, 2]))
+    (tmp_path / "none").mkdir()
+    (tmp_path / "none" / "sweep.json").write_text(json.dumps(spec.to_json()))
+    assert summary(load_run(tmp_path / "none")) == [
+        "No cell of this run has finished yet of the 3 it asks for: there is nothing to summarise."]
+    assert "No cell of this run has finished yet" in write_report(tmp_path / "none")[1].read_text()
+    # a single clean cell
+    run_sweep(SweepSpec(models=["builtin:tiny-clip"], dataset={"name": "builtin", "split": "demo", "n": 8},
+                        conditions=condition_grid()), tmp_path / "one")
+    clean = json.loads(next((tmp_path / "one" / "cells").glob("*.json")).read_text())["metrics"]["t2i"]["R@1"]
+    assert summary(load_run(tmp_path / "one")) == [
+        f"builtin:tiny-clip reaches a clean text→image R@1 of {f2(clean)} (8 items).",
+        "The run has no perturbed cell for builtin:tiny-clip, so there is no robustness to report."]
+    # perturbed cells without their clean cell
+    lines = summary(load_run(make_run(tmp_path / "noclean", basic_cells()[1:])))
+    assert lines == [("builtin:tiny-clip-video-meanp has no clean cell in this run, so its robustness (γʳ) cannot be "
+                      "computed.")]
+    # a partial run says so first
+    cells = basic_cells()
+    lines = summary(load_run(make_run(tmp_path / "part", cells[:3], conditions=[c for _, c, _ in cells])))
+    assert lines[0] == "A partial run: 3 of 5 cells have finished; the sentences below cover those."
+
+
+def test_summary_of_interventions_and_adaptation(tmp_path):
+    from robustlab.engine.sweep import SweepSpec, condition_grid, run_sweep
+    from robustlab.export.report_summary import summary
+
+    run_sweep(SweepSpec(models=["builtin:tiny-vilt"], dataset={"name": "builtin", "split": "demo", "n": 8},
+                        tasks=["vqa"], conditions=condition_grid(interventions=["quag:crossmodal",
+                                                                                "input:language-only"])),
+              tmp_path / "iv")
+    acc = {}
+    for p in (tmp_path / "iv" / "cells").glob("*.json"):
+        d = json.loads(p.read_text())
+        acc[(d["conditions"].get("intervention") or {}).get("name") or "baseline"] = d["metrics"]["acc"]
+    lines = summary(load_run(tmp_path / "iv"))
+    assert lines[0] == f"builtin:tiny-vilt reaches a clean acc of {f2(acc['baseline'])} (8 items)."
+    worst = min((k for k in acc if k != "baseline"), key=lambda k: acc[k])
+    delta = acc[worst] - acc["baseline"]
+    drops = sum(acc["baseline"] - acc[k] >= 0.02 - 1e-12 for k in acc if k != "baseline")
+    assert lines[1].startswith("Model interventions on builtin:tiny-vilt") and worst in lines[1], lines
+    assert nums(lines[1]) == [f2(acc["baseline"]), f2(acc[worst]), f2(abs(delta)), str(drops), "2", "2"], lines[1]
+    assert len(lines) == 2
+
+    run_sweep(SweepSpec(models=["builtin:tiny-clip"], dataset={"name": "builtin", "split": "demo", "n": 8},
+                        conditions=condition_grid(text=["keyboard"], text_severities=[2], adapt=["tent"])),
+              tmp_path / "tta")
+    cells = {}
+    for p in (tmp_path / "tta" / "cells").glob("*.json"):
+        d = json.loads(p.read_text())
+        key = "tent" if d["conditions"].get("adapt") else "none" if d["conditions"]["text"].get("name") else "clean"
+        cells[key] = d["metrics"]["t2i"]["R@1"]
+    line = next(s for s in summary(load_run(tmp_path / "tta")) if s.startswith("Test-time adaptation"))
+    assert nums(line) == ["1", f2(cells["clean"]), f2(cells["none"]), f2(cells["tent"])], line
+    assert line.endswith("tent recovers the most." if f2(cells["tent"]) > f2(cells["none"])
+                         else "no method beats the unadapted queries."), line
+
+
+def test_report_titles_carry_no_internal_tags_and_labels_fit(tmp_path):
+    m = "builtin:tiny-clip-video-meanp"
+    vals = [(cond(), .8), (cond("mlvp_temporal_scrambling", 3), .4), (cond(t="typos", ts=3), .6),
+            (cond("mlvp_temporal_scrambling", 3, "typos", 3), .2)]
+    root = make_run(tmp_path / "r", [(m, c, ret(v)) for c, v in vals])
+    html = write_report(root)[1].read_text()
+    heads = re.findall(r"<h[1-3][^>]*>(.*?)</h[1-3]>", html)
+    assert heads and not [h for h in heads if re.search(r"\b[ADMP]\d{1,2}\b", h)], heads
+    figs = report_figures(load_run(root))
+    for fig in figs.values():
+        title = fig.layout.title.text or ""
+        assert not re.search(r"\b[ADMP]\d{1,2}\b", title), title
+        assert "t2v_R@1" not in title  # the metric as words: text→video R@1
+    hm = figs[f"heatmap · {m}"]
+    longest = max(len(y) for y in hm.data[0].y)  # "mlvp_temporal_scrambling"
+    assert hm.layout.margin.l >= 7 * longest and hm.layout.yaxis.automargin
+    assert hm.layout.yaxis2.showticklabels is False  # one set of row labels: none squeezed between the panels
+    combo = figs[f"combinations · {m}"]
+    assert combo.layout.margin.l >= 7 * max(len(y) for y in combo.data[0].y)
+    assert html.count('<div class="scroll">') >= html.count('<table class="tbl')  # every table scrolls sideways
+    assert "gamma_r" in pd.read_csv(root / "results.csv").columns  # the data keeps its own column names

@@ -305,6 +305,7 @@ def show_report(run_dir: Path) -> None:
     if not run.results:
         st.info("No finished cell in this folder yet.")
         return
+    show_summary(run, tables)
     d1, d2 = st.columns(2)
     d1.download_button("Download report", lambda: report_file(run_dir, 1), file_name=f"{run.name}-report.html",
                        mime="text/html", key="bench_dl_html", on_click="ignore", icon="📄")
@@ -329,6 +330,21 @@ def show_report(run_dir: Path) -> None:
         worst_examples(run)
     except (ValueError, TypeError, KeyError, AttributeError, OSError) as e:  # a malformed cell's examples
         st.error(f"Cannot show the worst examples of {safe_md(run_dir.name)}: {type(e).__name__}: {safe_md(e)}")
+
+
+def show_summary(run, tables: dict) -> None:
+    """What the run found, in plain words: the same sentences as the top of report.html
+    (:func:`robustlab.export.report_summary.summary`), shown literally (model names are text, never Markdown)."""
+    from robustlab.export.report_summary import summary
+
+    try:
+        lines = summary(run, tables)
+    except Exception as e:  # noqa: BLE001 - the summary must not take the report down
+        st.warning(f"No summary for this run: {type(e).__name__}: {safe_md(e)}")
+        return
+    with st.container(border=True, key="bench_summary"):
+        st.markdown("**What this run found**")
+        st.markdown("\n".join(f"- {md_escape(line)}" for line in lines))
 
 
 def gamma_table(rob) -> None:

@@ -185,7 +185,10 @@ def current_dataset(kind: str | None = None):
     """(dataset id, dataset) for the sidebar's choice, or None after saying why there is none (empty uploads, a
     folder that can't be read). ``kind`` ("image"): a page that needs images says so when the choice is not."""
     choice = st.session_state.get("dataset", "builtin")
-    if choice == "builtin-videos":
+    sub = sweep_gallery(choice)  # a Benchmark example opened here: the sweep's own built-in gallery
+    if sub is not None:
+        got = sub
+    elif choice == "builtin-videos":
         got = (f"builtin-videos-{VIDEO_DEMO_N}", get_builtin_video_gallery(VIDEO_DEMO_N))
     elif choice == "upload":
         from ui.uploads import upload_section
@@ -245,27 +248,133 @@ def current_bench() -> Bench | None:
     if got is None:
         return None
     spec, device = spec_device()
+    spec = follow_data(spec, got[1].kind)
+    if spec != spec_device()[0] and load(spec) is None:
+        return None
     try:
         bench = get_bench(spec, device, got[0], got[1])
     except ValueError as e:
         st.warning(str(e))
         return None
     if bench.kind == "video" and not getattr(bench.model, "num_frames", None):
-        st.caption(f"{spec} has no temporal model: a video is the mean of its frame embeddings (every frame).")
+        st.caption(f"{safe_md(spec)} has no temporal model: a video is the mean of its frame embeddings (every "
+                   "frame).")
+    st.caption(f"Model **{safe_md(spec)}** · dataset {safe_md(got[1].name if hasattr(got[1], 'name') else got[0])}"
+               f" ({len(got[1])} {got[1].kind}s)")
     return Bench(spec, device, got[0], got[1], bench)
 
 
-def clamp(key: str, lo: int, hi: int) -> None:
-    """Keep a widget's remembered value inside its current range (a smaller gallery lowers the maximum)."""
-    v = st.session_state.get(key)
-    if isinstance(v, (int, float)) and not lo <= v <= hi:
-        st.session_state[key] = type(v)(min(max(v, lo), hi))
+VIDEO_BUILTIN = "builtin:tiny-clip-video-seqtransf"  # the best built-in on videos (t2v R@1 0.884 vs meanP 0.699)
+KEEP = "keep_model"  # session key: (spec, kind) the viewer chose to keep despite the switch
 
 
-def valid(key: str, options) -> None:
-    """Forget a widget's remembered choice that is no longer an option (another dataset, another modality)."""
-    if key in st.session_state and st.session_state[key] not in list(options):
-        del st.session_state[key]
+def follow_data(spec: str, kind: str) -> str:
+    """The model a retrieval page uses on a dataset of ``kind``: the sidebar's, unless it is a built-in image model
+    and the data are videos (it would average frames and score near chance: a demo reads that as "broken"); then the
+    best built-in video model, after one visible line saying so with an undo."""
+    if kind != "video" or not spec.startswith("builtin:") or spec == VIDEO_BUILTIN:
+        return spec
+    if spec in models_for("video-retrieval") and spec.startswith("builtin:tiny-clip-video"):
+        return spec
+    if tuple(st.session_state.get(KEEP) or ()) == (spec, kind) or VIDEO_BUILTIN not in models_for("video-retrieval"):
+        return spec
+    c1, c2 = st.columns([5, 1])
+    c1.info(f"**{safe_md(spec)}** is an image model: on videos it only averages frames and scores near chance, so "
+            f"this page uses **{VIDEO_BUILTIN}**, the built-in video model.")
+    c2.button(f"Use {spec} anyway", key="keep_model_btn", on_click=lambda: st.session_state.__setitem__(KEEP, (spec, kind)))
+    return VIDEO_BUILTIN
+
+
+# ---- widget state: what the browser shows is what the page uses ------------------------------------------------
+# Streamlit keeps a keyed widget's identity across reruns whatever its options, and the browser keeps showing the
+# label it last had: a value corrected in Python (an option gone with the dataset, a number out of a new range) or
+# relabelled (the same caption index on another gallery) is used by the page but not shown, unless it is set again
+# through the Session State API, which sends it to the browser. Every page's data-dependent widget goes through
+# valid() / clamp() before it is drawn, and gets its default from default() instead of value= / index= (a default
+# passed while the state is set in the same run is what Streamlit warns about).
+def default(key: str, value) -> None:
+    """A widget's default, set once in the session state (draw the widget without value= / index=)."""
+    st.session_state.setdefault(key, value)
+
+
+def begin_run() -> None:
+    """app.py, first thing in every run: the widgets drawn in the last run are those :func:`remount` looks at."""
+    s = st.session_state
+    s["_drawn_prev"], s["_drawn_now"] = s.get("_drawn_now", set()), set()
+
+
+def remount(key: str) -> None:
+    """A widget about to be drawn that was not drawn in the last run (a page that stopped early, another page, an
+    empty gallery) is new to the browser, which shows its declared default; the page would use the value kept in
+    the session state. Send that value, so the two agree."""
+    s = st.session_state
+    drawn = s.setdefault("_drawn_now", set())
+    if key in s and "_drawn_prev" in s and key not in s["_drawn_prev"] and key not in drawn:
+        _resend(key, s[key])
+    drawn.add(key)
+
+
+def initial(key: str, **defaults) -> dict:
+    """``defaults`` (``value=`` / ``index=``) for a widget drawn for the first time; {} once its key is in the session
+    state (Streamlit then shows the state, and warns when a default is passed beside a state set in the same run).
+    Call it right before the widget: it also re-sends a kept value to a remounted widget (:func:`remount`)."""
+    remount(key)
+    return {} if key in st.session_state else defaults
+
+
+def _resend(key: str, value) -> None:
+    st.session_state[key] = value  # through the Session State API: the browser is told
+
+
+def clamp(key: str, lo, hi, default_value=None) -> None:
+    """Keep a number widget inside its current range (a smaller gallery lowers the maximum), and remember what the
+    viewer had chosen: when the range allows it again (the larger gallery back), it comes back."""
+    s = st.session_state
+    if default_value is not None:
+        s.setdefault(key, default_value)
+    remount(key)
+    v, wish_key = s.get(key), f"_wish_{key}"
+    if not isinstance(v, (int, float)) or isinstance(v, bool):
+        return
+    wish = s.get(wish_key)  # (the viewer's value, the value it was clamped to)
+    if wish is not None and v != wish[1]:
+        s.pop(wish_key, None)  # the viewer has chosen since
+        wish = None
+    if wish is not None and lo <= wish[0] <= hi:
+        _resend(key, type(v)(wish[0]))
+        s.pop(wish_key, None)
+    elif not lo <= v <= hi:
+        new = type(v)(min(max(v, lo), hi))
+        s[wish_key] = (wish[0] if wish else v, new)
+        _resend(key, new)
+
+
+def valid(key: str, options, default_value=None, format_func=str) -> None:
+    """Keep a choice widget's value one of ``options`` (else ``default_value`` or the first option), and the label
+    the browser shows equal to the value's label (the same value relabelled by another dataset is sent again)."""
+    s = st.session_state
+    options = list(options)
+    if not options:
+        return
+    remount(key)
+    shown_key = f"_shown_{key}"
+    if key in s and s[key] in options:
+        try:
+            label = format_func(s[key])
+        except Exception:  # noqa: BLE001 - a label function that can't take this value: just keep it
+            return
+        before = s.get(shown_key)
+        if before is not None and before[0] == s[key] and before[1] != label:
+            _resend(key, s[key])
+        s[shown_key] = (s[key], label)
+        return
+    new = default_value if default_value in options else options[0]
+    if key in s:
+        _resend(key, new)  # else: drawn with its default (new), whose label is recorded below
+    try:
+        s[shown_key] = (new, format_func(new))
+    except Exception:  # noqa: BLE001
+        s.pop(shown_key, None)
 
 
 def sidebar() -> None:
@@ -287,9 +396,13 @@ def sidebar() -> None:
                       help="open_clip:ARCH/TAG, open_clip:ARCH/path/to/weights, hf:REPO_ID, hf-grounding:REPO_ID or "
                            "a local folder -- as far as the operator allows (hub downloads: "
                            f"{'on' if cfg.allow_hub else 'off'})")
+    from ui.compare import picker
+
+    picker(offered_models())
     g = st.session_state.get("upload_gallery")
     counts = {"builtin": f" ({DEMO_N})", "builtin-videos": f" ({VIDEO_DEMO_N})",
               "upload": f" ({len(g) if g else 0}{' videos' if g is not None and g.kind == 'video' else ''})"}
+    counts.update(sweep_gallery_counts())
     labels = [DATASETS[d] + counts.get(d, "") for d in DATASETS]
     if st.session_state.get("dataset_labels", labels) != labels and "dataset" in st.session_state:
         # the radio's value is its label: once "My uploads (0)" reads "(6)", send the choice again, or the browser keeps
@@ -297,12 +410,92 @@ def sidebar() -> None:
         st.session_state["dataset"] = st.session_state["dataset"]
     st.session_state["dataset_labels"] = labels
     st.radio("Dataset", list(DATASETS), key="dataset", format_func=lambda d: DATASETS[d] + counts.get(d, ""))
+    sweep_gallery_back()
     if st.session_state.get("dataset") == "folder":
         from ui.folders import sidebar_section
 
         sidebar_section()
     st.selectbox("Device", ["auto"] + describe_devices(), key="device",
                  help="auto = CUDA when there is a GPU, else CPU")
+
+
+# ---- a sweep's own gallery: Benchmark's worst examples open on the items the sweep ran on ------------------------
+# A sweep over a built-in dataset runs on its first n items (of its split); the sidebar's built-in choice is the
+# 300-image (200-video) demo gallery. A rank depends on the gallery, so a worst example ("rank 1 → 7" of 20) opened
+# on Retrieval / Grounding uses the sweep's gallery: the preset records it under SWEEP_GALLERY, current_dataset()
+# honours it for that built-in choice, the sidebar says so ("Built-in images (first 20, from a sweep)") with a
+# button back to the demo gallery, and picking another dataset drops it.
+SWEEP_GALLERY = "sweep_gallery"  # session key: {"name", "split", "n", "seed"} of a sweep's built-in dataset
+SWEEP_GALLERY_MAX_N = 10_000  # a larger built-in "gallery" from a run folder is not generated on the dashboard
+
+
+def sweep_gallery_of(dataset: dict | None) -> dict | None:
+    """The built-in gallery a SweepSpec dataset dict names, as the sweep built it (split, first n items, seed), or
+    None: not a built-in, the sidebar's own demo gallery already, or one the dashboard does not generate (options,
+    more than SWEEP_GALLERY_MAX_N items)."""
+    d = dataset if isinstance(dataset, dict) else {}
+    name = d.get("name")
+    if name not in ("builtin", "builtin-videos") or d.get("options"):
+        return None
+    try:
+        split = str(d.get("split") or get_entry(name)["default_split"])
+        n = int(d["n"]) if d.get("n") is not None else None
+        seed = int(d["seed"]) if d.get("seed") is not None else None
+    except (TypeError, ValueError, KeyError):
+        return None
+    if split not in get_entry(name)["splits"] or (n is not None and not 1 <= n <= SWEEP_GALLERY_MAX_N):
+        return None
+    if split == "demo" and seed is None and n in (None, DEMO_N if name == "builtin" else VIDEO_DEMO_N):
+        return None
+    return {"name": name, "split": split, "n": n, "seed": seed}
+
+
+@st.cache_resource(show_spinner="Generating the sweep's gallery…", max_entries=4)
+def get_sweep_gallery(name: str, split: str, n: int | None, seed: int | None):
+    """A built-in dataset exactly as a sweep builds it (robustlab.engine.sweep.build_dataset: split, n, seed)."""
+    return build(name, split=split, **{k: v for k, v in (("n", n), ("seed", seed)) if v is not None})
+
+
+def sweep_gallery(choice: str):
+    """(dataset id, dataset) of the sweep's gallery when one was opened for the sidebar's built-in ``choice``."""
+    sub = st.session_state.get(SWEEP_GALLERY)
+    if not isinstance(sub, dict) or sub.get("name") != choice:
+        return None
+    try:
+        ds = get_sweep_gallery(sub["name"], sub["split"], sub["n"], sub["seed"])
+    except (DatasetError, OSError, ValueError, TypeError, KeyError) as e:
+        st.warning(f"The sweep's gallery can't be generated here ({safe_md(_one_line(e))}); showing the demo "
+                   "gallery instead: ranks may differ from the sweep's.")
+        st.session_state.pop(SWEEP_GALLERY, None)
+        return None
+    seed = f"-seed{sub['seed']}" if sub["seed"] is not None else ""
+    return f"{sub['name']}-{sub['split']}-{len(ds)}{seed}", ds
+
+
+def sweep_gallery_counts() -> dict:
+    """The sidebar label's suffix for the built-in entry showing a sweep's gallery ({} when none); a sweep's
+    gallery of another dataset than the sidebar's choice is dropped (the viewer has picked another one)."""
+    s = st.session_state
+    sub = s.get(SWEEP_GALLERY)
+    if not isinstance(sub, dict):
+        return {}
+    if sub.get("name") != s.get("dataset", "builtin"):
+        s.pop(SWEEP_GALLERY, None)
+        return {}
+    n = f"first {sub['n']}" if sub.get("n") else "all"
+    split = "" if sub.get("split") == "demo" else f" of the {sub['split']} split"
+    seed = f", seed {sub['seed']}" if sub.get("seed") is not None else ""
+    return {sub["name"]: f" ({n}{split}{seed}, from a sweep)"}
+
+
+def sweep_gallery_back() -> None:
+    """Under the sidebar's dataset choice while a sweep's gallery is shown: a button back to the demo gallery."""
+    sub = st.session_state.get(SWEEP_GALLERY)
+    if isinstance(sub, dict) and sub.get("name") == st.session_state.get("dataset", "builtin"):
+        full = DEMO_N if sub["name"] == "builtin" else VIDEO_DEMO_N
+        st.button(f"Back to the {full}-item demo gallery", key="sweep_gallery_back",
+                  on_click=lambda: st.session_state.pop(SWEEP_GALLERY, None),
+                  help="The Benchmark example opened here uses the sweep's own items, so its ranks match the sweep.")
 
 
 # ---- presets: another page (Benchmark's worst examples) opens Retrieval / Grounding on one example ----------
@@ -316,10 +509,15 @@ def _preset_common(model: str, dataset: dict | None) -> None:
     else:  # checked by the operator's rules when it loads (a typed spec)
         s["model_choice"], s["custom_spec"] = OTHER_MODEL, model
     name = (dataset or {}).get("name")
+    s.pop(SWEEP_GALLERY, None)
     if name in ("builtin", "builtin-videos"):
         s["dataset"] = name
+        sub = sweep_gallery_of(dataset)  # the sweep's first n items (not the 300-item demo): its ranks hold here
+        if sub is not None:
+            s[SWEEP_GALLERY] = sub
     elif name and (dataset or {}).get("root"):
         s["dataset"], s[REQUEST] = "folder", (name, str(dataset["root"]), dataset.get("split"))
+        s["folder_max"] = int(dataset.get("n") or 0)  # the sweep's first n items, as it ran
 
 
 def _pert(prefix: str, short: str, cond: dict | None) -> None:

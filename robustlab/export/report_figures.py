@@ -5,7 +5,11 @@ Keys (``SUFFIX`` is ``""`` for a run with one task and dataset, else `` · task 
 ``clean`` (bar of the clean metric per model), ``heatmap · MODEL`` (perturbation × severity: the metric and the
 relative drop 1 − p/c), ``severity`` (small multiples, one per perturbation, one line per model, severity 0 =
 clean), ``robustness`` (γʳ per category, overall and natural-only, mean ± SD), ``scatter`` (clean metric vs
-overall γʳ, D02), ``combinations · MODEL`` (the visual × text γʳ grid, M01/A08).
+overall γʳ), ``combinations · MODEL`` (the visual × text γʳ grid).
+
+Titles and labels are for a reader: metric keys read as words (:func:`metric_label`: ``t2i_R@1`` is "text→image
+R@1"), the axes as what they perturb ("image perturbations"), and every axis grows its margin to fit its labels (a
+heatmap's left margin is computed from its longest row label, so no label is clipped).
 """
 from __future__ import annotations
 
@@ -20,6 +24,36 @@ from robustlab.tasks.base import AXES
 LEGEND = dict(orientation="h", y=1.02, x=1, xanchor="right", yanchor="bottom")
 MARGIN = dict(t=60, b=30, l=60, r=20)
 AXIS_SYMBOL = {"visual": "circle", "text": "diamond"}
+CHAR_PX = 7.2  # the width of one character of a 12 px tick label (plotly's default font), generously
+DIRECTIONS = {"t2i": "text→image", "i2t": "image→text", "t2v": "text→video", "v2t": "video→text"}
+
+
+def metric_label(key) -> str:
+    """A metric key as words: ``t2v_R@1`` → "text→video R@1"; anything else as it is."""
+    key = str(key)
+    d, _, rest = key.partition("_")
+    return f"{DIRECTIONS[d]} {rest}" if d in DIRECTIONS and rest else key
+
+
+def label_margin(labels, minimum: int = 60) -> int:
+    """A left margin (px) wide enough for the longest of ``labels`` as tick labels."""
+    longest = max((len(str(x)) for x in labels), default=0)
+    return max(minimum, int(24 + CHAR_PX * longest))
+
+
+def _fit(fig: go.Figure) -> go.Figure:
+    """Every axis grows its margin to fit its tick labels and title (plotly's automargin)."""
+    fig.update_xaxes(automargin=True)
+    fig.update_yaxes(automargin=True)
+    return fig
+
+
+def axis_names(df: pd.DataFrame) -> dict:
+    """{"visual": "image perturbations" | "video perturbations", "text": "text perturbations"} for a table."""
+    from robustlab.export.report_summary import axis_noun
+
+    d = str(df["dataset"].iloc[0]) if df is not None and "dataset" in df and len(df) else ""
+    return {a: f"{axis_noun(a, df, d) if df is not None and len(df) else a} perturbations" for a in AXES}
 
 
 def groups(df: pd.DataFrame):
@@ -40,16 +74,17 @@ def palette(models) -> dict:
 
 
 def _metric(df: pd.DataFrame) -> str:
-    m = [x for x in dict.fromkeys(df["metric"].dropna())]
-    return ", ".join(map(str, m)) or "no metric"
+    m = [metric_label(x) for x in dict.fromkeys(df["metric"].dropna())]
+    return ", ".join(m) or "no metric"
 
 
 def clean_bar(clean: pd.DataFrame, title: str = "") -> go.Figure:
     fig = go.Figure(go.Bar(x=clean["model"], y=clean["score"], text=[f"{v:.3f}" for v in clean["score"]],
-                           textposition="auto", marker_color="#1f77b4", name="clean"))
-    fig.update_layout(title=f"Clean {_metric(clean)} per model{title}", yaxis_title=_metric(clean), height=340,
-                      margin=MARGIN)
-    return fig
+                           textposition="auto", marker_color="#1f77b4", name="clean",
+                           width=0.5 if clean["model"].nunique() <= 3 else None))
+    fig.update_layout(title=f"Clean {_metric(clean)} per model{title}", yaxis_title=_metric(clean),
+                      height=280 if clean["model"].nunique() <= 3 else 340, margin=MARGIN)
+    return _fit(fig)
 
 
 def _single(df: pd.DataFrame) -> pd.DataFrame:
@@ -69,19 +104,24 @@ def heatmap(df: pd.DataFrame, model: str, title: str = "") -> go.Figure:
     z = s.pivot_table(index="perturbation", columns="severity", values="score", aggfunc="mean", sort=False)
     drop = s.pivot_table(index="perturbation", columns="severity", values="mmi", aggfunc="mean", sort=False)
     z, drop = z[sorted(z.columns)], drop[sorted(drop.columns)]
-    fig = make_subplots(rows=1, cols=2, horizontal_spacing=0.18,
+    # one set of row labels (the left panel's; the right panel shares its rows), a left margin that fits the
+    # longest, and the left panel's colour bar in the gap between the panels
+    fig = make_subplots(rows=1, cols=2, horizontal_spacing=0.14, shared_yaxes=True,
                         subplot_titles=(_metric(s), "relative drop 1 − p/c"))
     lim = max(0.05, float(drop.abs().max().max())) if drop.notna().any().any() else 1.0
     for col, m, scale in ((1, z, dict(colorscale="Viridis")), (2, drop, dict(colorscale="RdBu_r", zmid=0,
                                                                              zmin=-lim, zmax=lim))):
         fig.add_trace(go.Heatmap(z=m.values, x=[f"s{c}" for c in m.columns], y=list(m.index), **scale,
                                  text=[[("" if _nan(v) else f"{v:.2f}") for v in r] for r in m.values],
-                                 texttemplate="%{text}", colorbar=dict(x=0.43 if col == 1 else 1.0, len=0.9),
+                                 texttemplate="%{text}", colorbar=dict(x=0.445 if col == 1 else 1.0, len=0.9,
+                                                                       thickness=14),
                                  hovertemplate="%{y} %{x}: %{z:.4f}<extra></extra>"), row=1, col=col)
     fig.update_yaxes(autorange="reversed")
-    fig.update_layout(title=f"{model}: perturbation × severity{title}", margin=MARGIN,
-                      height=max(300, 60 + 26 * len(z)))
-    return fig
+    fig.update_yaxes(showticklabels=False, row=1, col=2)
+    fig.update_xaxes(title_text="severity")
+    fig.update_layout(title=f"{model}: each perturbation at each severity{title}",
+                      margin=dict(MARGIN, l=label_margin(z.index)), height=max(300, 110 + 26 * len(z)))
+    return _fit(fig)
 
 
 def _nan(v) -> bool:
@@ -95,6 +135,7 @@ def severity_curves(df: pd.DataFrame, title: str = "", cols: int = 4) -> go.Figu
     rows = max(1, math.ceil(len(perts) / cols))
     fig = make_subplots(rows=rows, cols=cols, subplot_titles=perts, vertical_spacing=min(0.12, 0.6 / rows),
                         horizontal_spacing=0.06, shared_yaxes=True)
+    fig.update_annotations(font_size=12)  # the panels' titles: long perturbation names stay inside their panel
     colors = palette(df["model"])
     for k, p in enumerate(perts):
         for m in colors:
@@ -109,14 +150,17 @@ def severity_curves(df: pd.DataFrame, title: str = "", cols: int = 4) -> go.Figu
     fig.update_xaxes(tickvals=list(range(6)), range=[-0.3, 5.3])
     fig.update_layout(title=f"{_metric(df)} against severity (0 = clean){title}", height=120 + 210 * rows,
                       margin=MARGIN)
-    return fig
+    return _fit(fig)
 
 
-def robustness_bars(rob: pd.DataFrame, title: str = "") -> go.Figure:
-    """γʳ per category, overall and natural-only (mean ± population SD over perturbations), per model and axis."""
+def robustness_bars(rob: pd.DataFrame, title: str = "", names: dict | None = None) -> go.Figure:
+    """γʳ per category, overall and natural-only (mean ± population SD over perturbations), per model and axis;
+    ``names``: the axes' titles (:func:`axis_names`)."""
     agg = rob[rob["level"] != "perturbation"]
     axes = [a for a in AXES if (agg["axis"] == a).any()]
-    fig = make_subplots(rows=1, cols=max(1, len(axes)), subplot_titles=axes, horizontal_spacing=0.08)
+    names = names or {}
+    fig = make_subplots(rows=1, cols=max(1, len(axes)), subplot_titles=[names.get(a, a) for a in axes],
+                        horizontal_spacing=0.08)
     colors = palette(rob["model"])
     for ci, a in enumerate(axes):
         for m, g in agg[agg["axis"] == a].groupby("model", sort=False):
@@ -129,16 +173,17 @@ def robustness_bars(rob: pd.DataFrame, title: str = "") -> go.Figure:
     fig.update_yaxes(title_text="γʳ (mean ± SD)", col=1)
     fig.update_layout(title=f"Relative robustness γʳ of {_metric(rob)} per category{title}", barmode="group",
                       height=380, margin=MARGIN)
-    return fig
+    return _fit(fig)
 
 
-def clean_vs_gamma(rob: pd.DataFrame, title: str = "") -> go.Figure:
-    """D02: clean metric (x) against overall γʳ (y) per model, one trace per axis, ± SD bars."""
+def clean_vs_gamma(rob: pd.DataFrame, title: str = "", names: dict | None = None) -> go.Figure:
+    """Clean metric (x) against overall γʳ (y) per model, one trace per axis (``names``: their legend), ± SD."""
     fig = go.Figure()
     over = rob[rob["level"] == "overall"]
     for a, g in over.groupby("axis", sort=False):
         fig.add_trace(go.Scatter(x=g["clean"], y=g["gamma_r"], mode="markers+text", text=g["model"],
-                                 textposition="top center", name=a,
+                                 textposition="bottom center" if a == "text" else "top center",
+                                 name=(names or {}).get(a, a),
                                  marker=dict(size=12, symbol=AXIS_SYMBOL.get(a, "circle")),
                                  error_y=dict(type="data", array=g["gamma_r_std"].fillna(0).tolist()),
                                  hovertemplate="%{text}<br>clean %{x:.4f}<br>γʳ %{y:.4f}<extra>" + a + "</extra>"))
@@ -148,25 +193,26 @@ def clean_vs_gamma(rob: pd.DataFrame, title: str = "") -> go.Figure:
         fig.update_xaxes(range=[lo - pad, hi + pad])
     fig.update_layout(title=f"Clean {_metric(rob)} vs overall γʳ{title}", xaxis_title=f"clean {_metric(rob)}",
                       yaxis_title="γʳ (mean ± SD over perturbations)", height=400, margin=MARGIN, legend=LEGEND)
-    return fig
+    return _fit(fig)
 
 
 def combination_heatmap(grid: pd.DataFrame, model: str, title: str = "") -> go.Figure:
-    """M01/A08: γʳ of visual (rows) × text (columns) conditions; the first row / column are single-modality."""
+    """γʳ of visual (rows) × text (columns) conditions; the first row / column are single-modality."""
     g = grid[grid["model"] == model]
     z = g.pivot_table(index="visual", columns="text", values="gamma_r", aggfunc="mean", sort=False)
     rows = ["clean"] + [r for r in z.index if r != "clean"]
     cols = ["clean"] + [c for c in z.columns if c != "clean"]
     z = z.reindex(index=[r for r in rows if r in z.index], columns=[c for c in cols if c in z.columns])
-    fig = go.Figure(go.Heatmap(z=z.values, x=[f"text: {c}" for c in z.columns], y=[f"visual: {r}" for r in z.index],
+    ys = [f"visual: {r}" for r in z.index]
+    fig = go.Figure(go.Heatmap(z=z.values, x=[f"text: {c}" for c in z.columns], y=ys,
                                colorscale="RdYlGn", zmin=0,
                                zmax=max(1.0, float(z.max().max())) if z.notna().any().any() else 1.0,
                                text=[[("" if _nan(v) else f"{v:.2f}") for v in r] for r in z.values],
                                texttemplate="%{text}", hovertemplate="%{y} × %{x}: γʳ %{z:.4f}<extra></extra>"))
     fig.update_yaxes(autorange="reversed")
     fig.update_layout(title=f"{model}: γʳ of {_metric(g)}, visual × text (first row/column: one modality){title}",
-                      height=max(300, 120 + 30 * len(z)), margin=dict(MARGIN, l=160))
-    return fig
+                      height=max(300, 120 + 30 * len(z)), margin=dict(MARGIN, l=label_margin(ys)))
+    return _fit(fig)
 
 
 def figures(tables: dict) -> dict:
@@ -183,13 +229,14 @@ def figures(tables: dict) -> dict:
             out[f"heatmap · {m}{sfx}"] = heatmap(g, m, sfx)
         out["severity" + sfx] = severity_curves(g, sfx)
     for sfx, g in groups(rob):
-        out["robustness" + sfx] = robustness_bars(g, sfx)
-        out["scatter" + sfx] = clean_vs_gamma(g, sfx)
+        names = axis_names(g)
+        out["robustness" + sfx] = robustness_bars(g, sfx, names)
+        out["scatter" + sfx] = clean_vs_gamma(g, sfx, names)
     for sfx, g in groups(grid):
         for m in dict.fromkeys(g["model"]):
             out[f"combinations · {m}{sfx}"] = combination_heatmap(g, m, sfx)
     return out
 
 
-__all__ = ["figures", "groups", "clean_bar", "heatmap", "severity_curves", "robustness_bars", "clean_vs_gamma",
+__all__ = ["figures", "groups", "metric_label", "label_margin", "axis_names", "clean_bar", "heatmap", "severity_curves", "robustness_bars", "clean_vs_gamma",
            "combination_heatmap"]

@@ -1,6 +1,10 @@
 """The self-contained ``report.html`` of a sweep: Jinja2 (autoescaped: captions are user text), plotly.js embedded
 once, every figure as a div plus its ``Plotly.newPlot`` call, thumbnails as ``data:`` URIs — it opens offline and
-requests nothing. Missing thumbnails show a placeholder."""
+requests nothing. Missing thumbnails show a placeholder.
+
+It opens on the summary in plain words (:func:`robustlab.export.report_summary.summary`), then the sections with
+readable titles; tables show readable column names (:data:`SHOWN_AS`; results.csv keeps the data's own) inside a
+wrapper that scrolls sideways when a table is wider than the page."""
 from __future__ import annotations
 
 import base64
@@ -10,16 +14,21 @@ from pathlib import Path
 
 import pandas as pd
 
-from robustlab.export.report_figures import figures, groups
+from robustlab.export.report_figures import DIRECTIONS, figures, groups, metric_label
 
 TEMPLATES = Path(__file__).parent / "templates"
 MIME = {".png": "image/png", ".jpg": "image/jpeg", ".jpeg": "image/jpeg", ".gif": "image/gif", ".webp": "image/webp"}
 MAX_THUMB_BYTES = 2_000_000
-NATURAL_NOTE = ("natural = text perturbations other than Positional and DropText (P1 Table 4, A05); the papers "
-                "define no natural subset of visual perturbations, so for the visual axis natural = all.")
+NATURAL_NOTE = ("natural = text perturbations other than Positional and DropText (as in Schiappa et al.'s Table 4); "
+                "the papers define no natural subset of visual perturbations, so for the visual axis natural = all.")
+# column names as a reader sees them in report.html (results.csv keeps the data's names)
+SHOWN_AS = {"gamma_a": "γᵃ", "gamma_r": "γʳ", "mmi": "MMI", "gamma_a_std": "γᵃ SD", "gamma_r_std": "γʳ SD",
+            "mmi_std": "MMI SD", "clean": "clean score", "most_effective": "worst perturbation",
+            "most_score": "worst score", "most_gamma_r": "worst γʳ", "least_effective": "mildest perturbation",
+            "least_score": "mildest score", "least_gamma_r": "mildest γʳ", "drop": "↓", "delta": "Δ"}
 
 
-CONSTANT_OK = ("task", "dataset", "split", "metric", "items", "clean_score", "scale")  # shown in the notes
+CONSTANT_OK = ("task", "dataset", "split", "metric", "items", "clean_score", "scale", "level")  # in the notes
 
 
 def data_uri(root: Path, rel) -> str | None:
@@ -42,13 +51,16 @@ def _fmt(x) -> str:
     return str(x)
 
 
-def table_html(df: pd.DataFrame) -> str:
-    """A DataFrame as an HTML table (pandas escapes the cells); columns empty in every row are left out."""
+def table_html(df: pd.DataFrame, constant=()) -> str:
+    """A DataFrame as an HTML table (pandas escapes the cells); columns empty in every row are left out, and so are
+    the columns of :data:`CONSTANT_OK` that hold one value (said in the section's note), and those of
+    ``constant`` (one value in the whole run) even in a one-row table."""
     if df is None or df.empty:
         return '<p class="none">(nothing to show)</p>'
     df = df.dropna(axis=1, how="all")
-    same = [c for c in CONSTANT_OK if c in df and df[c].nunique(dropna=False) == 1 and len(df) > 1]
+    same = [c for c in CONSTANT_OK if c in df and df[c].nunique(dropna=False) == 1 and (len(df) > 1 or c in constant)]
     df = df.drop(columns=same)
+    df = df.rename(columns={c: SHOWN_AS.get(c, c) for c in df.columns if isinstance(c, str)})
     return df.to_html(index=False, border=0, classes="tbl", na_rep="", float_format=_fmt, escape=True)
 
 
@@ -67,7 +79,7 @@ def _n(df: pd.DataFrame) -> str:
 
 def _metric(df: pd.DataFrame) -> str:
     ms = list(dict.fromkeys(df["metric"].dropna())) if df is not None and "metric" in df else []
-    return ", ".join(map(str, ms)) or "—"
+    return ", ".join(metric_label(m) for m in ms) or "—"
 
 
 NO_GAMMA = "no γ scores: they need the model's clean cell and perturbed cells in this run"
@@ -80,6 +92,8 @@ def _section(title, note, figs=(), tables=(), empty=""):
 
 
 def _sections(tables: dict, figs: dict) -> list[dict]:
+    from markupsafe import Markup
+
     df, rob = tables["results"], tables["robustness"]
     meta = f"{_n(df)} · metric {_metric(df)}"
     out = []
@@ -87,24 +101,27 @@ def _sections(tables: dict, figs: dict) -> list[dict]:
     def pick(prefix):
         return [(k, v) for k, v in figs.items() if k == prefix or k.startswith(prefix + " ")]
 
-    out.append(_section("1. Clean metrics per model", meta, pick("clean"), [("", tables["clean"])],
+    one = ("task", "dataset", "split") if len(groups(df)) == 1 else ()  # said above the report's sections
+    out.append(_section("1. Clean scores per model", meta, pick("clean"),
+                        [("", Markup(table_html(tables["clean"], one)) if not tables["clean"].empty else None)],
                         "no clean cell in this run: γ scores cannot be computed"))
-    out.append(_section("2. Perturbation × severity per model", meta + " · left: the metric, right: 1 − p/c",
-                        pick("heatmap"), (), NO_SINGLE))
-    out.append(_section("3. Severity curves", meta + " · severity 0 = clean", pick("severity"), (), NO_SINGLE))
+    out.append(_section("2. Each perturbation at each severity", meta + " · left: the metric, right: the relative "
+                        "drop 1 − p/c (p: perturbed, c: clean)", pick("heatmap"), (), NO_SINGLE))
+    out.append(_section("3. Score against severity", meta + " · severity 0 = clean", pick("severity"), (),
+                        NO_SINGLE))
     agg = rob[rob["level"] != "perturbation"] if not rob.empty else rob
     per = rob[rob["level"] == "perturbation"] if not rob.empty else rob
     out.append(_section(
-        "4. Robustness per category, overall and natural-only",
+        "4. Relative robustness per category, overall and natural-only",
         f"{_n(rob.rename(columns={'items': 'n'}) if not rob.empty else rob)} · metric {_metric(rob)} · "
         "γᵃ = 1 − (c − p)/scale, γʳ = p/c, MMI = (c − p)/c; per perturbation the mean over severities, then mean ± "
         "population SD over perturbations · " + NATURAL_NOTE,
         pick("robustness"), [("per category / overall / natural", agg), ("per perturbation", per)], NO_GAMMA))
-    out.append(_section("5. Most and least effective perturbation per model (A09)",
+    out.append(_section("5. The most and the least damaging perturbation per model",
                         meta + " · lowest / highest severity-mean score", (), [("", tables["effective"])], NO_GAMMA))
-    out.append(_section("6. Clean metric vs relative robustness (D02)", meta, pick("scatter"), (), NO_GAMMA))
+    out.append(_section("6. Clean score against relative robustness", meta, pick("scatter"), (), NO_GAMMA))
     grid = tables["combinations"]
-    out.append(_section("7. Visual × text combinations (M01/A08)",
+    out.append(_section("7. Visual and text perturbations combined",
                         f"{_n(grid) if not grid.empty else _n(df)} · γʳ of {_metric(grid if not grid.empty else df)}"
                         " · first row / column: single-modality scores", pick("combinations"),
                         [("", grid)] if not grid.empty else (), "no cell perturbed on both axes in this run"))
@@ -174,7 +191,8 @@ def worst_examples(run, df: pd.DataFrame, k: int = WORST_PER_PERTURBATION) -> li
             continue
         key = (row["axes"], row["visual"], row["text"], row["model"], row["task"])
         g = groups.setdefault(key, {"condition": _perturbation_label(row), "model": row["model"],
-                                    "task": row["task"], "n": row["n"], "metric": row["metric"], "cand": []})
+                                    "task": row["task"], "n": row["n"], "metric": metric_label(row["metric"]),
+                                    "cand": []})
         for w in worst:
             if isinstance(w, dict):
                 g["cand"].append((row["condition"], w))
@@ -201,7 +219,8 @@ def _perturbation_label(row) -> str:
 
 def _example(root: Path, w: dict) -> dict:
     recs = {k: w.get(k) for k in ("visual_record", "text_record") if w.get(k)}
-    return {"direction": w.get("direction", ""), "text": str(w.get("text", "")), "item": w.get("item"),
+    d = str(w.get("direction", ""))
+    return {"direction": DIRECTIONS.get(d, d), "text": str(w.get("text", "")), "item": w.get("item"),
             "clean_rank": w.get("clean_rank"), "perturbed_rank": w.get("perturbed_rank"),
             "thumb": data_uri(root, w.get("thumb")), "thumb_path": w.get("thumb"),
             "same": bool(w.get("thumb")) and w.get("thumb") == w.get("clean_thumb"),
@@ -209,11 +228,22 @@ def _example(root: Path, w: dict) -> dict:
             "record": json.dumps(recs, indent=1, ensure_ascii=False, default=str) if recs else ""}
 
 
+def dataset_line(sweep: dict) -> str:
+    """"builtin (demo split, 20 items)": the sweep's dataset as a reader sees it."""
+    d = sweep.get("dataset") if isinstance(sweep.get("dataset"), dict) else {}
+    parts = [f"{d['split']} split" if d.get("split") else "", f"{d['n']} items" if d.get("n") else "",
+             f"seed {d['seed']}" if d.get("seed") is not None else ""]
+    parts = [p for p in parts if p]
+    return str(d.get("name") or "?") + (f" ({', '.join(parts)})" if parts else "")
+
+
 def render(run, tables: dict, metric=None) -> str:
     """The report's HTML text."""
     import jinja2
     from markupsafe import Markup
     from plotly.offline import get_plotlyjs
+
+    from robustlab.export.report_summary import summary
 
     figs = figures(tables)
     sections = _sections(tables, figs)
@@ -224,6 +254,7 @@ def render(run, tables: dict, metric=None) -> str:
     df = tables["results"]
     return env.get_template("report.html.j2").render(
         run=run, name=run.name, sweep=run.sweep, present=run.present, expected=run.expected,
+        summary=summary(run, tables, metric), dataset=dataset_line(run.sweep),
         missing=run.missing(), warnings=run.warnings, sections=sections, metric=metric or "headline per task",
         metrics_used=_metric(df), worst=worst_examples(run, df) if not df.empty else [],
         worst_meta=f"{_n(df)} · clean → perturbed rank of the ground truth",
