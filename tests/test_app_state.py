@@ -3,18 +3,7 @@ view (reproduction 6), ours vs baseline side by side, and widget state sent to t
 The browser-level reproductions 1-3 and the monkey run are in tests/test_browser_state.py."""
 from __future__ import annotations
 
-from streamlit.testing.v1 import AppTest
-
-TIMEOUT = 300
-
-
-def app(page=None, **state) -> AppTest:
-    at = AppTest.from_file("../app.py", default_timeout=TIMEOUT)
-    for k, v in state.items():
-        at.session_state[k] = v
-    (at.switch_page(page) if page else at).run()
-    assert not at.exception, at.exception
-    return at
+from apptest_helpers import fresh as app, png_uploads
 
 
 def metric(at, label: str) -> str:
@@ -82,18 +71,10 @@ def test_a_caption_index_relabelled_by_another_dataset_is_sent_again():
 
 def test_a_clamped_k_comes_back_when_the_gallery_grows():
     """Reproduction 3's mechanism: k clamped to a small gallery is the viewer's 15 again on a large one."""
-    from robustlab.datasets.synthetic.datasets import builtin_gallery
     from robustlab.datasets.uploads import ingest_uploads
-    import io
-    from PIL import Image
 
-    g = builtin_gallery(3)
-    files = []
-    for i, im in enumerate(g.images):
-        b = io.BytesIO()
-        Image.fromarray(im).save(b, format="PNG")
-        files.append((f"s{i}.png", b.getvalue()))
-    rep = ingest_uploads(files, caption_lines="\n".join(g.captions))
+    files, captions = png_uploads(3, "s")
+    rep = ingest_uploads(files, caption_lines="\n".join(captions))
     at = app("pages/hubness.py", upload_gallery=rep.gallery, upload_gallery_id="up3", dataset="upload")
     assert at.number_input(key="hub_k").value == 2
     at.session_state["dataset"] = "builtin"
@@ -106,3 +87,9 @@ def test_grounding_says_when_there_is_no_baseline_to_compare_with():
     assert any(s.value == "Ours vs baseline" for s in at.subheader)
     assert any("No other grounding model is offered here to compare builtin:tiny-vilt with" in c.value
                for c in at.caption)
+
+
+def test_task_model_boxes_are_labelled_as_people_write_the_tasks():
+    at = app("pages/attention.py")
+    labels = [sb.label for sb in at.selectbox]
+    assert "VQA model" in labels and "Vqa model" not in labels, labels

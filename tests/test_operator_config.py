@@ -22,6 +22,8 @@ from robustlab.io.access import AccessDenied, check_read, resolve_inside, set_re
 from ui import operator
 from ui.folders import ANOTHER
 
+from apptest_helpers import fresh
+
 TIMEOUT = 300
 
 
@@ -140,12 +142,7 @@ def test_reads_are_confined_even_through_a_symlinked_file(tree):
 
 
 def _app(**state) -> AppTest:
-    at = AppTest.from_file("../app.py", default_timeout=TIMEOUT)
-    for k, v in state.items():
-        at.session_state[k] = v
-    at.run()
-    assert not at.exception, at.exception
-    return at
+    return fresh(timeout=TIMEOUT, **state)
 
 
 def _page_text(at) -> str:
