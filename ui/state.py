@@ -151,6 +151,15 @@ def current_model():
     return load(spec_device()[0])
 
 
+TASK_LABELS = {"vqa": "VQA", "clavi": "CLAVI", "itm": "ITM", "grounding": "Grounding", "retrieval": "Retrieval",
+               "video-retrieval": "Video retrieval", "reasoning": "Reasoning", "entailment": "Entailment"}
+
+
+def task_label(task: str) -> str:
+    """A task's name as a person writes it ("VQA model", not "Vqa model")."""
+    return TASK_LABELS.get(task, task.replace("-", " ").capitalize())
+
+
 def task_model(task: str, method: str, key: str):
     """(spec, model) for a page of one ``task`` ("grounding"): the sidebar's model when it can do it, else (after
     one line saying so) a model picked here among those that can; None after saying why there is none."""
@@ -162,7 +171,7 @@ def task_model(task: str, method: str, key: str):
         capable = models_for(task)
         options = capable + [s for s in KNOWN_MODELS.get(task, []) if s not in capable]
         valid(key, options)
-        spec = st.selectbox(f"{task.capitalize()} model", options, key=key,
+        spec = st.selectbox(f"{task_label(task)} model", options, key=key,
                             help="Built-in models run offline; hub models need network access or a local copy.")
     if not spec.startswith("builtin:"):
         why = refusal(spec)
@@ -172,7 +181,7 @@ def task_model(task: str, method: str, key: str):
                        f"**{(models_for(task) or ['none'])[0]}**.")
             return None
         st.caption(f"{safe_md(spec)}: {safe_md(why)}")
-    model = load(spec, f"{task.capitalize()} model")
+    model = load(spec, f"{task_label(task)} model")
     if model is None:
         return None
     if not callable(getattr(model, method, None)):
