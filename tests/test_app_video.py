@@ -85,8 +85,10 @@ def test_own_text_query_and_empty_query(app):
 
 
 def test_image_model_still_works_on_videos():
-    """tiny-clip has no temporal model: the page says it pools frames, and still ranks videos."""
-    at = fresh(dataset="builtin-videos", model_choice="builtin:tiny-clip", vid_pert="(none)")
+    """tiny-clip has no temporal model: kept with the page's undo (by default the page switches to the video model,
+    issue 24: tests/test_app_state.py), the page says it pools frames, and still ranks videos."""
+    at = fresh(dataset="builtin-videos", model_choice="builtin:tiny-clip", vid_pert="(none)",
+               keep_model=("builtin:tiny-clip", "video"))
     assert not at.error
     assert any("mean of its frame embeddings" in c.value for c in at.caption)
     assert metrics(at)["Ground-truth rank, clean"].isdigit()

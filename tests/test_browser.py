@@ -49,8 +49,9 @@ def test_ranked_lists_render_and_upload_flow(server, browser, tmp_path):
     choose_radio(page, "My uploads (0)")
     page.get_by_text("Your gallery is empty").wait_for()
     page.locator("input[type=file]").first.set_input_files([str(f) for f in files])
-    page.get_by_label("…or type captions, one per line, in the order of the files").fill(
-        g.captions[0] + "\n" + g.captions[1])
+    # one line per file given (issue 24: plain lines pair by position only then); the broken file's goes with it
+    page.get_by_role("textbox", name="…or type captions, one per line, in the order of the files").fill(
+        g.captions[0] + "\n" + g.captions[1] + "\na broken file")
     settle(page)
     page.get_by_role("button", name="Add to my gallery").click()
     page.get_by_text("broken.png:").first.wait_for()
