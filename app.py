@@ -23,21 +23,22 @@ _boot.empty()
 
 HERE = Path(__file__).resolve().parent
 tune_allocator()  # process-wide, once: keep freed NumPy temporaries (glibc) for the per-frame perturbations
-# (file, title, icon): one thin file per view
+# (file, title, icon): one thin file per view; Material icons (the font ships with Streamlit: no emoji font needed)
 VIEWS = [
-    ("pages/retrieval.py", "Retrieval", "🔎"),
-    ("pages/grounding.py", "Grounding", "🎯"),
-    ("pages/attention.py", "Attention", "🧠"),
-    ("pages/clavi.py", "CLAVI", "🔁"),
-    ("pages/hubness.py", "Hubness", "🕸️"),
-    ("pages/adaptation.py", "Adaptation", "🛠️"),
-    ("pages/embeddings.py", "Embeddings", "🗺️"),
-    ("pages/perturb.py", "Perturb", "🧪"),
-    ("pages/benchmark.py", "Benchmark", "📊"),
-    ("pages/export.py", "Export", "📦"),
+    ("pages/retrieval.py", "Retrieval", ":material/search:"),
+    ("pages/grounding.py", "Grounding", ":material/my_location:"),
+    ("pages/attention.py", "Attention", ":material/psychology:"),
+    ("pages/clavi.py", "CLAVI", ":material/swap_horiz:"),
+    ("pages/hubness.py", "Hubness", ":material/hub:"),
+    ("pages/adaptation.py", "Adaptation", ":material/build:"),
+    ("pages/embeddings.py", "Embeddings", ":material/scatter_plot:"),
+    ("pages/perturb.py", "Perturb", ":material/science:"),
+    ("pages/benchmark.py", "Benchmark", ":material/bar_chart:"),
+    ("pages/export.py", "Export", ":material/inventory_2:"),
 ]
 PAGES = [st.Page(f, title=t, icon=i, default=(f == "pages/retrieval.py")) for f, t, i in VIEWS if (HERE / f).exists()]
 
+ui.state.begin_run()  # which widgets the last run drew: a remounted one gets its kept value sent again
 with st.sidebar:
     ui.sidebar()
 
