@@ -9,7 +9,7 @@ from robustlab.diagnostics import quag
 from robustlab.diagnostics.attention_view import ablation_view, table1
 from robustlab.models.interventions import names as intervention_names
 from robustlab.perturb.record import hash_value
-from ui.attention import answer_bars, heatmaps, rank_section, token_overlay
+from ui.attention import MISSING, PP, answer_bars, heatmaps, rank_section, table1_display, token_overlay
 from ui.inputs import _upload
 
 st.header("Attention — does the model fuse the modalities?")
@@ -88,10 +88,11 @@ st.plotly_chart(heatmaps(view, layer, head, shown), key="at_heat", width="stretc
                 config={"toImageButtonOptions": {"format": "svg"}})
 a0 = view.answer("baseline")
 st.dataframe({"ablation": shown, "answer": [view.answer(n) for n in shown],
-              f"P({a0})": [round(view.captures[n].outputs.get("vqa_scores", view.captures[n].outputs.get(
-                  "scores", {})).get(a0, 0.0), 4) for n in shown],
+              f"P({a0}) (the baseline's answer)": [round(view.captures[n].outputs.get("vqa_scores", view.captures[
+                  n].outputs.get("scores", {})).get(a0, 0.0), 4) for n in shown],
               "attention change (L1 per row)": [round(view.change(n, layer, head), 4) for n in shown],
-              "what": [view.notes.get(n, "") for n in shown]}, hide_index=True, width="stretch")
+              "what the ablation does": [view.notes.get(n, "") or "—" for n in shown]}, hide_index=True,
+             width="stretch")
 mass = view.quadrant_mass("baseline", layer, head)
 st.caption("Attention mass per quadrant in this layer (mean over valid queries, baseline): "
            + ", ".join(f"{q} {mass[q]:.2f}" for q in quag.QUADRANTS)
@@ -111,7 +112,7 @@ st.plotly_chart(token_overlay(view, list(dict.fromkeys(["baseline", other])), la
 st.subheader("Answers before and after")
 st.plotly_chart(answer_bars(view, shown), key="at_answers", width="stretch")
 st.download_button("Attention numbers (CSV)", view.csv(layer, head), file_name=f"attention_layer{layer}.csv",
-                   mime="text/csv", key="at_csv", icon="⬇️")
+                   mime="text/csv", key="at_csv", icon=":material/download:")
 with st.expander("Rank of the attention before and after the short-circuits (Lemma 2.2)"):
     rank_section(view, layer, head)
 
@@ -124,7 +125,7 @@ n = int(d2.number_input("Items", 10, 1000, 100, step=10, key="at_t1_n"))
 ivs = d3.multiselect("Rows", [x for x in intervention_names() if x.startswith(("input:", "quag:"))
                               or getattr(model, "supports_quag_attention", False)],
                      default=[x for x in intervention_names() if not x.startswith("quag-attention:")], key="at_t1_iv")
-if st.button("Run Table 1", key="at_t1_run", type="primary", icon="▶️"):
+if st.button("Run Table 1", key="at_t1_run", type="primary", icon=":material/play_arrow:"):
     bar = st.progress(0.0, text="Table 1…")
     try:
         t = table1(model, build(which, split="test", n=n), n, ivs,
@@ -136,7 +137,9 @@ if st.button("Run Table 1", key="at_t1_run", type="primary", icon="▶️"):
         bar.empty()
 res = st.session_state.get("at_t1")
 if res and res[0] == spec:
-    st.caption(f"{res[1]}, {res[2]} held-out items · ↓: a drop of at least 2 points from the baseline")
-    st.dataframe(res[3], hide_index=True, width="stretch")
-    st.download_button("Table 1 (CSV)", res[3].to_csv(index=False), file_name="table1.csv", mime="text/csv",
-                       key="at_t1_csv", icon="⬇️")
+    shown_t1 = table1_display(res[3])
+    st.caption(f"{res[1]}, {res[2]} held-out items · accuracy in %, Δ in {PP} (pts) as Rawal et al. report them · "
+               f"↓: a drop of at least 2 {PP} from the baseline · —: no item of that question type")
+    st.dataframe(shown_t1, hide_index=True, width="stretch", key="at_t1_table", placeholder=MISSING)
+    st.download_button("Table 1 (CSV)", shown_t1.to_csv(index=False), file_name="table1.csv", mime="text/csv",
+                       key="at_t1_csv", icon=":material/download:")

@@ -10,7 +10,7 @@ from robustlab.diagnostics.clavi import ClaviError
 from robustlab.perturb.record import hash_value
 from robustlab.tasks import get
 from robustlab.tasks.clavi import clavi_item, clavi_one
-from ui.clavi import fine_table, metrics_table, question_table
+from ui.clavi import MISSING, fine_table, metrics_table, question_table
 from ui.inputs import _upload
 from ui.media import show_visual
 
@@ -99,17 +99,18 @@ m = res["metrics"]
 k = st.columns(4)
 for col, key, label in zip(k, ("balanced_acc", "cacc_v_control", "cacc_v_complement", "cacc_t_complement"),
                            ("Balanced accuracy", "CAcc_V control", "CAcc_V complement", "CAcc_T complement")):
-    col.metric(label, f"{m[key]:.2f}")
-st.dataframe(question_table(res["table"]), hide_index=True, width="stretch", key="cv_table")
-st.caption("✓/✗: right or wrong · video-consistent: right on V and on V′ · text-consistent: right on the question "
-           "and on its swapped-word partner Q′ (E and E-NC pair with themselves).")
+    col.metric(label, f"{m[key]:.2f}" if m.get(key) is not None and m[key] == m[key] else MISSING)
+st.dataframe(question_table(res["table"]), hide_index=True, width="stretch", key="cv_table", placeholder=MISSING)
+st.caption("✓/✗: right or wrong · video-consistent: right on V and on V′ · text-consistent on V (on V′): right on the "
+           "question and on its swapped-word partner Q′ on that video (E and E-NC pair with themselves) · "
+           f"{MISSING}: no answer.")
 
 # ---- over the built-in videos -----------------------------------------------------------------------------------
 st.subheader("Over the built-in event videos")
 d1, d2 = st.columns([1, 3])
 n = int(d1.number_input("Pairs", 5, 1000, 50, step=5, key="cv_n"))
 methods = d2.multiselect("Complements", METHODS, default=["swap"], key="cv_run_methods", format_func=METHOD_HELP.get)
-if st.button("Run CLAVI", key="cv_run", type="primary", icon="▶️", disabled=not methods):
+if st.button("Run CLAVI", key="cv_run", type="primary", icon=":material/play_arrow:", disabled=not methods):
     bar = st.progress(0.0, text="CLAVI…")
     try:
         ds = build("builtin-videos", split="test", n=3 * n)
@@ -126,10 +127,11 @@ if st.button("Run CLAVI", key="cv_run", type="primary", icon="▶️", disabled=
 runs = st.session_state.get("cv_runs")
 if runs and runs[0] == spec:
     st.caption(f"{runs[1]} held-out pairs (world seed 1000) · chance balanced accuracy 0.5")
-    st.dataframe(metrics_table(runs[2]), width="stretch", key="cv_metrics")
+    st.dataframe(metrics_table(runs[2]), width="stretch", key="cv_metrics", placeholder=MISSING)
     for meth, mm in runs[2].items():
-        st.markdown(f"Fine-grained accuracy ({meth}): V/V′ × question type × Q/Q′")
+        st.markdown(f"Fine-grained accuracy ({meth} complement): question type × V/V′ × Q/Q′ ({MISSING}: the type "
+                    "has no swapped-word Q′)")
         ft = fine_table(mm)
-        st.dataframe(ft, hide_index=True, width="stretch", key=f"cv_fine_{meth}")
+        st.dataframe(ft, hide_index=True, width="stretch", key=f"cv_fine_{meth}", placeholder=MISSING)
         st.download_button(f"Fine-grained table, {meth} (CSV)", ft.to_csv(index=False), file_name=f"clavi_{meth}.csv",
-                           mime="text/csv", key=f"cv_csv_{meth}", icon="⬇️")
+                           mime="text/csv", key=f"cv_csv_{meth}", icon=":material/download:")

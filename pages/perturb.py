@@ -9,6 +9,7 @@ from robustlab.io.files import InputError
 from robustlab.perturb import perturb
 from robustlab.perturb.record import hash_value
 from ui.inputs import KINDS, choose_input
+from ui.media import mp4_source
 from ui.panels import caption_diff, severity_strip
 
 st.header("Perturb — see exactly what a perturbation does")
@@ -67,8 +68,8 @@ if kind == "image":
     right.image(res.output, width="stretch")
 elif kind == "video":
     try:
-        left.video(mp4_bytes(x, x_hash, item.fps))
-        right.video(mp4_bytes(res.output, res.record["output_hash"], item.fps))
+        left.video(mp4_source(mp4_bytes(x, x_hash, item.fps)))  # a data: URL: never a 404 (see ui.media)
+        right.video(mp4_source(mp4_bytes(res.output, res.record["output_hash"], item.fps)))
     except (ImportError, ValueError, RuntimeError) as e:
         st.error(f"Cannot encode the video for playback: {e}")
 else:
@@ -84,7 +85,7 @@ with p2.expander("Record (regenerates this output bit for bit)"):
 
 # ---- basket ---------------------------------------------------------------------------------------------------
 b1, b2 = st.columns([1, 3])
-if b1.button("Add to basket", key="pt_add", type="primary", icon="🧺"):
+if b1.button("Add to basket", key="pt_add", type="primary", icon=":material/shopping_basket:"):
     ex = make_example(kind, x, res, item.source, label=item.label, fps=item.fps)
     if ui.basket().add(ex):
         st.toast(f"Added {ex.title()}")

@@ -69,7 +69,18 @@ def test_table1_over_items():
     assert not at.error, [e.value for e in at.error]
     df = at.dataframe[-1].value
     assert list(df["intervention"]) == ["baseline", "input:language-only", "quag:unimodal"]
-    assert "delta" in df and "drop" in df
+    # Rawal et al.'s units: accuracy in %, Δ in percentage points (the library's fractions × 100), named so
+    acc, delta = "accuracy (%)", "Δ vs baseline (percentage points)"
+    assert list(df.columns[:5]) == ["intervention", acc, delta, "drop ≥ 2 pts", "items"]
+    per_type = list(df.columns[5:])
+    assert per_type and all(c.startswith("accuracy on ") and c.endswith(" questions (%)") for c in per_type)
+    assert df[acc].between(0, 100).all() and df[delta].iloc[0] == 0
+    assert ((df[delta] - (df[acc] - df[acc].iloc[0])).abs() <= 0.11).all()  # Δ is in the accuracy's points
+    assert (df["drop ≥ 2 pts"] == "↓").tolist() == (df[delta] <= -2).tolist()
+    assert (df[acc].iloc[0] > 1) or (df[acc] == 0).all()  # not a fraction
+    cap = " ".join(c.value for c in at.caption)
+    assert "accuracy in %, Δ in percentage points" in cap and "at least 2 percentage points" in cap
+    assert at.dataframe[-1].proto.placeholder == "—"  # a missing per-type accuracy shows "—", never "None"
 
 
 def test_empty_question_is_a_message():

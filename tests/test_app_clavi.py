@@ -27,8 +27,15 @@ def test_builtin_pair_with_its_questions_and_metrics():
     assert at.selectbox(key="cv_model").value == "builtin:tiny-vilt"  # the sidebar's tiny-clip cannot answer
     assert len(at.get("video")) == 2  # V and V' side by side
     df = at.dataframe[0].value
-    assert len(df) == 19 and list(df["truth V"]).count("yes") == 6 and list(df["truth V′"]).count("yes") == 6
+    assert len(df) == 19 and list(df["truth on V"]).count("yes") == 6 and list(df["truth on V′"]).count("yes") == 6
     assert set(df["video-consistent"]) <= {"✓", "✗"}
+    # every column says what it holds (the two ✓/✗ columns had no header), and no cell reads "None"
+    assert list(df.columns) == ["question type", "question", "truth on V", "model on V", "right on V", "truth on V′",
+                                "model on V′", "right on V′", "video-consistent", "text-consistent on V",
+                                "text-consistent on V′"]
+    assert set(df["right on V"]) | set(df["right on V′"]) <= {"✓", "✗"}
+    assert not (df.astype(str) == "None").any().any() and not df.isna().any().any()
+    assert at.dataframe[0].proto.placeholder == "—"
     assert {m.label for m in at.metric} >= {"Balanced accuracy", "CAcc_V complement"}
     assert any("seams after frames" in c.value for c in at.caption)
     at2 = page(cv_method="render")
@@ -53,6 +60,15 @@ def test_run_over_builtin_pairs_with_both_complements():
     at.button(key="cv_run").click().run()
     assert not at.exception, at.exception
     table = at.dataframe[1].value
-    assert list(table.columns) == ["swap", "render"] and "CAcc_V complement" in table.index
-    assert at.dataframe[2].value["type"].tolist() == ["E", "E-NC", "BE", "BA", "BA-NC"]
+    assert list(table.columns) == ["swap complement", "render complement"] and "CAcc_V complement" in table.index
+    assert table.index.name == "metric"  # the row labels' column has a header
+    fine = at.dataframe[2].value
+    assert fine["question type"].tolist() == ["E", "E-NC", "BE", "BA", "BA-NC"]
+    assert list(fine.columns) == ["question type", "subset", "accuracy on V, Q", "accuracy on V, Q′",
+                                  "accuracy on V′, Q", "accuracy on V′, Q′"]
+    # a type without a swapped-word Q′ has no value there: missing in the data, shown as "—" (never "None")
+    e = fine.set_index("question type")
+    assert e.loc[["E", "E-NC", "BA-NC"], ["accuracy on V, Q′", "accuracy on V′, Q′"]].isna().all().all()
+    assert e.loc[["BE", "BA"]].drop(columns="subset").notna().all().all()
+    assert all(d.proto.placeholder == "—" for d in at.dataframe)
     assert len(at.get("download_button")) >= 2

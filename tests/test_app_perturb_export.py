@@ -196,6 +196,9 @@ def test_export_page_empty_and_full():
     df = table(at, "perturbation")
     assert list(df["perturbation"]) == ["gaussian_noise", "gaussian_noise", "keyboard"]
     assert list(df["model"]) == ["", "", "builtin:tiny-clip"]
+    assert list(df["model scores"]) == ["", "", "rank: 3"]  # "name: value", not a Python dict
+    assert any(c.value == "model builtin:tiny-clip · rank: 3" for c in at.caption)
+    assert not any("{" in c.value or "'rank'" in c.value for c in at.caption)
     dl = at.get("download_button")
     assert len(dl) == 1 and "3 example(s)" in dl[0].label
     # remove one, then empty the basket
@@ -205,6 +208,26 @@ def test_export_page_empty_and_full():
     assert "2 example(s)" in at.get("download_button")[0].label
     at.button(key="export_clear").click().run()
     assert any("basket is empty" in i.value for i in at.info)
+
+
+def test_export_page_shows_model_scores_readably():
+    """A grounding example's IoUs: "name: value" with three decimals, a missing score as "—" (never a dict, never
+    "None")."""
+    g = builtin_gallery(2)
+    b = Basket()
+    b.add(make_example("image", g.images[0], perturb(g.images[0], "gaussian_noise", 2, seed=0),
+                       builtin_source("gallery", 7, 0, g.names[0]),
+                       model={"id": "builtin:tiny-grounder", "view": "grounding",
+                              "scores": {"iou_clean": 0.8123456, "iou_perturbed": None,
+                                         "iou_clean_vs_perturbed": 0.25}}))
+    at = AppTest.from_file("../app.py", default_timeout=TIMEOUT)
+    at.session_state["basket"] = b
+    at.switch_page("pages/export.py").run()
+    assert not at.exception and not at.error
+    want = "IoU clean: 0.812 · IoU perturbed: — · IoU clean vs perturbed: 0.250"
+    assert list(table(at, "perturbation")["model scores"]) == [want]
+    assert any(c.value == f"model builtin:tiny-grounder · {want}" for c in at.caption)
+    assert not any("{" in c.value or "None" in c.value for c in at.caption)
 
 
 def test_perturb_then_export_in_one_session(perturb_page):

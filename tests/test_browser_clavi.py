@@ -28,6 +28,14 @@ def test_clavi_pair_plays(server, browser):
     assert abs(vids[0]["duration"] - vids[1]["duration"]) < 0.2  # the same length: the swap keeps every frame
     grid = page.locator('[data-testid="stDataFrame"]').first
     grid.wait_for()
+    # every column has a header that says what it holds (the two ✓/✗ columns had none); no cell reads "None"
+    page.wait_for_function("(el) => el.querySelectorAll('table[role=grid] td').length > 0", arg=grid.element_handle())
+    heads = grid.evaluate("el => [...el.querySelectorAll('table[role=grid] th')].map(th => th.textContent.trim())")
+    assert heads[:8] == ["question type", "question", "truth on V", "model on V", "right on V", "truth on V′",
+                         "model on V′", "right on V′"], heads
+    assert all(heads), heads
+    cells = grid.evaluate("el => [...el.querySelectorAll('table[role=grid] td')].map(td => td.textContent.trim())")
+    assert cells and "None" not in cells, cells
     page.get_by_text("Balanced accuracy").first.wait_for()
     page.get_by_text("Over the built-in event videos").wait_for()
     if os.environ.get("ROBUSTLAB_SCREENSHOTS"):

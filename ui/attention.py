@@ -98,7 +98,36 @@ def answer_bars(view: AttentionView, names: Sequence[str], top: int = 5) -> go.F
     return fig
 
 
-__all__ = ["heatmaps", "token_overlay", "answer_bars"]
+MISSING = "—"  # a cell with no value (an intervention whose item set has no question of that type)
+PP = "percentage points"
+
+
+def table1_display(t):
+    """Rawal et al.'s Table 1 as they report it: accuracy in % and Δ to the baseline in percentage points (the
+    library's table holds fractions, 0.85 and −0.80), one decimal, every column named with its unit. -> a DataFrame
+    (numbers stay numbers, a missing one NaN: st.dataframe shows it as :data:`MISSING` with ``placeholder``)."""
+    import pandas as pd
+
+    if not isinstance(t, pd.DataFrame) or t.empty:
+        return t
+    metric = {"acc": "accuracy"}
+    names = sorted({str(x) for x in t.get("metric", pd.Series(dtype=str)).dropna()})
+    what = " / ".join(metric.get(n, n) for n in names) or "score"
+    out = pd.DataFrame({"intervention": t["intervention"]})
+    pct = lambda c: (pd.to_numeric(t[c], errors="coerce") * 100).round(1)  # noqa: E731
+    out[f"{what} (%)"] = pct("score")
+    out[f"Δ vs baseline ({PP})"] = pct("delta")
+    if "drop" in t:
+        out["drop ≥ 2 pts"] = t["drop"].fillna("")
+    if "n" in t:
+        out["items"] = t["n"]
+    for c in t.columns:
+        if str(c).startswith("type: "):
+            out[f"{what} on {str(c)[len('type: '):]} questions (%)"] = pct(c)
+    return out.reset_index(drop=True)
+
+
+__all__ = ["heatmaps", "token_overlay", "answer_bars", "table1_display", "rank_section", "MISSING", "PP"]
 
 
 def rank_section(view: AttentionView, layer: int, head: Optional[int]) -> None:

@@ -1,7 +1,19 @@
 """Showing media: an image or a video (a looping muted mp4 player), boxes drawn on an image, user text shown
-literally. Videos are encoded once per (dataset, condition, item) and cached."""
+literally. Videos are encoded once per (dataset, condition, item) and cached.
+
+Players get their mp4 as a ``data:`` URL (:func:`mp4_source`), not as bytes. Bytes go to Streamlit's media file
+manager, which forgets a file at the end of any script run that has not drawn it again, including a run cut short
+by the viewer's next change (every full run starts by dropping the session's media references). A player the
+previous run had just drawn, not yet loaded when such an interrupted run ended, then asked the server for a deleted
+file: ``GET /media/<id>.mp4`` 404, "Client Error: Video source error" in the console and a player broken for good
+(Retrieval's top-k or severity changed quickly on the built-in videos, CLAVI's seed, Perturb's severity or video;
+tests/test_browser_no_404.py). A ``data:`` URL travels with the element itself, so nothing can go missing; the
+dashboard's videos are small (about 7 kB for a built-in one), and Streamlit's message cache sends a large unchanged
+player (10 kB and more) again as a reference only.
+"""
 from __future__ import annotations
 
+import base64
 import re
 
 import numpy as np
@@ -23,6 +35,18 @@ def video_mp4(gallery_id: str, condition_key: str, index: int, fps: float, _fram
     return display_mp4(frames, scale=max(1, 192 // max(frames.shape[1:3])), fps=fps)
 
 
+DATA_URL_MAX = 96 * 2**20  # bytes: the largest mp4 sent inside the page (base64 stays under Streamlit's 200 MB message
+# limit); the dashboard's own videos are far smaller (uploads are capped at 300 frames of 320 px)
+
+
+def mp4_source(data: bytes):
+    """What ``st.video`` gets for an mp4: a ``data:video/mp4;base64,...`` URL (never released between reruns, so
+    never a 404), or the bytes themselves past :data:`DATA_URL_MAX`."""
+    if len(data) > DATA_URL_MAX:
+        return data
+    return "data:video/mp4;base64," + base64.b64encode(data).decode("ascii")
+
+
 def show_visual(x, *, kind: str, gid: str = "", cond: Condition = Condition(), index: int = 0, caption: str = "",
                 slot: str = "", fps: float | None = None) -> None:
     """An image, or a video player (``slot`` names the player: the same video can be on screen twice and
@@ -33,7 +57,8 @@ def show_visual(x, *, kind: str, gid: str = "", cond: Condition = Condition(), i
         except (ImportError, ValueError, RuntimeError) as e:
             st.error(f"Cannot encode the video for playback: {e}")
             return
-        st.video(data, format="video/mp4", loop=True, autoplay=True, muted=True, alt=f"{slot}: video {index}")
+        st.video(mp4_source(data), format="video/mp4", loop=True, autoplay=True, muted=True,
+                 alt=f"{slot}: video {index}")
         if caption:
             st.caption(caption)
     else:

@@ -47,7 +47,7 @@ def reduction_panel(view: views.HubnessView, key: tuple, log_y: bool) -> None:
     rows = [{"condition": label[c], "reduction": w, **{kk: round(v, 4) for kk, v in red.recall[c][w].items()},
              "k_skewness": round(red.measures[c][w].get("k_skewness", float("nan")), 4)}
             for c in ("clean", "perturbed") for w in ("before", "after")]
-    st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch", key="hub_reduction_table")
+    st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch", key="hub_reduction_table", placeholder="—")
     for col, c in zip(st.columns(2), ("clean", "perturbed")):
         col.plotly_chart(occurrence_histogram({"before": red.nk[c]["before"], f"after {method}": red.nk[c]["after"]},
                                               log_y, label[c]), key=f"hub_red_hist_{c}")
@@ -64,7 +64,7 @@ def sweep_chart(rows: list[dict], names: dict, key: str) -> None:
                       yaxis_range=[-0.02, 1.02], margin=dict(t=20, b=20))
     st.plotly_chart(fig, key=key)
     with st.expander("Sweep table"):
-        st.dataframe(df, hide_index=True, key=f"{key}_table")
+        st.dataframe(df, hide_index=True, key=f"{key}_table", placeholder="—")
 
 
 @st.cache_resource(show_spinner="Loading MiniLM for text similarity…", max_entries=64)
@@ -102,7 +102,8 @@ def severity_strip(kind: str, x, outs: list) -> None:
     rows = [{"severity": k, "perturbed caption": o, "MiniLM cosine": round(s, 3),
              "words changed": f"{edit_stats(x, o)['changed_fraction']:.0%}"}
             for k, o, s in zip(range(1, 6), outs, sims)]
-    st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch", key="pt_strip_table")
+    st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch", key="pt_strip_table",
+                 placeholder="—")  # MiniLM unavailable: no cosine
     fig = go.Figure(go.Scatter(x=[0, 1, 2, 3, 4, 5], y=[1.0] + sims, mode="lines+markers", name="similarity"))
     fig.add_hline(y=0.9, line_dash="dot", annotation_text="0.9 semantic gate (Qiu et al. / MLVP)")
     fig.update_layout(xaxis_title="severity", yaxis_title="MiniLM cosine to the original", height=260,
