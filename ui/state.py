@@ -345,6 +345,10 @@ def clamp(key: str, lo, hi, default_value=None) -> None:
     v, wish_key = s.get(key), f"_wish_{key}"
     if not isinstance(v, (int, float)) or isinstance(v, bool):
         return
+    range_key = f"_range_{key}"
+    if s.get(range_key, (lo, hi)) != (lo, hi):
+        _resend(key, v)  # a slider with another range is a new widget to Streamlit: it would start at its minimum
+    s[range_key] = (lo, hi)
     wish = s.get(wish_key)  # (the viewer's value, the value it was clamped to)
     if wish is not None and v != wish[1]:
         s.pop(wish_key, None)  # the viewer has chosen since
