@@ -20,6 +20,16 @@ def settle(page, timeout: float = 180_000, quiet_ms: int = 300):
     page.locator(IDLE).first.wait_for(state="attached", timeout=timeout)
 
 
+def open_app(browser, url: str, width: int = 1500, height: int = 1800, timeout_ms: float = 240_000):
+    """A new page on the app, its sidebar drawn and the first run finished."""
+    page = browser.new_page(viewport={"width": width, "height": height})
+    page.set_default_timeout(timeout_ms)
+    page.goto(url)
+    page.locator('[data-testid="stSidebar"]').get_by_text("Model", exact=True).wait_for()
+    settle(page)
+    return page
+
+
 def choose_radio(page, option_text: str, scope=None, attempts: int = 5):
     """Click a radio option and make sure the app kept it after the rerun the click started."""
     root = scope if scope is not None else page

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from browser_helpers import choose_radio, settle
+from browser_helpers import choose_radio, open_app, settle
 from conftest import run_server
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
@@ -53,12 +53,8 @@ def _type(page, key: str, text: str):
 
 def test_only_the_roots_are_reachable_and_outside_reads_like_missing(roots_server, browser, tree):
     root, outside = tree
-    page = browser.new_page(viewport={"width": 1400, "height": 1600})
-    page.set_default_timeout(180_000)
-    page.goto(roots_server)
+    page = open_app(browser, roots_server, 1400, 1600, 180_000)
     sidebar = page.locator('[data-testid="stSidebar"]')
-    sidebar.get_by_text("Model", exact=True).wait_for()
-    settle(page)
     choose_radio(page, "Local folder", scope=sidebar)
     pick = page.locator(".st-key-folder_pick")
     pick.wait_for()

@@ -17,19 +17,14 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from browser_helpers import choose_radio, settle
+from browser_helpers import choose_radio, open_app, settle
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 SIDEBAR = '[data-testid="stSidebar"]'
 
 
 def _open(browser, url):
-    page = browser.new_page(viewport={"width": 1500, "height": 1800})
-    page.set_default_timeout(240_000)
-    page.goto(url)
-    page.locator(SIDEBAR).get_by_text("Model", exact=True).wait_for()
-    settle(page)
-    return page
+    return open_app(browser, url)
 
 
 def _dataset(page, label_start: str):
