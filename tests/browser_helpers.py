@@ -20,10 +20,13 @@ def settle(page, timeout: float = 180_000, quiet_ms: int = 300):
     page.locator(IDLE).first.wait_for(state="attached", timeout=timeout)
 
 
-def open_app(browser, url: str, width: int = 1500, height: int = 1800, timeout_ms: float = 240_000):
-    """A new page on the app, its sidebar drawn and the first run finished."""
+def open_app(browser, url: str, width: int = 1500, height: int = 1800, timeout_ms: float = 240_000, before=None):
+    """A new page on the app, its sidebar drawn and the first run finished; ``before(page)`` runs before it loads
+    (listeners that must see every request)."""
     page = browser.new_page(viewport={"width": width, "height": height})
     page.set_default_timeout(timeout_ms)
+    if before is not None:
+        before(page)
     page.goto(url)
     page.locator('[data-testid="stSidebar"]').get_by_text("Model", exact=True).wait_for()
     settle(page)

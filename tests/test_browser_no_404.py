@@ -23,7 +23,7 @@ import time
 
 import pytest
 
-from browser_helpers import VIDEOS_READY, choose_radio, settle, videos_state
+from browser_helpers import VIDEOS_READY, choose_radio, open_app, settle, videos_state
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -128,13 +128,10 @@ def _players_ok(page, n_min: int = 2):
 
 
 def test_video_pages_request_no_missing_media(server, browser):
-    page = browser.new_page(viewport={"width": 1500, "height": 2200})
-    page.set_default_timeout(T)
-    net = Net(page)
-    page.goto(server)
+    nets = []
+    page = open_app(browser, server, 1500, 2200, T, before=lambda p: nets.append(Net(p)))
+    net = nets[0]
     sidebar = page.locator('[data-testid="stSidebar"]')
-    sidebar.get_by_text("Model", exact=True).wait_for()
-    settle(page)
 
     # ---- Retrieval on the built-in videos: the text→video top-k grids ------------------------------------------------
     choose_radio(page, "Built-in videos", scope=sidebar)

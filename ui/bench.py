@@ -132,6 +132,7 @@ class Job:
     seen: bool = False  # the page has said how it ended
     owner: str = ""  # the browser session that started it ("" outside a Streamlit server)
     started: float = field(default_factory=time.time)
+    _gone_since: float | None = None  # when its owner's session was first seen gone
 
     @property
     def running(self) -> bool:
@@ -150,8 +151,6 @@ class Job:
             self.error = str(e).replace("use another --out", "pick another run name")  # the CLI's hint, on a page
         except Exception as e:  # noqa: BLE001 - a failing cell must end the job with a message, not kill the page
             self.error = f"{type(e).__name__}: {e}"
-
-    _gone_since: float | None = None
 
     def owner_gone(self, grace_s: float = OWNER_GRACE_S) -> bool:
         """Whether the session that started the sweep has been gone for ``grace_s`` (a reload or a closed tab; a

@@ -24,7 +24,7 @@ from __future__ import annotations
 import fnmatch
 import logging
 import os
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 
 CONFIG_FILE = Path(__file__).resolve().parents[1] / "robustlab.toml"
@@ -168,7 +168,6 @@ _CONFIG: OperatorConfig | None = None
 
 def config() -> OperatorConfig:
     """The configuration in force (read and applied at the first call: once per server process)."""
-    global _CONFIG
     if _CONFIG is None:
         apply(load_config())
     return _CONFIG  # type: ignore[return-value]
@@ -242,10 +241,6 @@ def reset_for_tests(cfg: OperatorConfig | None = None) -> None:
     _CONFIG = None
     if cfg is not None:
         apply(cfg)
-
-
-def with_changes(**kw) -> OperatorConfig:
-    return replace(config(), **kw)
 
 
 __all__ = ["OperatorConfig", "load_config", "config", "apply", "spec_refusal", "CONFIG_FILE", "server_address"]

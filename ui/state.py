@@ -16,7 +16,7 @@ from robustlab.datasets.synthetic.datasets import builtin_gallery, builtin_video
 from robustlab.models import ModelUnavailable, list_models, load_model
 from robustlab.tasks.retrieval import RetrievalBench
 from ui import operator
-from ui.media import md_escape, safe_md
+from ui.media import safe_md
 
 DEMO_N, VIDEO_DEMO_N = 300, 200
 DEFAULT_MODEL = "builtin:tiny-clip"
@@ -299,13 +299,8 @@ def follow_data(spec: str, kind: str) -> str:
 # label it last had: a value corrected in Python (an option gone with the dataset, a number out of a new range) or
 # relabelled (the same caption index on another gallery) is used by the page but not shown, unless it is set again
 # through the Session State API, which sends it to the browser. Every page's data-dependent widget goes through
-# valid() / clamp() before it is drawn, and gets its default from default() instead of value= / index= (a default
+# valid() / clamp() before it is drawn, and gets its default from initial() instead of value= / index= (a default
 # passed while the state is set in the same run is what Streamlit warns about).
-def default(key: str, value) -> None:
-    """A widget's default, set once in the session state (draw the widget without value= / index=)."""
-    st.session_state.setdefault(key, value)
-
-
 def begin_run() -> None:
     """app.py, first thing in every run: the widgets drawn in the last run are those :func:`remount` looks at."""
     s = st.session_state

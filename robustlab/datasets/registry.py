@@ -119,13 +119,13 @@ def _options(builder) -> set | None:
 
 
 MEDIA_MARKER = "<media>"
-_MEDIA_SUFFIXES = (".png", ".jpg", ".jpeg", ".webp", ".bmp", ".gif", ".tif", ".tiff", ".mp4", ".webm", ".mov",
-                   ".avi", ".mkv", ".m4v", ".mpg", ".mpeg", ".ogv")
 
 
 def _has_marker(folder: Path, marker: str, peek: int) -> bool:
     """Whether ``folder`` holds ``marker`` (at most ``peek`` directory entries looked at per wildcard/media test)."""
     import os
+
+    from robustlab.io.files import MEDIA_SUFFIXES
 
     if marker == MEDIA_MARKER or "*" in marker:
         sub, _, pat = marker.rpartition("/") if marker != MEDIA_MARKER else ("", "", "")
@@ -135,7 +135,7 @@ def _has_marker(folder: Path, marker: str, peek: int) -> bool:
                     if i >= peek:
                         return False
                     name = e.name.lower()
-                    hit = name.endswith(_MEDIA_SUFFIXES) if marker == MEDIA_MARKER else fnmatch.fnmatch(e.name, pat)
+                    hit = name.endswith(MEDIA_SUFFIXES) if marker == MEDIA_MARKER else fnmatch.fnmatch(e.name, pat)
                     if hit and e.is_file():
                         return True
         except OSError:
