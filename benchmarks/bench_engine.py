@@ -14,6 +14,12 @@ Models: builtin:tiny-clip (1,024 images at 128 px, the demo gallery's size) and 
 (64 images at 224 px). Runs are interleaved, alternating which side goes first, after a warm-up; overhead = best
 core time / best plain time − 1 (best-of-N, since a shared machine only ever adds time; the ratio of the medians
 is kept in the JSON too). Target: ≤ 10 %. CUDA rows are added whenever a GPU is present.
+
+glibc's malloc is tuned first, as the CLI and the dashboard do (``robustlab.perturb.allocator.tune_allocator``;
+``ROBUSTLAB_MALLOC_TUNING=0`` keeps the defaults): on a 16-core H200 host with glibc's defaults the same loop ran
++6 % to +30 % slower depending only on the order in which batch buffers were freed (the time was in conv2d's
+page faults, not in the core's Python), which is noise about the allocator, not about the core
+(``benchmarks/results/engine_h200.json``, ``engine_h200_profile.txt``).
 """
 from __future__ import annotations
 
@@ -113,10 +119,14 @@ def main(argv=None) -> int:
         devices = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
     if "cpu" in devices:
         torch.set_num_threads(min(2, os.cpu_count() or 1))
+    from robustlab.perturb.allocator import allocator_state, tune_allocator
+
+    tune_allocator()  # as the CLI and the dashboard do (see the module docstring)
     models = MODELS if not args.models else [m for m in MODELS if m[0] in args.models.split(",")]
     machine = {"cpus": os.cpu_count(), "platform": platform.platform(), "python": platform.python_version(),
                "torch": torch.__version__, "threads": torch.get_num_threads(),
-               "gpu": torch.cuda.get_device_name(0) if torch.cuda.is_available() else None}
+               "gpu": torch.cuda.get_device_name(0) if torch.cuda.is_available() else None,
+               "malloc_tuned": allocator_state().get("applied", False)}
     rows = []
     for device in devices:
         for spec, n, side, repeats in models:
