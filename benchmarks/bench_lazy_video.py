@@ -62,7 +62,7 @@ def main(argv=None) -> int:
 
     from bench_sweep_scale import write_msrvtt
     from robustlab.datasets._clips import ClipSource
-    from robustlab.engine import sweep as sw
+    from robustlab import bench as sw
     from robustlab.models.protocols import sample_frame_indices
     from robustlab.perturb import perturb
     from robustlab.perturb.lazy import perturb_sampled

@@ -30,9 +30,9 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     import ray
 
-    from robustlab.engine import ray_engine
+    from robustlab.bench import ray_runner as ray_engine
     from robustlab.engine.cache import EmbeddingCache
-    from robustlab.engine.sweep import SweepSpec, condition_grid, run_sweep
+    from robustlab.bench import SweepSpec, condition_grid, run_sweep
 
     spec = SweepSpec(models=["builtin:tiny-clip-video-meanp", "builtin:tiny-clip-video-seqtransf"],
                      dataset={"name": "builtin-videos", "split": "test", "n": args.n},

@@ -113,7 +113,7 @@ def main(argv=None) -> int:
 
     torch.set_num_threads(os.cpu_count() or 1)
     from robustlab.datasets import _clips
-    from robustlab.engine import sweep as sw
+    from robustlab import bench as sw
     from robustlab.perturb import registry
 
     data = Path(args.data or tempfile.mkdtemp(prefix="msrvtt_p_"))

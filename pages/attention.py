@@ -6,7 +6,8 @@ import streamlit as st
 import ui
 from robustlab.datasets import build
 from robustlab.diagnostics import quag
-from robustlab.diagnostics.attention_view import ablation_view, table1
+from robustlab.bench.report import quag_table1 as table1
+from robustlab.diagnostics.attention_view import ablation_view
 from robustlab.models.interventions import names as intervention_names
 from robustlab.perturb.record import hash_value
 from ui.attention import MISSING, PP, answer_bars, heatmaps, rank_section, table1_display, token_overlay

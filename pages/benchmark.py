@@ -7,7 +7,7 @@ import streamlit as st
 
 import ui
 from robustlab.datasets.registry import get_entry
-from robustlab.engine.sweep import SweepError, SweepSpec, condition_grid, parse_perturbations, parse_severities
+from robustlab.bench import SweepError, SweepSpec, build_spec
 from robustlab.models.interventions import names as intervention_names
 from robustlab.perturb import list_perturbations
 from robustlab.tasks.registry import get, names
@@ -79,26 +79,26 @@ def configure() -> tuple[SweepSpec, str] | None:
     name = s2.text_input("Run name", bench.default_run_name(dataset["name"], task), key="bench_name", max_chars=64,
                          help=f"{bench.RUN_NAME_RULE}. A folder under the runs folder; the same name again resumes "
                               "or extends it.")
-    try:
-        vis = parse_perturbations(sel, kind) if sel else []
-        txt = parse_perturbations(text, "text") if text else []
-        conds = condition_grid(vis, parse_severities(sev) if vis or txt else [], txt,
-                               parse_severities(sev) if vis or txt else [], interventions=ivs, adapt=ads)
+    device = ui.spec_device()[1]
+    try:  # the one builder robustlab bench uses
+        spec = build_spec(models=chosen, dataset={**dataset, "n": n}, tasks=[task], perturbations=sel or None,
+                          text_perturbations=text or None, severities=sev, interventions=",".join(ivs) or None,
+                          adapt=",".join(ads) or None, device=None if device == "auto" else device, kind=kind)
     except SweepError as e:
         st.warning(f"{e}." if sev else "Pick at least one severity.")
         return None
-    if not vis and not txt and not ivs:
+    conds = spec.conditions
+    n_vis = len({c["visual"].name for c in conds if "visual" in c and "text" not in c})
+    n_txt = len({c["text"].name for c in conds if "text" in c and "visual" not in c})
+    if not n_vis and not n_txt and not ivs:
         st.warning("Pick at least one perturbation" + (" or intervention." if get(task).takes_interventions else "."))
         return None
     if not chosen:
         st.warning(f"Pick at least one model that can do {task}.")
         return None
-    device = ui.spec_device()[1]
-    spec = SweepSpec(models=chosen, dataset={**dataset, "n": n}, tasks=[task], conditions=conds,
-                     device=None if device == "auto" else device)
     st.caption(f"{len(spec.cells())} cells: {len(chosen)} model(s) × {len(conds)} condition sets "
-               f"(clean, {len(vis)} × {len(sev)} visual, {len(txt)} × {len(sev)} text"
-               f"{', and their pairs' if vis and txt else ''}{f', {len(ivs)} interventions' if ivs else ''}) "
+               f"(clean, {n_vis} × {len(sev)} visual, {n_txt} × {len(sev)} text"
+               f"{', and their pairs' if n_vis and n_txt else ''}{f', {len(ivs)} interventions' if ivs else ''}) "
                f"on {n or 'all'} items.")
     return spec, name
 

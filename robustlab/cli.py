@@ -545,47 +545,21 @@ def _split(text) -> list[str]:
 
 
 def cmd_bench(args) -> int:
-    from robustlab.engine.sweep import (SweepError, SweepSpec, condition_grid, parse_adapt, parse_interventions,
-                                        parse_perturbations, parse_severities, run_sweep)
+    from robustlab.bench import SweepError, build_spec, run_sweep
 
     try:
-        # the --adapt methods and their parameters first: a bad value (steps=inf) is one line before any work
+        # the --adapt parameters first: a bad value (steps=inf) is one line before any work
         parse_kv(args.adapt_param or [], "--adapt-param", example="steps=1, tent.lr=1e-4",
                  form="KEY=VALUE or METHOD.KEY=VALUE")
-        methods = parse_adapt(args.adapt, args.adapt_param or [])
-        from robustlab.datasets.registry import build
-
-        dataset = build(args.dataset, root=args.root, split=args.split,
-                        **{k: v for k, v in (("n", args.n), ("seed", args.seed)) if v is not None},
-                        **({"trust_pickle": True} if args.trust_pickle else {}))
-        kind = dataset.kind
-        tasks = _split(args.tasks)
-        from robustlab.tasks.registry import get
-
-        for t in tasks:
-            get(t)
-        if any(get(t).kinds == ("image",) for t in tasks):
-            kind = "image"
-        vis = parse_perturbations(args.perturbations, kind)
-        txt = parse_perturbations(args.text_perturbations, "text")
-        sev = parse_severities(args.severities)
-        tsev = parse_severities(args.text_severities) if args.text_severities else sev
-        combine = args.combine if args.combine in ("auto", "all", "none") else int(args.combine)
-        directions = _split(args.directions) or None
-        conds = condition_grid(vis, sev, txt, tsev, seed=args.perturb_seed, combine=combine,
-                               interventions=parse_interventions(args.interventions), adapt=methods,
-                               directions=directions)
-        if methods and not any("adapt" in c for c in conds):
-            raise SweepError("--adapt adapts the queries of a perturbed side: pass --perturbations or "
-                             "--text-perturbations" + (f" whose queries --directions {args.directions} uses"
-                                                        if directions else ""))
-        spec = SweepSpec(models=_split(args.models), dataset={"name": args.dataset, "root": args.root,
-                                                              "split": args.split or dataset.split, "n": args.n,
-                                                              "seed": args.seed,
-                                                              "options": {"trust_pickle": True} if args.trust_pickle
-                                                              else {}},
-                         tasks=tasks, conditions=conds, directions=directions,
-                         worst=args.worst, device=args.device)
+        spec = build_spec(models=_split(args.models),
+                          dataset={"name": args.dataset, "root": args.root, "split": args.split, "n": args.n,
+                                   "seed": args.seed, "options": {"trust_pickle": True} if args.trust_pickle else {}},
+                          tasks=_split(args.tasks), perturbations=args.perturbations,
+                          text_perturbations=args.text_perturbations, severities=args.severities,
+                          text_severities=args.text_severities, combine=args.combine,
+                          interventions=args.interventions, adapt=args.adapt, adapt_params=args.adapt_param or [],
+                          directions=_split(args.directions) or None, perturb_seed=args.perturb_seed,
+                          worst=args.worst, device=args.device)
     except (KeyError, ValueError, OSError) as e:
         return _err(_msg(e))
     from tqdm.auto import tqdm
@@ -613,8 +587,10 @@ def cmd_bench(args) -> int:
 
 def cmd_bench_report(args) -> int:
     try:
-        from robustlab.export.report import write_report
-
+        from robustlab.bench.report import write_report  # pandas and plotly: the [report] extra
+    except ImportError as e:
+        return _err(f"the report needs pandas and plotly ({e.name or e} is missing): pip install 'robustlab[report]'")
+    try:
         csv_path, html_path = write_report(args.run, out_dir=args.out, metric=args.metric)
     except (ValueError, OSError) as e:
         return _err(_msg(e))

@@ -146,7 +146,7 @@ def ray_session(tmp_path_factory):
     """One local Ray for every test that needs it (Ray has no local_mode any more), shut down at the end. The
     embedding cache of its workers is the test session's (they inherit the environment at start)."""
     ray = pytest.importorskip("ray")
-    from robustlab.engine import ray_engine
+    from robustlab.bench import ray_runner as ray_engine
 
     ray_engine.start(num_cpus=2)
     yield ray

@@ -8,7 +8,7 @@ import json
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from robustlab.engine.sweep import SweepSpec, condition_grid, run_sweep
+from robustlab.bench import SweepSpec, condition_grid, run_sweep
 
 TIMEOUT = 120
 PAGE = "pages/benchmark.py"

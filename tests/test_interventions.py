@@ -125,7 +125,7 @@ def _cli(*args, timeout=300):
 
 def test_sweep_and_report_table1(tmp_path):
     _tiny_vilt()
-    from robustlab.export.report import load_run, report_tables
+    from robustlab.bench.report import load_run, report_tables
 
     out = tmp_path / "run"
     r = _cli("bench", "--models", "builtin:tiny-vilt", "--dataset", "builtin-videos", "--n", "60", "--tasks", "vqa",

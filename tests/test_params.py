@@ -226,7 +226,7 @@ def test_other_parameter_kinds_and_resolve():
 
 
 def test_the_sweep_axis_refuses_the_same_values():
-    from robustlab.engine.sweep import SweepError, parse_adapt
+    from robustlab.bench import SweepError, parse_adapt
     from robustlab.tasks.base import adapt_condition
 
     with pytest.raises(SweepError, match=r"^--adapt-param batch_size=1e999: not a finite number$"):

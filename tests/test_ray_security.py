@@ -1,6 +1,6 @@
 """A local Ray started by the sweep engine is safe on a shared machine: every socket of its processes listens on
 loopback and none serves Prometheus /metrics, its token file is 0600, its files sit in a 0700 folder, and a
-``kill -9`` of the CLI leaves no Ray process behind (robustlab/engine/ray_engine.py, issue 23).
+``kill -9`` of the CLI leaves no Ray process behind (robustlab/bench/ray_runner.py, issue 23).
 
 Processes and sockets are read from /proc (Linux), so the tests need nothing beyond the standard library."""
 from __future__ import annotations
@@ -17,10 +17,10 @@ from pathlib import Path
 
 import pytest
 
-from robustlab.engine import ray_engine
-from robustlab.engine.ray_watchdog import ENV as TAG_ENV
-from robustlab.engine.ray_watchdog import _stat, tagged
-from robustlab.engine.sweep import SweepSpec, condition_grid, run_sweep
+from robustlab.bench import ray_runner as ray_engine
+from robustlab.bench.ray_watchdog import ENV as TAG_ENV
+from robustlab.bench.ray_watchdog import _stat, tagged
+from robustlab.bench import SweepSpec, condition_grid, run_sweep
 
 ROOT = Path(__file__).resolve().parents[1]
 linux_only = pytest.mark.skipif(not Path("/proc/self/net/tcp").exists(), reason="reads /proc (Linux)")

@@ -1,4 +1,4 @@
-"""The sweep report (robustlab.export.report) over run folders built from hand-made Results with known numbers."""
+"""The sweep report (robustlab.bench.report) over run folders built from hand-made Results with known numbers."""
 import io
 import json
 import math
@@ -9,7 +9,7 @@ import pandas as pd
 import plotly.graph_objects as go
 import pytest
 
-from robustlab.export.report import (
+from robustlab.bench.report import (
     describe,
     headline,
     load_run,
@@ -427,7 +427,7 @@ def ties(vals: dict, best: bool) -> list[str]:
 
 def check_axis(lines: list[str], model: str, m: dict, axis: str, noun: str) -> None:
     """The axis's two sentences: count, share kept, worst / mildest category, worst / mildest perturbation."""
-    from robustlab.export.report_summary import CATEGORY_WORDS
+    from robustlab.bench.report_summary import CATEGORY_WORDS
 
     per, cats, over = gammas(m, axis)
     head = next(s for s in lines if s.startswith(f"Under the {len(per)} {noun} perturbations, {model} "))
@@ -449,7 +449,7 @@ def check_axis(lines: list[str], model: str, m: dict, axis: str, noun: str) -> N
 def image_sweep(tmp_path_factory):
     """tiny-clip on the first 12 built-in images: 5 image perturbations (noise, blur, digital) at severities 1 and
     3, 3 text perturbations (char, word) at 2, and their pairs."""
-    from robustlab.engine.sweep import SweepSpec, condition_grid, run_sweep
+    from robustlab.bench import SweepSpec, condition_grid, run_sweep
 
     root = tmp_path_factory.mktemp("summary") / "img"
     spec = SweepSpec(models=["builtin:tiny-clip"], dataset={"name": "builtin", "split": "demo", "n": 12},
@@ -460,7 +460,7 @@ def image_sweep(tmp_path_factory):
 
 
 def test_summary_of_a_real_sweep_says_what_the_cells_hold(image_sweep):
-    from robustlab.export.report_summary import summary
+    from robustlab.bench.report_summary import summary
 
     lines = summary(load_run(image_sweep))
     model, m = "builtin:tiny-clip", by_hand(image_sweep, "t2i")["builtin:tiny-clip"]
@@ -482,8 +482,8 @@ def test_summary_of_a_real_sweep_says_what_the_cells_hold(image_sweep):
 
 
 def test_summary_compares_two_models_first(tmp_path):
-    from robustlab.engine.sweep import SweepSpec, condition_grid, run_sweep
-    from robustlab.export.report_summary import summary
+    from robustlab.bench import SweepSpec, condition_grid, run_sweep
+    from robustlab.bench.report_summary import summary
 
     a, b = "builtin:tiny-clip-video-meanp", "builtin:tiny-clip-video-seqtransf"
     spec = SweepSpec(models=[a, b], dataset={"name": "builtin-videos", "split": "test", "n": 8},
@@ -513,8 +513,8 @@ def test_summary_compares_two_models_first(tmp_path):
 
 
 def test_summary_of_runs_without_robustness_is_one_honest_sentence(tmp_path):
-    from robustlab.engine.sweep import SweepSpec, condition_grid, run_sweep
-    from robustlab.export.report_summary import summary
+    from robustlab.bench import SweepSpec, condition_grid, run_sweep
+    from robustlab.bench.report_summary import summary
 
     # no finished cell: the sweep asked for 3
     spec = SweepSpec(models=["builtin:tiny-clip"], dataset={"name": "builtin", "split": "demo", "n": 8},
@@ -542,8 +542,8 @@ def test_summary_of_runs_without_robustness_is_one_honest_sentence(tmp_path):
 
 
 def test_summary_of_interventions_and_adaptation(tmp_path):
-    from robustlab.engine.sweep import SweepSpec, condition_grid, run_sweep
-    from robustlab.export.report_summary import summary
+    from robustlab.bench import SweepSpec, condition_grid, run_sweep
+    from robustlab.bench.report_summary import summary
 
     run_sweep(SweepSpec(models=["builtin:tiny-vilt"], dataset={"name": "builtin", "split": "demo", "n": 8},
                         tasks=["vqa"], conditions=condition_grid(interventions=["quag:crossmodal",

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from robustlab.engine.sweep import (Cell, DecodedOnce, SweepCancelled, SweepError, SweepSpec, condition_grid,
+from robustlab.bench import (Cell, DecodedOnce, SweepCancelled, SweepError, SweepSpec, condition_grid,
                                     parse_perturbations, parse_severities, pending, run_sweep)
 from robustlab.perturb.condition import Condition
 
@@ -83,7 +83,7 @@ def _video_spec(**kw):
 
 
 def test_sweep_writes_one_result_per_cell_decodes_once_and_encodes_once(tmp_path, monkeypatch):
-    import robustlab.engine.sweep as sw
+    import robustlab.bench.runner as sw  # where run_sweep looks DecodedOnce up
 
     seen = {}
     real = sw.DecodedOnce
@@ -110,7 +110,7 @@ def test_sweep_writes_one_result_per_cell_decodes_once_and_encodes_once(tmp_path
             return enc(videos, *a, **k)
         m.encode_videos = encode_videos
         return m
-    monkeypatch.setattr("robustlab.models.load_model", counting_load)
+    monkeypatch.setattr("robustlab.bench.cells.load_model", counting_load)  # where the sweep loads its models
     spec = _video_spec()
     st = run_sweep(spec, tmp_path / "run", cache=cache)
     assert st.done == st.total == 1 + 2 + 1 + 2 and st.skipped == 0
@@ -167,7 +167,7 @@ def test_cancel_keeps_finished_cells_and_resume_completes(tmp_path):
 
 def test_run_group_raises_cancelled_inside_a_cell(tmp_path):
     from robustlab.datasets import build
-    from robustlab.engine.sweep import run_group
+    from robustlab.bench import run_group
     from robustlab.models import load_model
 
     spec = SweepSpec(models=["builtin:tiny-clip"], dataset={"name": "builtin", "n": 6},
@@ -236,7 +236,7 @@ def test_frame_cache_decodes_each_sampled_frame_once_and_keeps_no_whole_clip():
     read (codecs) is decoded but not kept (it would push the sampled frames out); LRU eviction past the limit."""
     import numpy as np
 
-    from robustlab.engine.sweep import CachedSource, FrameCache
+    from robustlab.bench import CachedSource, FrameCache
 
     class Counting:
         n_frames = 300
@@ -265,7 +265,7 @@ def test_frame_cache_decodes_each_sampled_frame_once_and_keeps_no_whole_clip():
 def test_clavi_and_peeling_are_sweep_tasks_with_interventions(tmp_path):
     """Issue 13: CLAVI and PEELING run in sweeps like any task (an embedding cache is retrieval's only; the sweep
     used to hand it to every task, and PEELING refused it as an unknown option)."""
-    from robustlab.export.report import load_run, results_table
+    from robustlab.bench.report import load_run, results_table
     from robustlab.models.interventions import as_condition
 
     for ds, task, metric in (("builtin-refs", "peeling", "acc_adv"), ("builtin-videos", "clavi", "acc")):

@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from robustlab.engine.sweep import (Cell, SweepError, SweepSpec, condition_grid, parse_adapt, pending,
+from robustlab.bench import (Cell, SweepError, SweepSpec, condition_grid, parse_adapt, pending,
                                     run_sweep)
 from robustlab.perturb.condition import Condition
 from robustlab.tasks.base import ADAPT, adapt_condition, conditions_json, normalize
@@ -59,7 +59,7 @@ def _spec(**kw):
 
 
 def test_sweep_cells_report_table_and_resume(tmp_path):
-    from robustlab.export.report import load_run, report_tables, write_report
+    from robustlab.bench.report import load_run, report_tables, write_report
 
     out = tmp_path / "run"
     spec = _spec()
@@ -144,7 +144,7 @@ def test_adapt_table_layout_means_best_and_fallbacks(tmp_path):
     """Hand-made cells with known R@1: rows per perturbation and severity, a mean row per severity, the best
     method per row (never the diagnostic oracle), and clean / shifted from the adaptation cells' own record when
     the run lacks those cells."""
-    from robustlab.export.report import load_run, report_tables
+    from robustlab.bench.report import load_run, report_tables
     from robustlab.tasks.base import Result
 
     def c(v=None, vs=0, t=None, ts=0, a=None):

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from robustlab.engine.sweep import SweepError, SweepSpec, condition_grid, run_sweep
+from robustlab.bench import SweepError, SweepSpec, condition_grid, run_sweep
 
 pytestmark = pytest.mark.slow
 

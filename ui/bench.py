@@ -7,7 +7,7 @@ owned by ``st.session_state``), and the report of a run folder (plots, tables, w
   Cancel button sets its cancel Event (finished cells stay; Resume reruns the same spec into the same folder and
   skips them). ``ROBUSTLAB_SYNC_SWEEP=1`` runs it in the script thread instead (tests: AppTest has no fragment
   timers);
-- the report is :mod:`robustlab.export.report`'s (the same figures and tables as its report.html).
+- the report is :mod:`robustlab.bench.report`'s (the same figures and tables as its report.html).
 """
 from __future__ import annotations
 
@@ -21,8 +21,8 @@ from pathlib import Path
 
 import streamlit as st
 
-from robustlab.engine.sweep import SweepError, SweepSpec, run_sweep
-from robustlab.export import report  # load_run, report_tables, report_figures, write_report, describe
+from robustlab.bench import SweepError, SweepSpec, run_sweep
+from robustlab.bench import report  # load_run, report_tables, report_figures, write_report, describe
 from ui.media import md_escape, safe_md
 
 OWNER_GRACE_S = 30.0  # a sweep whose browser session has been gone this long is cancelled
@@ -86,7 +86,7 @@ def conflict(spec: SweepSpec, out: Path) -> str | None:
         old = SweepSpec.from_json(json.loads(path.read_text()))
     except (OSError, ValueError, KeyError, TypeError) as e:
         return f"{path} is not a readable sweep file ({type(e).__name__}); pick another run name"
-    if old.dataset_key() != spec.dataset_key():
+    if not old.same_dataset(spec):
         d = old.dataset_key()
         return f"{out.name} holds a sweep over another dataset ({d['name']}, n={d['n']}); pick another run name"
     return None
@@ -333,8 +333,8 @@ def show_report(run_dir: Path) -> None:
 
 def show_summary(run, tables: dict) -> None:
     """What the run found, in plain words: the same sentences as the top of report.html
-    (:func:`robustlab.export.report_summary.summary`), shown literally (model names are text, never Markdown)."""
-    from robustlab.export.report_summary import summary
+    (:func:`robustlab.bench.report_summary.summary`), shown literally (model names are text, never Markdown)."""
+    from robustlab.bench.report_summary import summary
 
     try:
         lines = summary(run, tables)

@@ -460,7 +460,7 @@ def sweep_gallery_of(dataset: dict | None) -> dict | None:
 
 @st.cache_resource(show_spinner="Generating the sweep's gallery…", max_entries=4)
 def get_sweep_gallery(name: str, split: str, n: int | None, seed: int | None):
-    """A built-in dataset exactly as a sweep builds it (robustlab.engine.sweep.build_dataset: split, n, seed)."""
+    """A built-in dataset exactly as a sweep builds it (robustlab.bench.build_dataset: split, n, seed)."""
     return build(name, split=split, **{k: v for k, v in (("n", n), ("seed", seed)) if v is not None})
 
 

@@ -5,7 +5,7 @@ attention of a text token over the visual patch grid, the answer distributions, 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Callable, Optional, Sequence
+from typing import Optional, Sequence
 
 import numpy as np
 
@@ -138,21 +138,4 @@ def ablation_view(model, visual, question: str, ablations: Sequence[str] = tuple
                          spans=quag.TokenLayout.from_model(base.layout), notes=notes)
 
 
-def table1(model, dataset, n: int, interventions: Sequence[str], progress: Optional[Callable] = None):
-    """Rawal et al.'s Table 1 on the first ``n`` items of a VQA dataset: a DataFrame with the baseline and one row
-    per intervention (accuracy, Δ, ↓, per question type) — the sweep report's table, computed in memory."""
-    import pandas as pd
-
-    from robustlab.export.report import RunData, report_tables
-    from robustlab.tasks import get
-    from robustlab.tasks.base import INTERVENTION
-
-    conds = [{}] + [{INTERVENTION: iv} for iv in interventions]
-    results = get("vqa").evaluate(model, dataset, conds, n=n, progress=progress)
-    run = RunData(root=None, sweep={"models": [results[0].model], "tasks": ["vqa"]})
-    run.results, run.files = list(results), [f"cell{i}.json" for i in range(len(results))]
-    t = report_tables(run)["interventions"]
-    return t.drop(columns=[c for c in ("model", "task", "dataset") if c in t]) if isinstance(t, pd.DataFrame) else t
-
-
-__all__ = ["AttentionView", "ablation_view", "table1", "BASELINE"]
+__all__ = ["AttentionView", "ablation_view", "BASELINE"]

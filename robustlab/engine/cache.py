@@ -28,7 +28,6 @@ import hashlib
 import json
 import logging
 import os
-import tempfile
 import threading
 import time
 import zipfile
@@ -39,6 +38,7 @@ import numpy as np
 
 log = logging.getLogger("robustlab.cache")
 
+from robustlab.io.atomic import atomic_write
 from robustlab.io.convert import to_uint8_rgb
 
 
@@ -223,24 +223,16 @@ class EmbeddingCache:
         if self.max_bytes and value.nbytes + 128 > self.max_bytes:
             return  # an entry bigger than the whole cache is not kept
         p = self._path(model_key, chash, rkey)
+        size = 0
+
+        def write(f):
+            nonlocal size
+            np.savez(f, emb=value, meta=np.frombuffer(meta, np.uint8))
+            size = f.tell()
         try:
-            p.parent.mkdir(parents=True, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(dir=p.parent, suffix=".tmp")
-        except OSError as e:
+            atomic_write(p, write)
+        except OSError as e:  # a full disk, a folder made read-only meanwhile: no half-written entry
             return self._unwritable(e)
-        try:
-            with os.fdopen(fd, "wb") as f:
-                np.savez(f, emb=value, meta=np.frombuffer(meta, np.uint8))
-                size = f.tell()
-            os.replace(tmp, p)
-        except BaseException as e:
-            try:
-                os.unlink(tmp)
-            except OSError:
-                pass
-            if isinstance(e, OSError):  # a full disk, a folder made read-only meanwhile: no half-written entry
-                return self._unwritable(e)
-            raise
         if self.max_bytes:
             self._touch(p)
             self._account(size)

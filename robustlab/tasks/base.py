@@ -25,6 +25,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping, Optional
 
+from robustlab.io.atomic import atomic_write
 from robustlab.perturb.condition import Condition
 
 AXES = ("visual", "text")  # perturbation axes (of the input)
@@ -223,16 +224,7 @@ class Result:
 
     def save(self, path: str | Path) -> Path:
         """Write the result as JSON atomically (a reader never sees half a file)."""
-        import os
-        import tempfile
-
-        path = Path(path)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
-        with os.fdopen(fd, "w") as f:
-            json.dump(self.to_json(), f, indent=1)
-        os.replace(tmp, path)
-        return path
+        return atomic_write(path, json.dumps(self.to_json(), indent=1))
 
     @classmethod
     def load(cls, path: str | Path) -> "Result":
@@ -383,6 +375,17 @@ class Task:
         declared = getattr(model, "supported_tasks", None)
         if declared is not None and self.name not in declared:
             raise ValueError(f"model {mid} cannot do {self.name} (its head serves {', '.join(declared)})" + alt)
+
+    def check_model_for(self, model, kind: str) -> None:
+        """:meth:`check_model` for a dataset of ``kind`` ("image" / "video"): what a sweep or a page asks before it
+        runs (retrieval needs the encoder of that kind; the other tasks ask no more than :meth:`check_model`)."""
+        self.check_model(model)
+
+    def sweep_options(self, model, dataset, *, cache=None, worst: int = 0, directions=None) -> dict:
+        """The keyword options a sweep passes to :meth:`evaluate` for a group of cells of one model on one dataset
+        (built once per group, shared by its cells). None by default; retrieval shares one bench (its clean
+        embeddings), the worst examples to keep and the directions."""
+        return {}
 
     def check_dataset(self, dataset) -> None:
         need = self.dataset_task or self.name

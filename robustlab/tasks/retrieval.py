@@ -420,6 +420,16 @@ class RetrievalTask(Task):
     def check_model(self, model, kind: str = "image") -> None:
         check_model(model, kind)
 
+    def check_model_for(self, model, kind: str) -> None:
+        check_model(model, kind)
+
+    def sweep_options(self, model, dataset, *, cache=None, worst: int = 0, directions=None) -> dict:
+        # one bench for the group (it keeps clean and the current shift only): the adaptation cells of a shift,
+        # which come right after it, reuse its perturbed inputs and embeddings
+        return {"worst": int(worst), "directions": directions,
+                "bench": RetrievalBench(model, dataset, cache=cache if cache is not None else EmbeddingCache(),
+                                        lazy=True)}
+
     def bench(self, model, dataset, cache=None, lazy: bool = False) -> RetrievalBench:
         self.check_dataset(dataset)
         return RetrievalBench(model, dataset, cache=cache, lazy=lazy)

@@ -19,6 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
+from robustlab.io.atomic import atomic_write
 from robustlab.datasets.base import QA, Dataset, DatasetError, Item, Ref
 from robustlab.datasets.registry import register_dataset
 from robustlab.datasets.synthetic import qa, world
@@ -37,18 +38,7 @@ def _cache_root(cache_dir) -> Path:
 
 
 def _atomic_savez(path: Path, **arrays) -> None:
-    import os
-    import tempfile
-
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp.npz")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            np.savez(f, **arrays)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    atomic_write(path, lambda f: np.savez(f, **arrays), suffix=".tmp.npz")
 
 
 def _load_npz(path: Path, check) -> dict | None:

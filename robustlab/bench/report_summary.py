@@ -7,7 +7,7 @@ perturbation that hurt most and least (by γʳ; ties are named together); the wo
 combines them. With two models or more, first: which one is more robust (overall γʳ per axis) and which is better
 clean.
 Then model interventions (the largest change from the baseline) and test-time adaptation (clean, shifted and each
-method's R@1, averaged over the shifts). Every number comes from :func:`robustlab.export.report.report_tables`;
+method's R@1, averaged over the shifts). Every number comes from :func:`robustlab.bench.report_data.report_tables`;
 numbers are printed with two decimals (γʳ, scores) or as whole percentages (the share kept), and a run that has
 nothing to compare says so in one sentence.
 """
@@ -17,8 +17,10 @@ import math
 
 import pandas as pd
 
-from robustlab.export.report_figures import metric_label
+from robustlab.adapt import METHODS
 from robustlab.tasks.base import AXES, INTERVENTION
+
+from robustlab.bench.report_data import ADAPT_ID, axis_noun, metric_label, report_tables  # noqa: F401
 
 MAX_NAMED = 3  # tied perturbations named in one sentence, then "and N more"
 
@@ -52,19 +54,6 @@ def _extremes(rows: pd.DataFrame, col: str = "gamma_r") -> tuple | None:
         return None
     lo, hi = min(v for _, v in vals), max(v for _, v in vals)
     return ([n for n, v in vals if f2(v) == f2(lo)], lo, [n for n, v in vals if f2(v) == f2(hi)], hi)
-
-
-def axis_noun(axis: str, df: pd.DataFrame, dataset: str) -> str:
-    """"image" / "video" / "text": what the axis perturbs (the visual axis: the dataset's kind)."""
-    if axis == "text":
-        return "text"
-    try:
-        from robustlab.datasets.registry import get_entry
-
-        return get_entry(dataset)["kind"]
-    except (KeyError, ValueError, TypeError):
-        mods = set(df.get("visual_modality", pd.Series(dtype=str)).dropna()) - {"clean", "unknown"}
-        return "video" if "video" in mods else "image" if mods else "visual"
 
 
 # registry categories as words, and whether they take a plural verb
@@ -212,9 +201,6 @@ def _adaptation(ad: pd.DataFrame) -> list[str]:
     out = []
     if ad is None or ad.empty:
         return out
-    from robustlab.adapt import METHODS
-    from robustlab.export.report import ADAPT_ID
-
     for (m, dr), g in ad.groupby(["model", "direction"], sort=False):
         rows = g[g["perturbation"] != "mean"].dropna(axis=1, how="all")
         methods = [c for c in rows.columns if c not in ADAPT_ID + ["clean", "none", "best", "n"]]
@@ -238,13 +224,11 @@ def _adaptation(ad: pd.DataFrame) -> list[str]:
 
 def summary(run, tables: dict | None = None, metric: str | None = None) -> list[str]:
     """Short sentences saying what the run found (see the module's docstring); ``tables``: the run's
-    :func:`robustlab.export.report.report_tables` when already computed."""
+    :func:`robustlab.bench.report_data.report_tables` when already computed."""
     if not run.results:
         of = f" of the {run.expected} it asks for" if run.expected else ""
         return [f"No cell of this run has finished yet{of}: there is nothing to summarise."]
     if tables is None:
-        from robustlab.export.report import report_tables
-
         tables = report_tables(run, metric)
     df, rob, grid = tables["results"], tables["robustness"], tables["combinations"]
     out = []

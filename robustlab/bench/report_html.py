@@ -2,19 +2,27 @@
 once, every figure as a div plus its ``Plotly.newPlot`` call, thumbnails as ``data:`` URIs — it opens offline and
 requests nothing. Missing thumbnails show a placeholder.
 
-It opens on the summary in plain words (:func:`robustlab.export.report_summary.summary`), then the sections with
+It opens on the summary in plain words (:func:`robustlab.bench.report_summary.summary`), then the sections with
 readable titles; tables show readable column names (:data:`SHOWN_AS`; results.csv keeps the data's own) inside a
 wrapper that scrolls sideways when a table is wider than the page."""
 from __future__ import annotations
 
 import base64
+import html
 import json
 import math
 from pathlib import Path
 
+import jinja2
 import pandas as pd
+from markupsafe import Markup
+from plotly.offline import get_plotlyjs
 
-from robustlab.export.report_figures import DIRECTIONS, figures, groups, metric_label
+from robustlab.adapt import METHODS
+
+from robustlab.bench.report_data import ADAPT_ID, DIRECTIONS, metric_label
+from robustlab.bench.report_figures import figures, groups
+from robustlab.bench.report_summary import summary
 
 TEMPLATES = Path(__file__).parent / "templates"
 MIME = {".png": "image/png", ".jpg": "image/jpeg", ".jpeg": "image/jpeg", ".gif": "image/gif", ".webp": "image/webp"}
@@ -92,8 +100,6 @@ def _section(title, note, figs=(), tables=(), empty=""):
 
 
 def _sections(tables: dict, figs: dict) -> list[dict]:
-    from markupsafe import Markup
-
     df, rob = tables["results"], tables["robustness"]
     meta = f"{_n(df)} · metric {_metric(df)}"
     out = []
@@ -135,8 +141,6 @@ def _sections(tables: dict, figs: dict) -> list[dict]:
             "points from the baseline", (), [("", iv)]))
     ad = tables.get("adaptation")
     if ad is not None and not ad.empty:
-        from robustlab.adapt import METHODS
-
         present = {c.split(" (")[0] for c in ad.columns}
         names = ", ".join(f"{m.name} = {m.label}" for m in METHODS.values() if m.adapts and m.name in present)
         out.append(_section(
@@ -152,12 +156,6 @@ def _sections(tables: dict, figs: dict) -> list[dict]:
 
 def adapt_html(df: pd.DataFrame):
     """One model and direction of the adaptation table as HTML (escaped), the best value of each row in bold."""
-    import html
-
-    from markupsafe import Markup
-
-    from robustlab.export.report import ADAPT_ID
-
     df = df.dropna(axis=1, how="all")  # methods of other models' tables
     methods = [c for c in df.columns if c not in ADAPT_ID + ["best", "n"]]
     rows = []
@@ -239,12 +237,6 @@ def dataset_line(sweep: dict) -> str:
 
 def render(run, tables: dict, metric=None) -> str:
     """The report's HTML text."""
-    import jinja2
-    from markupsafe import Markup
-    from plotly.offline import get_plotlyjs
-
-    from robustlab.export.report_summary import summary
-
     figs = figures(tables)
     sections = _sections(tables, figs)
     for s in sections:

@@ -1,6 +1,7 @@
-"""The sweep report: ``results.csv`` and a self-contained ``report.html`` over a (finished or partial) run folder.
+"""The sweep report's data: a run folder read back and the papers' tables as DataFrames (:mod:`robustlab.bench.report`
+writes ``results.csv`` and a self-contained ``report.html`` from them).
 
-A run folder (written by :mod:`robustlab.engine.sweep`) holds ``sweep.json``, one
+A run folder (written by :mod:`robustlab.bench.runner`) holds ``sweep.json``, one
 :class:`robustlab.tasks.base.Result` JSON per cell under ``cells/`` and the worst examples' thumbnails under
 ``thumbs/``. :func:`load_run` reads it (a malformed cell is skipped and listed, never a traceback),
 :func:`results_table` is the D01 table (one row per cell), :func:`report_tables` / :func:`report_figures` are the
@@ -37,8 +38,11 @@ from typing import Optional
 
 import pandas as pd
 
+from robustlab.adapt import METHODS
+from robustlab.datasets.registry import get_entry
 from robustlab.metrics.retrieval import rsum
 from robustlab.metrics.robustness import robustness, robustness_table, table_rows
+from robustlab.perturb import get_perturbation
 from robustlab.perturb.condition import Condition
 from robustlab.tasks.base import ADAPT, AXES, INTERVENTION, Result, adapt_label, intervention_label
 
@@ -166,8 +170,6 @@ def _spec(name):
     if not name:
         return None
     try:
-        from robustlab.perturb import get_perturbation
-
         return get_perturbation(name)
     except (KeyError, ValueError):
         return None
@@ -444,16 +446,12 @@ ADAPT_ID = ["model", "task", "dataset", "direction", "metric", "perturbation", "
 
 
 def _method_order(label: str) -> tuple:
-    from robustlab.adapt import METHODS
-
     name = label.split(" (")[0]
     order = list(METHODS)
     return (order.index(name) if name in order else len(order), label)
 
 
 def _diagnostic(label: str) -> bool:
-    from robustlab.adapt import METHODS
-
     m = METHODS.get(label.split(" (")[0])
     return bool(m is not None and m.diagnostic)
 
@@ -544,35 +542,29 @@ def report_tables(run: RunData, metric: Optional[str] = None) -> dict:
             "interventions": intervention_table(df), "adaptation": adapt_table(df, run)}
 
 
-def report_figures(run: RunData, metric: Optional[str] = None) -> dict:
-    """The report's plotly figures by key (see :mod:`robustlab.export.report_figures`)."""
-    from robustlab.export.report_figures import figures
-
-    return figures(report_tables(run, metric))
+DIRECTIONS = {"t2i": "text→image", "i2t": "image→text", "t2v": "text→video", "v2t": "video→text"}
 
 
-def write_report(run_dir, out_dir=None, metric: Optional[str] = None) -> tuple[Path, Path]:
-    """Write ``results.csv`` and a self-contained ``report.html`` (into ``out_dir``, default the run folder), and
-    ``adaptation.csv`` (:func:`adapt_table`) when the run has adaptation cells; returns the first two paths."""
-    from robustlab.export.report_html import render
-
-    run = load_run(run_dir)
-    if not run.results and run.expected is None:
-        raise ValueError(f"{run_dir} holds no sweep.json and no readable cells/*.json: not a run folder")
-    tables = report_tables(run, metric)
-    out = Path(out_dir) if out_dir is not None else run.root
-    out.mkdir(parents=True, exist_ok=True)
-    csv_path, html_path = out / "results.csv", out / "report.html"
-    tables["results"].to_csv(csv_path, index=False)
-    adapt_path = out / "adaptation.csv"
-    if not tables["adaptation"].empty:
-        tables["adaptation"].to_csv(adapt_path, index=False)
-    elif adapt_path.is_file():  # from an earlier report of this folder: it no longer describes the run
-        adapt_path.unlink()
-    html_path.write_text(render(run, tables, metric), encoding="utf-8")
-    return csv_path, html_path
+def metric_label(key) -> str:
+    """A metric key as words: ``t2v_R@1`` → "text→video R@1"; anything else as it is."""
+    key = str(key)
+    d, _, rest = key.partition("_")
+    return f"{DIRECTIONS[d]} {rest}" if d in DIRECTIONS and rest else key
 
 
-__all__ = ["RunData", "load_run", "results_table", "report_tables", "report_figures", "write_report", "describe",
+def axis_noun(axis: str, df: pd.DataFrame, dataset: str) -> str:
+    """"image" / "video" / "text": what the axis perturbs (the visual axis: the dataset's kind)."""
+    if axis == "text":
+        return "text"
+    try:
+        return get_entry(dataset)["kind"]
+    except (KeyError, ValueError, TypeError):
+        mods = set(df.get("visual_modality", pd.Series(dtype=str)).dropna()) - {"clean", "unknown"}
+        return "video" if "video" in mods else "image" if mods else "visual"
+
+
+
+__all__ = ["RunData", "load_run", "results_table", "report_tables", "describe",
            "headline", "directions", "run_rsum", "metric_scale", "natural", "robustness_rows", "effective",
-           "combination_grid", "clean_table", "intervention_table", "adapt_table", "DROP_FLAG"]
+           "combination_grid", "clean_table", "intervention_table", "adapt_table", "DROP_FLAG", "ADAPT_ID",
+           "DIRECTIONS", "metric_label", "axis_noun"]

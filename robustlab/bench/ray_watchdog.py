@@ -1,6 +1,6 @@
 """Kill the processes of a local Ray that a robustlab driver started, once that driver is gone for any reason.
 
-:func:`robustlab.engine.ray_engine.start` runs this file as a script (``python -I ray_watchdog.py PID TAG START``,
+:func:`robustlab.bench.ray_runner.start` runs this file as a script (``python -I ray_watchdog.py PID TAG START``,
 standard library only, so it starts in a fraction of a second without importing robustlab or torch) *before* it
 starts a local Ray, and starts that Ray with ``ROBUSTLAB_RAY_SESSION=TAG`` in its environment, which GCS, raylet,
 dashboard agent, runtime-env agent, log monitor and workers inherit.

@@ -2,12 +2,12 @@
 
 ``run_on_ray(spec, cells)`` starts a local Ray (CPUs from the machine, a bounded object store, no dashboard) or
 connects to an existing cluster (``address="auto"`` or ``"ray://HEAD:10001"``), and yields each cell's
-:class:`~robustlab.engine.sweep.CellOutput` as it completes; :func:`robustlab.engine.sweep.run_sweep` writes them, so
+:class:`~robustlab.bench.CellOutput` as it completes; :func:`robustlab.bench.run_sweep` writes them, so
 the files are the same as the local engine's (a cell's Result depends only on the spec) and a remote cluster needs
 no shared filesystem: thumbnails come back as bytes.
 
 Sharding is by cell, in chunks: one actor per worker slot keeps a model and the decoded dataset loaded
-(:func:`robustlab.engine.sweep.run_group` on a :class:`~robustlab.engine.sweep.DecodedOnce` dataset) and runs chunks
+(:func:`robustlab.bench.run_group` on a :class:`~robustlab.bench.DecodedOnce` dataset) and runs chunks
 of cells of one (model, task) — loading a model and decoding a dataset per cell would cost more than most cells.
 Cells are not split by item: a retrieval cell's metrics need every item's embedding, and a split would have to
 gather embeddings between two rounds of tasks for little gain at the cell sizes a sweep has.
@@ -45,7 +45,7 @@ A local Ray on a shared machine (what :func:`start` does when no address is give
 * **Private files.** Ray makes ``/tmp/ray`` and its session folders (logs, spilled objects, the raylet and plasma
   sockets) mode 0777 / world-readable; :func:`start` gives it ``_temp_dir=$TMPDIR/robustlab-ray-UID/ray``, inside a
   0700 folder (:func:`private_temp_dir`), unless ``RAY_TMPDIR`` is set.
-* **Nothing outlives the driver.** Before ``ray.init`` :func:`start` runs :mod:`robustlab.engine.ray_watchdog` (a
+* **Nothing outlives the driver.** Before ``ray.init`` :func:`start` runs :mod:`robustlab.bench.ray_watchdog` (a
   stdlib-only script in its own session) and starts Ray with ``ROBUSTLAB_RAY_SESSION=<random tag>`` in its
   environment; the watchdog keeps track of the processes with the tag and of their children, and when the driver
   exits for any reason, ``kill -9`` included, SIGTERMs then SIGKILLs them: all gone within about two seconds
@@ -71,9 +71,15 @@ import threading
 from pathlib import Path
 from typing import Iterator, Optional, Sequence
 
-from robustlab.engine.ray_watchdog import ENV as TAG_ENV  # marks the processes of the local Ray started here
-from robustlab.engine.ray_watchdog import _stat
-from robustlab.engine.sweep import Cell, CellOutput, SweepCancelled, SweepError, SweepSpec
+import torch
+
+from robustlab.bench.ray_watchdog import ENV as TAG_ENV  # marks the processes of the local Ray started here
+from robustlab.bench.ray_watchdog import _stat
+from robustlab.bench.cells import CellOutput, build_dataset, load, run_group
+from robustlab.bench.sources import DecodedOnce
+from robustlab.bench.spec import Cell, SweepCancelled, SweepError, SweepSpec
+from robustlab.engine.cache import EmbeddingCache
+from robustlab.tasks.base import conditions_json, normalize
 
 ACTOR_CPUS = 0.5
 CHUNK = 4  # cells per task: short enough to spread over actors, long enough to amortise a call
@@ -152,7 +158,7 @@ def _is_loopback(ip) -> bool:
 
 
 def _start_watchdog(tag: str) -> subprocess.Popen:
-    """The watchdog of the local Ray tagged TAG (see :mod:`robustlab.engine.ray_watchdog`): it holds the read end of a
+    """The watchdog of the local Ray tagged TAG (see :mod:`robustlab.bench.ray_watchdog`): it holds the read end of a
     pipe only this process writes to, and runs in its own session so Ctrl-C and hang-ups reach only the driver."""
     st = _stat(os.getpid())
     script = Path(__file__).with_name("ray_watchdog.py")
@@ -258,12 +264,7 @@ class _Worker:
     """One actor: models and the decoded dataset stay loaded across the chunks it runs."""
 
     def __init__(self, spec_json: dict, device: Optional[str]):
-        import torch
-
         torch.set_num_threads(1)
-        from robustlab.engine.cache import EmbeddingCache
-        from robustlab.engine.sweep import DecodedOnce, build_dataset
-
         self.spec = SweepSpec.from_json(spec_json)
         self.spec.device = device
         self.dataset = DecodedOnce(build_dataset(self.spec))
@@ -271,9 +272,6 @@ class _Worker:
         self.cache = EmbeddingCache()
 
     def run(self, model: str, task: str, cells: list) -> list:
-        from robustlab.engine.sweep import load, run_group
-        from robustlab.tasks.base import normalize
-
         if model not in self.models:
             self.models[model] = load(model, self.spec.device)
         cs = [Cell(model, task, normalize(c)) for c in cells]
@@ -299,8 +297,6 @@ def run_on_ray(spec: SweepSpec, cells: Sequence[Cell], address: Optional[str] = 
     ray = _ray()
     started = start(address, num_cpus)
     try:
-        from robustlab.tasks.base import conditions_json
-
         cpus = float(ray.cluster_resources().get("CPU", 1))
         n_actors = max(1, min(int(cpus), len(chunks_of(spec, cells))))
         Actor = ray.remote(num_cpus=ACTOR_CPUS)(_Worker)

@@ -1,5 +1,5 @@
 """Plain plotly figures of the sweep report (no widgets: the HTML report and the dashboard's Benchmark page show the
-same ones), built from :func:`robustlab.export.report.report_tables`' DataFrames.
+same ones), built from :func:`robustlab.bench.report_data.report_tables`' DataFrames.
 
 Keys (``SUFFIX`` is ``""`` for a run with one task and dataset, else `` · task · dataset``):
 ``clean`` (bar of the clean metric per model), ``heatmap · MODEL`` (perturbation × severity: the metric and the
@@ -17,22 +17,17 @@ import math
 
 import pandas as pd
 import plotly.graph_objects as go
+from plotly.colors import qualitative
 from plotly.subplots import make_subplots
 
 from robustlab.tasks.base import AXES
+
+from robustlab.bench.report_data import DIRECTIONS, axis_noun, metric_label  # noqa: F401  (DIRECTIONS: re-exported)
 
 LEGEND = dict(orientation="h", y=1.02, x=1, xanchor="right", yanchor="bottom")
 MARGIN = dict(t=60, b=30, l=60, r=20)
 AXIS_SYMBOL = {"visual": "circle", "text": "diamond"}
 CHAR_PX = 7.2  # the width of one character of a 12 px tick label (plotly's default font), generously
-DIRECTIONS = {"t2i": "text→image", "i2t": "image→text", "t2v": "text→video", "v2t": "video→text"}
-
-
-def metric_label(key) -> str:
-    """A metric key as words: ``t2v_R@1`` → "text→video R@1"; anything else as it is."""
-    key = str(key)
-    d, _, rest = key.partition("_")
-    return f"{DIRECTIONS[d]} {rest}" if d in DIRECTIONS and rest else key
 
 
 def label_margin(labels, minimum: int = 60) -> int:
@@ -50,8 +45,6 @@ def _fit(fig: go.Figure) -> go.Figure:
 
 def axis_names(df: pd.DataFrame) -> dict:
     """{"visual": "image perturbations" | "video perturbations", "text": "text perturbations"} for a table."""
-    from robustlab.export.report_summary import axis_noun
-
     d = str(df["dataset"].iloc[0]) if df is not None and "dataset" in df and len(df) else ""
     return {a: f"{axis_noun(a, df, d) if df is not None and len(df) else a} perturbations" for a in AXES}
 
@@ -67,8 +60,6 @@ def groups(df: pd.DataFrame):
 
 def palette(models) -> dict:
     """One colour per model, the same in every figure (plotly's qualitative palette, cycled)."""
-    from plotly.colors import qualitative
-
     cols = qualitative.Plotly
     return {m: cols[i % len(cols)] for i, m in enumerate(dict.fromkeys(models))}
 
@@ -216,7 +207,7 @@ def combination_heatmap(grid: pd.DataFrame, model: str, title: str = "") -> go.F
 
 
 def figures(tables: dict) -> dict:
-    """Every report figure by key, from :func:`robustlab.export.report.report_tables`' output."""
+    """Every report figure by key, from :func:`robustlab.bench.report_data.report_tables`' output."""
     out: dict = {}
     df, rob, grid = tables["results"], tables["robustness"], tables["combinations"]
     for sfx, g in groups(tables["clean"]):

@@ -1,0 +1,121 @@
+"""The sweep driver: run every cell of a spec not yet in its folder, locally or on Ray, and write what comes back
+(resumable: a cell's Result is written last and atomically)."""
+from __future__ import annotations
+
+import json
+import threading
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Callable, Iterator, Optional
+
+from robustlab.engine.cache import EmbeddingCache
+from robustlab.io.atomic import atomic_write
+
+from robustlab.bench.cells import CellOutput, build_dataset, cell_path, check, load, run_group, write_output
+from robustlab.bench.sources import DecodedOnce
+from robustlab.bench.spec import ENGINES, Cell, SweepCancelled, SweepError, SweepSpec
+
+
+# ------------------------------------------------------------------------------------------------ the driver
+@dataclass
+class SweepStatus:
+    total: int
+    skipped: int
+    done: int = 0
+    seconds: float = 0.0
+    out: Optional[Path] = None
+    cancelled: bool = False
+    engine: str = "local"
+    written: list = field(default_factory=list)
+
+    def to_json(self) -> dict:
+        d = asdict(self)
+        d["out"] = str(self.out)
+        d["written"] = len(self.written)
+        return d
+
+
+def _merge_spec(out: Path, spec: SweepSpec) -> SweepSpec:
+    """Write sweep.json; a folder that already holds a sweep over another dataset is refused, one over the same
+    dataset is extended (the union of models, tasks and conditions is recorded)."""
+    path = Path(out) / "sweep.json"
+    if path.exists():
+        try:
+            old = SweepSpec.from_json(json.loads(path.read_text()))
+        except (ValueError, KeyError, TypeError) as e:
+            raise SweepError(f"{path} is not a sweep file ({type(e).__name__}: {e})") from None
+        if not old.same_dataset(spec):
+            raise SweepError(f"{out} holds a sweep over another dataset ({old.dataset_key()['name']}, "
+                             f"n={old.dataset_key()['n']}); use another --out")
+        merged = SweepSpec(models=list(dict.fromkeys(old.models + spec.models)), dataset=spec.dataset,
+                           tasks=list(dict.fromkeys(old.tasks + spec.tasks)), directions=spec.directions,
+                           conditions=old.conditions + [c for c in spec.conditions if c not in old.conditions],
+                           worst=spec.worst, name=spec.name or old.name)
+    else:
+        merged = spec
+    merged.name = merged.name or Path(out).name
+    atomic_write(path, (json.dumps(merged.to_json(), indent=1) + "\n").encode())
+    return merged
+
+
+def pending(spec: SweepSpec, out) -> list[Cell]:
+    return [c for c in spec.cells() if not cell_path(Path(out), c.key).exists()]
+
+
+def run_sweep(spec: SweepSpec, out, *, engine: str = "local", progress: Optional[Callable[[dict], None]] = None,
+              cancel: Optional[threading.Event] = None, cache=None, address: Optional[str] = None,
+              num_cpus: Optional[int] = None) -> SweepStatus:
+    """Run every cell of ``spec`` whose Result is not yet in ``out``; see the module docstring.
+
+    ``progress(state)`` gets ``{"done", "total", "skipped", "cell", "fraction", "eta_s", "elapsed_s"}`` after each
+    cell and within cells; ``cancel`` (a threading.Event) stops at the next item, keeping finished cells."""
+    if engine not in ENGINES:
+        raise SweepError(f"unknown engine {engine!r}; engines: {', '.join(ENGINES)}")
+    out = Path(out)
+    dataset = build_dataset(spec)
+    models: dict = {}
+    for m in spec.models:
+        models[m] = load(m, spec.device)
+    check(spec, dataset, models)
+    _merge_spec(out, spec)
+    todo = pending(spec, out)
+    status = SweepStatus(total=len(spec.cells()), skipped=len(spec.cells()) - len(todo), out=out, engine=engine)
+    t0 = time.perf_counter()
+
+    def report(cell_label: str = "", within: float = 0.0):
+        if not progress:
+            return
+        elapsed = time.perf_counter() - t0
+        frac = (status.done + within) / max(len(todo), 1)
+        eta = elapsed / frac * (1 - frac) if frac > 0 else None
+        progress({"done": status.done, "total": len(todo), "skipped": status.skipped, "cell": cell_label,
+                  "fraction": frac, "eta_s": eta, "elapsed_s": elapsed})
+
+    report()
+    if engine == "ray":
+        from robustlab.bench.ray_runner import run_on_ray  # Ray is an optional heavy dependency
+
+        outputs = run_on_ray(spec, todo, address=address, num_cpus=num_cpus, cancel=cancel)
+    else:
+        outputs = _run_local(spec, todo, DecodedOnce(dataset), models, cache, cancel, report)
+    try:
+        for o in outputs:
+            status.written.append(write_output(out, o))
+            status.done += 1
+            report(o.key)
+    except SweepCancelled:
+        status.cancelled = True
+    status.seconds = time.perf_counter() - t0
+    return status
+
+
+def _run_local(spec, todo, dataset, models, cache, cancel, report) -> Iterator[CellOutput]:
+    cache = cache if cache is not None else EmbeddingCache()
+    for m in spec.models:
+        for t in spec.tasks:
+            cells = [c for c in todo if c.model == m and c.task == t]
+            if not cells:
+                continue
+            yield from run_group(spec, models[m], t, cells, dataset, cache=cache, cancel=cancel,
+                                 progress=lambda d, tot: report("", d / tot if tot else 0.0))
