@@ -49,9 +49,7 @@ import hashlib
 import io
 import json
 import os
-import re
 import tempfile
-import unicodedata
 import warnings
 import zipfile
 from pathlib import Path
@@ -60,17 +58,16 @@ from typing import Callable, Iterable, Iterator
 import numpy as np
 
 from robustlab.export.basket import PEELING_P2, Example, file_source, sha256  # noqa: F401  (file_source: re-exported)
+from robustlab.io.names import MAX_NAME, safe_component, safe_member  # noqa: F401  (MAX_NAME: re-exported)
 
 MANIFEST = "manifest.jsonl"
 MANIFEST_SCHEMA = 1
 MAX_MEMBER_BYTES = 2 * 1024**3  # refuse to read a zip member that inflates beyond this (zip-bomb guard)
-MAX_NAME = 60
 IMAGE_EXTS = {".png", ".jpg", ".jpeg", ".webp", ".bmp", ".gif", ".tif", ".tiff"}
 VIDEO_EXTS = {".mp4", ".webm", ".avi", ".mov", ".mkv", ".m4v", ".mpg", ".mpeg"}
 TEXT_EXTS = {".txt", ".csv", ".tsv", ".json"}
 REQUIRED_KEYS = ("manifest", "id", "kind", "perturbation", "variant", "severity", "seed", "params", "versions",
                  "record", "source", "clean", "perturbed", "model")
-_WINDOWS_RESERVED = {"con", "prn", "aux", "nul", *(f"com{i}" for i in range(1, 10)), *(f"lpt{i}" for i in range(1, 10))}
 _DISK_ERRNOS = {28, 122, 30, 27}  # ENOSPC, EDQUOT, EROFS, EFBIG: nothing more can be written there
 
 
@@ -99,38 +96,6 @@ def describe_write_error(e: OSError, where) -> str:
     elif e.errno == 30:
         why = "the folder is read-only"
     return f"cannot write to {where}: {why}"
-
-
-# ---- paths ----------------------------------------------------------------------------------------------
-def safe_component(name: str, default: str = "item", max_len: int = MAX_NAME) -> str:
-    """A file-name component safe on every OS: ASCII letters, digits, ``.``, ``_`` and ``-`` only, no leading
-    dot, no ``..``, not a Windows device name, at most ``max_len`` characters."""
-    s = unicodedata.normalize("NFKD", str(name)).encode("ascii", "ignore").decode("ascii")
-    s = re.sub(r"[^A-Za-z0-9._-]+", "_", s)
-    s = re.sub(r"\.{2,}", ".", s)
-    s = re.sub(r"_{2,}", "_", s).strip("._- ")
-    s = s[:max_len].rstrip("._- ")
-    if not s or s.split(".")[0].lower() in _WINDOWS_RESERVED:
-        s = f"{default}_{s}" if s else default
-    return s
-
-
-_SAFE_PART = re.compile(r"^[A-Za-z0-9_-][A-Za-z0-9._-]{0,199}\Z")  # \Z: "$" would let a trailing newline in
-
-
-def safe_member(path: str) -> str:
-    """Validate a relative path inside an export; return it or raise ValueError.
-
-    Every component must be 1–200 characters of ASCII letters, digits, ``.``, ``_`` and ``-``, must not start
-    with a dot, contain ``..`` or be a Windows device name. So absolute paths, drive letters, backslashes,
-    ``..``, empty components and control characters are all refused.
-    """
-    if not isinstance(path, str) or not path or len(path) > 1000:
-        raise ValueError(f"unsafe path in export: {path!r}")
-    for p in path.split("/"):
-        if not _SAFE_PART.match(p) or ".." in p or p.split(".")[0].lower() in _WINDOWS_RESERVED:
-            raise ValueError(f"unsafe path in export: {path!r}")
-    return path
 
 
 # ---- encoders -------------------------------------------------------------------------------------------
