@@ -26,7 +26,7 @@ if len(ctx.dataset) < 3 or len(ctx.bench.captioned) < 2:
     st.stop()
 
 setup = ad.controls(ctx)
-if st.button("Run adaptation", key="ad_run", type="primary", icon="▶️"):
+if st.button("Run adaptation", key="ad_run", type="primary", icon=":material/play_arrow:"):
     ad.run(ctx, setup)
 o = ad.last(ctx, setup)
 if o is None:

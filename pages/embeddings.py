@@ -8,6 +8,7 @@ import streamlit as st
 
 import ui
 from robustlab.diagnostics import views
+from robustlab.export import selection
 from robustlab.perturb.condition import Condition
 from ui.charts import embedding_scatter
 
@@ -76,10 +77,10 @@ if not rows:
 
 # ---- the selection ------------------------------------------------------------------------------------------
 items = views.selected_items(pts, rows)
-examples = views.selection_examples(bench, pts, rows, vcond, tcond, model_id=ctx.spec)
+examples = selection.selection_examples(bench, pts, rows, vcond, tcond, model_id=ctx.spec)
 st.subheader(f"Selected: {len(rows)} point(s), {len(items)} item(s)")
 b1, b2 = st.columns([1, 2])
-add = b1.button(f"Add {len(examples)} to basket", key="emb_add", type="primary", icon="🧺", disabled=not examples,
+add = b1.button(f"Add {len(examples)} to basket", key="emb_add", type="primary", icon=":material/shopping_basket:", disabled=not examples,
                 help="Adds the perturbed version of every selected item whose modality is perturbed, with its "
                      "perturbation record.")
 if add:

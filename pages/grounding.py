@@ -88,7 +88,7 @@ peeling_panel(spec, device, got[1], image, image_hash, expr, gt, source, label, 
 
 # ---- basket: the perturbed image and expression with the model's boxes and IoUs ----------------------------
 b1, b2 = st.columns([1, 3])
-if b1.button("Add to basket", key="gr_add", type="primary", icon="🧺",
+if b1.button("Add to basket", key="gr_add", type="primary", icon=":material/shopping_basket:",
              disabled=res["image_result"] is None and res["text_result"] is None,
              help="Keeps the perturbed image (and the perturbed expression, when a text perturbation is on) with the "
                   "model's boxes and IoUs, for export."):

@@ -8,6 +8,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from robustlab.diagnostics import views
+from robustlab.export import selection
 from robustlab.export.basket import Basket
 from robustlab.tasks.retrieval import Condition, RetrievalBench
 
@@ -159,7 +160,7 @@ def test_selection_examples_regenerate_exactly(bench, tmp_path):
         assert (pts.condition[a], pts.condition[b]) == ("clean", "perturbed")
     img_rows = [r for r in range(len(pts)) if pts.modality[r] == "image"][:3]
     txt_rows = [r for r in range(len(pts)) if pts.modality[r] == "text" and pts.condition[r] == "perturbed"][:2]
-    exs = views.selection_examples(bench, pts, img_rows + txt_rows, ic, tc, model_id="builtin:tiny-clip")
+    exs = selection.selection_examples(bench, pts, img_rows + txt_rows, ic, tc, model_id="builtin:tiny-clip")
     assert [e.kind for e in exs] == ["image"] * 3 + ["text"] * 2
     for e in exs:
         assert e.record["seed"] == 7 + e.source["index"]  # gallery item i is perturbed with seed + i
@@ -181,7 +182,7 @@ def test_selection_examples_regenerate_exactly(bench, tmp_path):
     res = regenerate_export(z)
     assert len(res) == 5 and all(r.ok for r in res)
     # a clean modality gives nothing to add
-    assert views.selection_examples(bench, pts, img_rows, Condition(), tc) == []
+    assert selection.selection_examples(bench, pts, img_rows, Condition(), tc) == []
 
 
 def test_embedding_points_errors(bench):
@@ -264,7 +265,7 @@ def test_video_embedding_points_and_examples_regenerate_exactly(video_bench, tmp
             assert int(full.k_occurrence[sel].sum()) == 3 * 12
     vrows = [r for r in range(len(pts)) if pts.modality[r] == "video"][:2]
     trows = [r for r in range(len(pts)) if pts.modality[r] == "text" and pts.condition[r] == "perturbed"][:1]
-    exs = views.selection_examples(video_bench, pts, vrows + trows, vc, tc, model_id="builtin:tiny-clip-video-meanp")
+    exs = selection.selection_examples(video_bench, pts, vrows + trows, vc, tc, model_id="builtin:tiny-clip-video-meanp")
     assert [e.kind for e in exs] == ["video", "video", "text"]
     for e in exs:
         i = e.source["index"]
@@ -282,4 +283,4 @@ def test_video_embedding_points_and_examples_regenerate_exactly(video_bench, tmp
     z.write_bytes(build_zip(b))
     res = regenerate_export(z)
     assert len(res) == 3 and all(r.ok for r in res)
-    assert views.selection_examples(video_bench, pts, vrows, Condition(), tc) == []
+    assert selection.selection_examples(video_bench, pts, vrows, Condition(), tc) == []

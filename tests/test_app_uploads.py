@@ -189,3 +189,25 @@ def test_local_folder_of_images_with_captions(tmp_path, monkeypatch):
     assert len(at.selectbox(key="query_idx").options) == 4  # max items: the first 4 files
     at = fresh("pages/hubness.py", dataset="folder")
     assert not at.error and at.number_input(key="hub_k").value == 5
+
+
+def test_local_folder_names_the_files_it_left_out(tmp_path, monkeypatch):
+    """A folder with one file that is not an image: the gallery keeps the others, and the page says which file was
+    left out (by name, once), instead of dropping it silently (issue 24: gallery.load_errors)."""
+    from robustlab.datasets.synthetic.datasets import builtin_gallery
+
+    g = builtin_gallery(4)
+    data = tmp_path / "shapes"
+    data.mkdir()
+    for i, im in enumerate(g.images):
+        Image.fromarray(im).save(data / f"img{i}.png")
+    (data / "zz_fake.png").write_bytes(b"this is text, not a PNG")
+    rows = [f"img{i}.png,{c}" for i, c in enumerate(g.captions)] + ["zz_fake.png,a fake"]
+    (data / "captions.csv").write_text("file,caption\n" + "\n".join(rows) + "\n")
+    monkeypatch.setenv("ROBUSTLAB_DATA_ROOTS", str(tmp_path))
+    at = fresh(dataset="folder")
+    assert not at.exception and not at.error
+    left = [w.value for w in at.warning if "left out" in w.value]
+    assert len(left) == 1 and "zz_fake.png" in left[0] and str(tmp_path) not in left[0], left
+    assert len(at.selectbox(key="query_idx").options) == 4  # the four real images are the gallery
+    assert metrics(at)["Ground-truth rank, clean"].isdigit()

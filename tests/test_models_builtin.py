@@ -191,13 +191,13 @@ def test_importing_the_registry_stays_light_and_acyclic():
 
 
 def test_minilm_in_plain_torch_matches_transformers_bit_for_bit():
-    """robustlab.models.minilm (what the built-ins run, without transformers' import cost at cold start) gives the
+    """robustlab.engine.minilm (what the built-ins run, without transformers' import cost at cold start) gives the
     token ids and hidden states of transformers' AutoTokenizer + BertModel on the same package folder."""
     import torch
     from transformers import AutoModel, AutoTokenizer
 
-    from robustlab.models import minilm
-    from robustlab.models.builtin import load_minilm, minilm_path
+    from robustlab.engine import minilm
+    from robustlab.engine.minilm import load_minilm, minilm_path
 
     p = minilm_path()
     tok, enc = load_minilm()

@@ -178,7 +178,7 @@ def test_hub_ops_real_loading_code_on_tiny_stand_ins(tmp_path, monkeypatch):
     import torch
     from transformers import AutoTokenizer
 
-    from robustlab.models.builtin import minilm_path
+    from robustlab.engine.minilm import minilm_path
     from robustlab.perturb.text import sentence as S
 
     # the stand-ins need a transformers tokenizer (save_pretrained): MiniLM's, read by transformers itself

@@ -307,9 +307,9 @@ def show_report(run_dir: Path) -> None:
     show_summary(run, tables)
     d1, d2 = st.columns(2)
     d1.download_button("Download report", lambda: report_file(run_dir, 1), file_name=f"{run.name}-report.html",
-                       mime="text/html", key="bench_dl_html", on_click="ignore", icon="📄")
+                       mime="text/html", key="bench_dl_html", on_click="ignore", icon=":material/description:")
     d2.download_button("Download results.csv", lambda: report_file(run_dir, 0), file_name=f"{run.name}-results.csv",
-                       mime="text/csv", key="bench_dl_csv", on_click="ignore", icon="📊")
+                       mime="text/csv", key="bench_dl_csv", on_click="ignore", icon=":material/table_chart:")
     iv = tables.get("interventions")
     if iv is not None and not iv.empty:
         st.markdown("**Model interventions** (Rawal et al.'s Table 1, clean inputs; ↓: a drop of at least 2 points)")

@@ -117,7 +117,7 @@ def _dataset_target():
     """An item of the sidebar's dataset (built-in scenes when it holds videos) and its target: in the built-in
     world any object of the scene, with its box; in a dataset with referring expressions one of them; else a
     typed expression without ground truth."""
-    from robustlab.diagnostics.views import gallery_source
+    from robustlab.export.selection import gallery_source
 
     got = current_dataset()
     if got is None:

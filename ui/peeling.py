@@ -166,7 +166,7 @@ def _test(k: int, t, image, gt, make) -> None:
                         "expression.")
         else:
             c1.markdown(f"✓ IoU {t.iou:.2f} > 0.5: the model still finds the object.")
-        if c2.button("Add to basket", key=f"gr_pl_add_{k}", icon="🧺",
+        if c2.button("Add to basket", key=f"gr_pl_add_{k}", icon=":material/shopping_basket:",
                      help="Keeps this test (reduced and final expression, its P2 record, boxes, IoUs, the VQA "
                           "answers and the image) for export."):
             _add([make(k, t)])
@@ -221,5 +221,5 @@ def _panel(spec, device, model, image, image_hash, expr, gt, source, label, src,
 
     for k, t in enumerate(run.tests):
         _test(k, t, image, tuple(gt), make)
-    if st.button(f"Add all issues ({len(issues)})", key="gr_pl_add_issues", disabled=not issues, icon="🧺"):
+    if st.button(f"Add all issues ({len(issues)})", key="gr_pl_add_issues", disabled=not issues, icon=":material/shopping_basket:"):
         _add([make(k, run.tests[k]) for k in issues])

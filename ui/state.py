@@ -237,6 +237,10 @@ def _folder_dataset():
     if len(ds) == 0:
         st.warning(f"{name} in that folder has no items.")
         return None
+    skipped = list(getattr(ds, "load_errors", None) or ())
+    if skipped:  # files the dataset refused or could not read: said once, by name (never a full server path)
+        shown = skipped[:5] + ([f"… and {len(skipped) - 5} more"] if len(skipped) > 5 else [])
+        st.warning(safe_md(f"{len(skipped)} file(s) of that folder were left out: " + "; ".join(shown)))
     return f"folder|{ds.id}", ds
 
 

@@ -196,7 +196,7 @@ def basket():
 
 
 def export_link() -> None:
-    st.page_link("pages/export.py", label=f"Export the basket ({len(basket())})", icon="📦")
+    st.page_link("pages/export.py", label=f"Export the basket ({len(basket())})", icon=":material/inventory_2:")
 
 
 def param_inputs(params, key: str) -> dict:

@@ -18,8 +18,11 @@ import torch
 
 from robustlab.adapt.methods import Runner, check_params, get_method, resolve
 from robustlab.adapt.towers import AdaptError, check, frozen_frames, tower_for
-
-QUERY_SIDE = {"t2i": "text", "t2v": "text", "i2t": "visual", "v2t": "visual"}
+from robustlab.metrics import retrieval
+from robustlab.perturb.condition import Condition
+from robustlab.perturb.condition import check as check_condition
+from robustlab.tasks.base import QUERY_SIDE  # noqa: F401 - re-exported (robustlab.adapt.QUERY_SIDE)
+from robustlab.tasks.retrieval import RetrievalBench
 
 
 @dataclass
@@ -66,8 +69,6 @@ class AdaptResult:
 
 
 def _condition(condition, side: str, kind: str):
-    from robustlab.perturb.condition import Condition, check
-
     if condition is None or condition == "" or condition == "none":
         return Condition()
     if isinstance(condition, Condition):
@@ -81,7 +82,7 @@ def _condition(condition, side: str, kind: str):
             raise AdaptError(str(e)) from None
     if not c.clean:
         try:
-            check(c, "text" if side == "text" else kind)
+            check_condition(c, "text" if side == "text" else kind)
         except (KeyError, ValueError) as e:
             raise AdaptError(str(e).strip("'\"")) from None
     return c
@@ -96,10 +97,6 @@ def run(model, dataset, method: str = "hat-vtr", direction: str = "t2v", conditi
     queries); ``bench``: a :class:`~robustlab.tasks.retrieval.RetrievalBench`
     to reuse (its embeddings and perturbed inputs are memoised); ``progress(done, total)`` per batch;
     ``params``: the method's (``robustlab.adapt.list_methods()``). The model itself is never modified."""
-    from robustlab.metrics import retrieval
-    from robustlab.perturb.condition import Condition
-    from robustlab.tasks.retrieval import RetrievalBench
-
     t0 = time.perf_counter()
     get_method(method)
     check_params(method, params)  # finite and in range before any work (one line)

@@ -10,7 +10,6 @@ config sets none and the code falls back to the batch size; the paper's App. C.1
 """
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 from typing import Optional
 
@@ -19,52 +18,9 @@ import torch.nn.functional as F
 
 from robustlab.adapt import losses as L
 from robustlab.adapt.towers import AdaptError
-from robustlab.io.params import ParamError, check_number, show
-
-
-@dataclass(frozen=True)
-class Param:
-    """One parameter of a method. Every int / float one declares a finite range [min, max]; :func:`check_params`
-    holds every value to it (finite numbers only)."""
-    name: str
-    default: object  # None: chosen by direction (see ``resolve``)
-    kind: str  # "float", "int", "bool", "choice"
-    help: str
-    min: Optional[float] = None
-    max: Optional[float] = None
-    choices: tuple = ()
-
-    def __post_init__(self):
-        if self.kind in ("int", "float") and (self.min is None or self.max is None or not self.min < self.max
-                                              or not math.isfinite(self.min) or not math.isfinite(self.max)):
-            raise ValueError(f"parameter {self.name}: an {self.kind} parameter declares a finite range")
-
-    def to_dict(self) -> dict:
-        return {"name": self.name, "default": self.default, "type": self.kind, "help": self.help, "min": self.min,
-                "max": self.max, "choices": list(self.choices)}
-
-    def check(self, value, name: str | None = None):
-        """``value`` as this parameter's type within its range; ParamError (a ValueError, one line:
-        ``"{name} must be an integer in [1, 100], got 0"``) otherwise, non-finite numbers included."""
-        name = name or self.name
-        if self.kind in ("int", "float"):
-            return check_number(name, value, kind=int if self.kind == "int" else float, lo=self.min, hi=self.max)
-        if self.kind == "bool":
-            if isinstance(value, bool):
-                return value
-            if isinstance(value, int) and value in (0, 1):
-                return bool(value)
-            t = str(value).strip().lower()
-            if isinstance(value, str) and t in _BOOL:
-                return _BOOL[t]
-            raise ParamError(f"{name} must be true or false, got {show(value)}")
-        if value not in self.choices:
-            raise ParamError(f"{name} must be {' or '.join(self.choices)}, got {show(value)}")
-        return value
-
-
-_BOOL = {"true": True, "false": False, "1": True, "0": False, "yes": True, "no": False, "on": True, "off": False}
-
+from robustlab.io.params import BoundedParam as Param
+from robustlab.io.params import Method as BaseMethod
+from robustlab.io.params import ParamError
 
 COMMON = (
     Param("batch_size", 16, "int", "queries per online batch (B)", 1, 4096),
@@ -80,24 +36,17 @@ COMMON = (
 
 
 @dataclass(frozen=True)
-class Method:
-    name: str
-    label: str
-    source: str
-    description: str
-    params: tuple = ()
+class Method(BaseMethod):
+    """An adaptation method: ``adapts`` (False: the baseline, nothing adapted), ``diagnostic`` (uses the ground
+    truth: shown apart, never in a sweep's "all"); every adapting method also takes the COMMON parameters."""
     adapts: bool = True
-    diagnostic: bool = False  # uses the ground truth: shown apart, never in a sweep's "all"
+    diagnostic: bool = False
 
     def all_params(self) -> tuple:
         return (COMMON if self.adapts else ()) + self.params
 
-    def defaults(self) -> dict:
-        return {p.name: p.default for p in self.all_params()}
-
-    def to_dict(self) -> dict:
-        return {"name": self.name, "label": self.label, "source": self.source, "description": self.description,
-                "adapts": self.adapts, "diagnostic": self.diagnostic, "params": [p.to_dict() for p in self.all_params()]}
+    def flags(self) -> dict:
+        return {"adapts": self.adapts, "diagnostic": self.diagnostic}
 
 
 METHODS: dict[str, Method] = {

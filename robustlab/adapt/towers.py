@@ -30,6 +30,10 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from robustlab.io.convert import to_uint8_rgb
+from robustlab.models.builtin import TinyClip, minilm_tokens
+from robustlab.models.builtin_video import _TinyClipVideo
+
 
 class AdaptError(ValueError):
     """A model, direction or setting test-time adaptation cannot use (one line, for the UI and CLI)."""
@@ -62,7 +66,6 @@ def layernorms(module: nn.Module, prefixes: Sequence[str] = ("",), exclude: Sequ
 class Tower:
     """A differentiable query encoder over a copy of ``model``. Subclasses set ``self.adapted`` (the copy),
     ``self.norms`` ((name, LayerNorm) pairs that adapt) and implement :meth:`prepare` and :meth:`encode`."""
-
     side: str = "text"  # "text" or "visual"
     frames: bool = False  # encode() returns B×T×D per-frame features
 
@@ -154,7 +157,6 @@ def _side_norms(adapted, side: str) -> list:
 
 class TextTower(Tower):
     """Text queries through ``_text_features`` of the copy (tokenisation inside, every step)."""
-
     def __init__(self, model, video: bool = False, clone: bool = True):
         super().__init__(model, "text", video, clone)
         self.norms = _side_norms(self.adapted, "text")
@@ -166,13 +168,11 @@ class TextTower(Tower):
 class VisualTower(Tower):
     """Image or video queries through ``_image_features`` of the copy, frame by frame for videos (the model's
     ``num_frames`` sampled uniformly, as its own video encoder does)."""
-
     def __init__(self, model, video: bool = False, clone: bool = True):
         super().__init__(model, "visual", video, clone)
         self.norms = _side_norms(self.adapted, "visual")
 
     def prepare(self, inputs: list):
-        from robustlab.io.convert import to_uint8_rgb
 
         if not self.video:
             pix = self.adapted.preprocess_images([to_uint8_rgb(im) for im in inputs])
@@ -197,7 +197,6 @@ class VisualTower(Tower):
 class BuiltinTextTower(Tower):
     """tiny-clip / tiny-clip-video text queries: frozen MiniLM token states once per batch, the trained head's
     LayerNorms adapt."""
-
     def __init__(self, model, video: bool = False, clone: bool = True):
         super().__init__(model, "text", video, clone)
         net = self.adapted.net
@@ -206,7 +205,6 @@ class BuiltinTextTower(Tower):
         self.norms = [(f"net.{n}", ln) for n, ln in layernorms(net, (prefix,))]
 
     def prepare(self, inputs: list):
-        from robustlab.models.builtin import minilm_tokens
 
         texts = [t if str(t).strip() else "" for t in inputs]
         states, mask = minilm_tokens(texts, self.device, self.adapted.cfg["max_tokens"], torch.float32)
@@ -221,7 +219,6 @@ class BuiltinVideoTower(Tower):
     """tiny-clip-video visual queries: the frame CNN (BatchNorm, frozen) once per batch; the frame adapter's and,
     for seqTransf, the temporal transformer's LayerNorms adapt. Frames after the temporal transformer, each
     normalised: the model's own video embedding is their normalised mean."""
-
     def __init__(self, model, video: bool = True, clone: bool = True):
         super().__init__(model, "visual", video, clone)
         net = self.adapted.net
@@ -233,7 +230,6 @@ class BuiltinVideoTower(Tower):
         if self.video:
             pix = torch.stack([m.preprocess_video(v) for v in inputs])
         else:
-            from robustlab.io.convert import to_uint8_rgb
 
             pix = m.preprocess_images([to_uint8_rgb(im) for im in inputs]).unsqueeze(1)
         b, t = pix.shape[:2]
@@ -252,8 +248,6 @@ class BuiltinVideoTower(Tower):
 def frozen_frames(model, visuals: list, video: bool, batch: int = 64) -> torch.Tensor:
     """N×T×D normalised per-frame features of gallery images (T = 1) or videos from the model as it is (no
     copy, no gradient): the gallery side of HAT-VTR's frame-level loss for text queries."""
-    from robustlab.models.builtin_video import _TinyClipVideo
-
     t = BuiltinVideoTower(model, video, clone=False) if isinstance(model, _TinyClipVideo) \
         else VisualTower(model, video, clone=False)
     out = []
@@ -272,8 +266,6 @@ def check(model, side: str, video: bool) -> None:
 
 
 def _make(model, side: str, video: bool, clone: bool) -> Tower:
-    from robustlab.models.builtin import TinyClip
-    from robustlab.models.builtin_video import _TinyClipVideo
 
     mid = getattr(model, "model_id", type(model).__name__)
     if side not in ("text", "visual"):

@@ -10,6 +10,7 @@ from typing import Optional, Sequence
 import numpy as np
 
 from robustlab.diagnostics import quag
+from robustlab.models.interventions import check, replace_for
 
 BASELINE = "baseline"
 
@@ -18,7 +19,6 @@ BASELINE = "baseline"
 class AttentionView:
     """Captures of one input: ``captures[name]`` for ``baseline`` and each ablation (a preset name, a quadrant set
     such as ``VV+TV``, or ``quag-attention:<mode>``)."""
-
     captures: dict
     question: str
     layout: object  # the model's per-position TokenLayout (robustlab.models.attention)
@@ -124,7 +124,6 @@ def ablation_view(model, visual, question: str, ablations: Sequence[str] = tuple
         if name in caps:
             continue
         if name.startswith("quag-attention:"):
-            from robustlab.models.interventions import check, replace_for
 
             check(name, model)
             rep = replace_for(name)

@@ -14,7 +14,10 @@ import numpy as np
 from robustlab.diagnostics import hubness as H
 from robustlab.diagnostics import reduction as R
 from robustlab.metrics.retrieval import retrieval
+from robustlab.perturb import get_perturbation
 from robustlab.perturb.condition import Condition, check
+from robustlab.tasks.base import model_identity
+from robustlab.tasks.retrieval import RetrievalBench
 
 DIRECTIONS = ("t2i", "i2t")
 VIDEO_DIRECTIONS = ("t2v", "v2t")
@@ -30,8 +33,6 @@ def _summary(scores: np.ndarray, k: int, ks, top: int, gt) -> dict:
 
 def condition_axis(cond: Condition, kind: str) -> str:
     """"text" or "visual": where a perturbation applies (ValueError, one line, when to neither)."""
-    from robustlab.perturb import get_perturbation
-
     if cond.clean:
         return "visual"
     try:
@@ -51,8 +52,6 @@ def eval_hubness(model, dataset, direction: str | None = None, condition: Condit
     """``{"clean": {R@K..., hubness indices, max_n_k, top_hubs}, "perturbed": {...}}`` (+ ``"<cond>_reduced"``
     with ``reduce``), plus the settings. ``condition``: a Condition or "name:severity" for either modality.
     ``progress(stage, done, total)`` reports perturbing/encoding."""
-    from robustlab.tasks.retrieval import RetrievalBench
-
     cond = condition if isinstance(condition, Condition) else Condition.parse(condition)
     dirs = VIDEO_DIRECTIONS if dataset.kind == "video" else DIRECTIONS
     direction = direction or dirs[0]
@@ -79,7 +78,6 @@ def eval_hubness(model, dataset, direction: str | None = None, condition: Condit
     if not cond.clean:
         conds["perturbed"] = bench.score_matrix(direction, vc, tc, stage(cond.label()))
     text_q = direction[0] == "t"
-    from robustlab.tasks.base import model_identity
 
     mid, fp = model_identity(model)
     out = {"model": mid, "model_fingerprint": fp, "dataset": dataset.name, "split": dataset.split, "n": n,

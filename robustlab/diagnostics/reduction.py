@@ -26,40 +26,23 @@ parameters and defaults, and :func:`before_after` for R@K and hubness indices be
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 
-
-@dataclass(frozen=True)
-class Param:
-    name: str
-    default: object
-    kind: str  # "float", "int", "array"
-    help: str
-    min: float | None = None
-    max: float | None = None
-
-    def to_dict(self) -> dict:
-        return {"name": self.name, "default": self.default, "type": self.kind, "help": self.help,
-                "min": self.min, "max": self.max}
+from robustlab.diagnostics.hubness import k_occurrence, measures_from_nk
+from robustlab.io.params import Method as BaseMethod
+from robustlab.io.params import Param  # noqa: F401 - re-exported
+from robustlab.metrics.retrieval import retrieval
 
 
 @dataclass(frozen=True)
-class Method:
-    name: str
-    label: str
-    source: str
-    description: str
-    params: tuple = field(default_factory=tuple)
+class Method(BaseMethod):
+    """A hubness-reduction method: ``transductive`` (rescoring needs the whole query set at once)."""
     transductive: bool = True
 
-    def defaults(self) -> dict:
-        return {p.name: p.default for p in self.params}
-
-    def to_dict(self) -> dict:
-        return {"name": self.name, "label": self.label, "source": self.source, "description": self.description,
-                "transductive": self.transductive, "params": [p.to_dict() for p in self.params]}
+    def flags(self) -> dict:
+        return {"transductive": self.transductive}
 
 
 def _scores(scores) -> np.ndarray:
@@ -210,9 +193,6 @@ def before_after(scores, gt, method: str, k: int = 15, ks=(1, 5, 10), **params) 
     """R@K/MdR/MnR (against ``gt``, as :func:`robustlab.metrics.retrieval`) and the hubness indices at ``k``,
     before and after ``method``: ``{"method", "params", "k", "before": {...}, "after": {...}, "scores": new}``;
     each side also has ``"n_k"`` (the k-occurrence array)."""
-    from robustlab.diagnostics.hubness import k_occurrence, measures_from_nk
-    from robustlab.metrics.retrieval import retrieval
-
     new = reduce(scores, method, **params)
 
     def side(s):

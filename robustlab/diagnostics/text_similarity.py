@@ -19,6 +19,8 @@ from typing import Sequence
 
 import numpy as np
 
+from robustlab.engine.minilm import load_minilm
+
 MAX_TOKENS = 256  # all-MiniLM-L6-v2 was trained with 128, its position table has 512
 _LOAD_LOCK = threading.Lock()
 
@@ -26,8 +28,6 @@ _LOAD_LOCK = threading.Lock()
 def _minilm():
     """``load_minilm()``, retried: transformers' lazy imports are not thread-safe, and a dashboard thread that
     imports it while another one (e.g. loading tiny-clip) is half-way through can get a transient ImportError."""
-    from robustlab.models.builtin import load_minilm
-
     for attempt in range(4):
         try:
             with _LOAD_LOCK:

@@ -11,7 +11,7 @@ every captioned visual queries every caption (hubs are captions). A perturbation
     >>> view = hubness_view(bench, "t2i", Condition("gaussian_noise", 3), Condition(), k=15)
     >>> view.nk_clean, view.nk_perturbed, view.measures_perturbed["k_skewness"]
     >>> pts = embedding_points(bench, Condition("gaussian_noise", 3), Condition(), n_items=200, method="pca")
-    >>> examples = selection_examples(bench, pts, rows=[0, 5, 7], visual_cond=..., text_cond=...)
+    >>> examples = robustlab.export.selection.selection_examples(bench, pts, rows=[0, 5, 7], ...)
     >>> vpts = embedding_points(video_bench, Condition("motion_blur", 3), Condition(), n_items=100)  # videos
 """
 from __future__ import annotations
@@ -20,6 +20,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from robustlab.diagnostics import embedding, hubness, reduction
+from robustlab.metrics import retrieval
 from robustlab.tasks.retrieval import Condition, RetrievalBench
 
 DIRECTIONS = {"t2i": "text→image", "i2t": "image→text"}
@@ -34,7 +36,6 @@ def score_matrix(bench: RetrievalBench, direction: str, visual_cond: Condition, 
 
 
 def _recall(scores: np.ndarray, gt) -> dict:
-    from robustlab.metrics import retrieval
 
     return {k: float(v) for k, v in retrieval(scores, gt).items()}
 
@@ -51,7 +52,6 @@ def _check_k(k: int, n_targets: int) -> int:
 @dataclass
 class HubnessView:
     """Everything the Hubness page shows for one dataset, direction, perturbation and k."""
-
     direction: str
     k: int
     label: str  # the perturbation, e.g. "gaussian_noise s3 (image)" or "clean"
@@ -87,8 +87,6 @@ def hubness_view(bench: RetrievalBench, direction: str, visual_cond: Condition, 
                  progress=None) -> HubnessView:
     """Clean vs perturbed k-occurrence, hubness measures and recall of every target in ``direction`` (t2i / i2t
     for image datasets, t2v / v2t for video datasets)."""
-    from robustlab.diagnostics import hubness
-
     sc = bench.score_matrix(direction, Condition(), Condition(), progress)
     sp = bench.score_matrix(direction, visual_cond, text_cond, progress)
     k = _check_k(k, sc.scores.shape[1])
@@ -123,8 +121,6 @@ def compare_table(before: dict, after: dict, names=("clean", "perturbed")) -> li
 
 def top_hubs(nk: np.ndarray, m: int) -> list[int]:
     """Indices (into the targets) of the ``m`` targets with the largest k-occurrence, largest first."""
-    from robustlab.diagnostics import hubness
-
     return [int(i) for i in hubness.top_hubs(np.asarray(nk), int(m))]
 
 
@@ -157,16 +153,12 @@ class ReductionView:
 def reduction_methods() -> dict:
     """The hubness-reduction registry (``robustlab.diagnostics.reduction.METHODS``): name -> Method (label,
     description, params with defaults)."""
-    from robustlab.diagnostics import reduction
-
     return dict(reduction.METHODS)
 
 
 def reduce_view(view: HubnessView, method: str, **params) -> ReductionView:
     """Before/after R@K, k-occurrence and hubness measures of a reduction applied to the clean and the perturbed
     score matrices."""
-    from robustlab.diagnostics import hubness, reduction
-
     out = ReductionView(method=method, params=dict(params))
     for cond, s, nk, meas, rec in (("clean", view.scores_clean, view.nk_clean, view.measures_clean,
                                     view.recall_clean),
@@ -187,7 +179,6 @@ class EmbeddingPoints:
     """2-D positions of visual (image or video) and text embeddings, clean and perturbed; row r is one point.
     Rows come in blocks of ``n_items`` (the same items in the same order): visual clean, captions clean, then
     visual perturbed and captions perturbed when that modality is perturbed."""
-
     xy: np.ndarray  # (n, 2)
     item: np.ndarray  # gallery item of each point
     modality: np.ndarray  # "image" | "video" | "text"
@@ -241,8 +232,6 @@ def embedding_points(bench, visual_cond: Condition, text_cond: Condition, n_item
     perturbed modality) to 2-D with t-SNE or PCA (``bench``: image or video dataset). k-occurrence is computed on
     the whole gallery: images/videos as text→visual targets, captions as visual→text targets, each under its own
     condition."""
-    from robustlab.diagnostics import embedding, hubness
-
     vis = visual_modality(bench)
     items = sample_items(bench, n_items, seed)
     col = caption_columns(bench)
@@ -338,62 +327,3 @@ def selected_items(points: EmbeddingPoints, rows) -> list[tuple[int, str]]:
         if key not in out:
             out.append(key)
     return out
-
-
-def gallery_source(dataset, i: int, field: str | None = None) -> dict:
-    """Where item ``i`` came from, for a basket example: the built-in world (regenerable from seed and index), an
-    upload (its content hash), or a dataset on disk (name, split, root, item id)."""
-    from robustlab.export.basket import builtin_source
-
-    meta = dataset.item(i).meta
-    extra = {"field": field} if field else {}
-    name = dataset.item(i).id
-    if getattr(dataset, "source", None) == "builtin":
-        if dataset.kind == "video":  # robustlab.datasets.synthetic.world.sample_video(seed, index)
-            if field is None:
-                extra["size"] = int(np.asarray(dataset.visual(i)).shape[1])
-            return builtin_source("video", meta.get("seed", 0), meta.get("index", i), name, **extra)
-        return builtin_source("gallery", meta.get("seed", 0), i, name, **extra)
-    if getattr(dataset, "source", None) == "upload":
-        src = {"type": "upload", "name": name, "gallery_index": int(i), **extra}
-        if meta.get("hash"):
-            src["content_hash"] = meta["hash"]
-        return src
-    return {"type": "dataset", **dataset.item_source(i), **extra}
-
-
-def selection_examples(bench, points: EmbeddingPoints, rows, visual_cond: Condition, text_cond: Condition,
-                       model_id: str = "") -> list:
-    """Basket examples (``robustlab.export.basket.Example``) for the perturbed versions of the selected items: one per
-    (item, modality) whose modality is perturbed, with its perturbation record. Clean-only selections give []."""
-    from robustlab.export.basket import make_example
-
-    ds = bench.dataset
-    col = caption_columns(bench)
-    fps = float(getattr(ds, "fps", 8.0)) if bench.kind == "video" else None
-    out = []
-    for item, mod in selected_items(points, rows):
-        if mod == bench.kind and not visual_cond.clean:
-            vis, recs, emb = bench.visuals(visual_cond)
-            clean_emb = bench.visuals(Condition())[2]
-            ex = make_example(mod, ds.visual(item), (vis[item], recs[item]), gallery_source(ds, item),
-                              label=ds.item(item).id, fps=fps,
-                              model=_model_info(model_id, clean_emb[item], emb[item]))
-        elif mod == "text" and not text_cond.clean and item in col:
-            j = col[item]
-            caps, recs, emb = bench.texts(text_cond)
-            clean_caps, _, clean_emb = bench.texts(Condition())
-            ex = make_example("text", clean_caps[j], (caps[j], recs[j]), gallery_source(ds, item, "caption"),
-                              label=f"{ds.item(item).id} caption",
-                              model=_model_info(model_id, clean_emb[j], emb[j]))
-        else:
-            continue
-        out.append(ex)
-    return out
-
-
-def _model_info(model_id: str, clean_emb, pert_emb) -> dict | None:
-    if not model_id:
-        return None
-    return {"id": model_id, "view": "embeddings",
-            "scores": {"cosine_clean_vs_perturbed": round(float(np.dot(clean_emb, pert_emb)), 6)}}

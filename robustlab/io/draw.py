@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from robustlab.io.convert import to_uint8_rgb
+
 
 def _box_list(b) -> list[float]:
     return [round(float(v), 2) for v in (b.as_tuple() if hasattr(b, "as_tuple") else b)[:4]]
@@ -14,7 +16,6 @@ def draw_boxes(image, boxes: list[tuple], scale: int | None = None):
     ``boxes``: (box as Box or (x0, y0, x1, y1) in image pixels, colour, label)."""
     from PIL import Image, ImageDraw
 
-    from robustlab.io.convert import to_uint8_rgb
 
     im = Image.fromarray(to_uint8_rgb(image))
     f = scale or max(1, int(np.ceil(384 / max(im.size))))

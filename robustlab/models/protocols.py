@@ -21,6 +21,8 @@ from typing import TYPE_CHECKING, Optional, Protocol, Sequence, runtime_checkabl
 
 import numpy as np
 
+from robustlab.io.convert import to_uint8_rgb
+
 if TYPE_CHECKING:  # pragma: no cover
     from robustlab.models.attention import AttentionCapture, ReplaceFn
 
@@ -28,7 +30,6 @@ if TYPE_CHECKING:  # pragma: no cover
 @dataclass(frozen=True)
 class Box:
     """An axis-aligned box in input-image pixels (x0 < x1, y0 < y1) and the model's confidence for it."""
-
     x0: float
     y0: float
     x1: float
@@ -130,8 +131,6 @@ def sample_frames(video: np.ndarray, n: int) -> np.ndarray:
 
 def as_frames(image_or_frames) -> list[np.ndarray]:
     """One H×W(×C) image -> [image]; a T×H×W×3 stack (or a list of frames) -> its frames, as uint8 RGB."""
-    from robustlab.io.convert import to_uint8_rgb
-
     if isinstance(image_or_frames, (list, tuple)):
         frames = list(image_or_frames)
     else:

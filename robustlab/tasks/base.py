@@ -25,8 +25,11 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping, Optional
 
+import robustlab
 from robustlab.io.atomic import atomic_write
-from robustlab.perturb.condition import Condition
+from robustlab.io.params import check_finite
+from robustlab.models import interventions as iv
+from robustlab.perturb.condition import Condition, check, perturb_many
 
 AXES = ("visual", "text")  # perturbation axes (of the input)
 INTERVENTION = "intervention"  # the model-intervention axis (robustlab.models.interventions)
@@ -40,7 +43,6 @@ def versions() -> dict:
     """Versions that decide a result's numbers (robustlab, numpy, torch, Python)."""
     import numpy as np
 
-    import robustlab
 
     out = {"robustlab": robustlab.__version__, "numpy": np.__version__, "python": platform.python_version()}
     try:
@@ -66,11 +68,10 @@ def normalize(cond: Any) -> Conditions:
         if axis not in ALL_AXES:
             raise ValueError(f"unknown condition axis {axis!r}; axes: {', '.join(ALL_AXES)}")
         if axis == INTERVENTION:
-            from robustlab.models.interventions import as_condition
 
             if c is None or (isinstance(c, Condition) and c.clean) or (isinstance(c, dict) and not c.get("name")):
                 continue
-            out[axis] = as_condition(c)
+            out[axis] = iv.as_condition(c)
             continue
         if axis == ADAPT:
             a = as_adapt(c)
@@ -119,6 +120,29 @@ def intervention_label(c: Condition) -> str:
 
 
 # ---- the adaptation axis -------------------------------------------------------------------------------------
+# Which side's embeddings are a direction's queries (a retrieval fact the adaptation methods build on).
+QUERY_SIDE = {"t2i": "text", "t2v": "text", "i2t": "visual", "v2t": "visual"}
+
+# The methods of the ``adapt`` axis live in robustlab.adapt, the layer above this one, which registers itself here
+# on import (as a task registers itself in the task registry): a sweep, the CLI, the dashboard and the report import
+# it; a notebook that evaluates an ``adapt`` condition set imports robustlab.adapt first.
+_ADAPTATION = None
+
+
+def register_adaptation(provider) -> None:
+    """Make ``provider`` (robustlab.adapt: ``get_method``, ``resolve``, ``run``) the adaptation methods of the
+    ``adapt`` axis."""
+    global _ADAPTATION
+    _ADAPTATION = provider
+
+
+def adaptation():
+    """The registered adaptation methods (robustlab.adapt); ValueError (one line) when none is."""
+    if _ADAPTATION is None:
+        raise ValueError("test-time adaptation (the adapt axis) needs robustlab.adapt: import robustlab.adapt first")
+    return _ADAPTATION
+
+
 def _param_text(v) -> str:
     if isinstance(v, bool):
         return "true" if v else "false"
@@ -129,16 +153,15 @@ def adapt_condition(method: str, params: Optional[Mapping] = None) -> Condition:
     """The ``adapt`` axis' condition of a method of :mod:`robustlab.adapt` with the parameters set explicitly
     (checked and canonicalised: ``lr=3e-4`` and ``lr=0.0003`` are the same cell); ``"none"`` is clean (no
     adaptation: the shifted cell itself). ValueError (one line) for an unknown method or a bad parameter."""
-    from robustlab.adapt import get_method, resolve
-
     method = str(method or "").strip()
     if method in ("", "none"):
         if params:
             raise ValueError(f"adaptation method none takes no parameters ({', '.join(params)})")
         return Condition()
-    get_method(method)
+    methods = adaptation()
+    methods.get_method(method)
     params = dict(params or {})
-    full = resolve(method, "text", 1000, params)  # checks names, types and ranges (the side only sets defaults)
+    full = methods.resolve(method, "text", 1000, params)  # checks names, types and ranges (the side only sets defaults)
     given = {k: full[k] for k in sorted(params) if params[k] is not None}
     variant = ",".join(f"{k}={_param_text(v)}" for k, v in given.items()) or None
     return Condition(method, 1, 0, variant)
@@ -278,28 +301,21 @@ def make_result(task: str, model, dataset, conds: Conditions, n: int, metrics: d
 
 def check_conditions(conds: list, visual_kind: str) -> None:
     """Refuse (one line) a perturbation that does not apply to the dataset's visuals or to text, before any work."""
-    from robustlab.perturb.condition import check
-
     for c in conds:
         if "visual" in c:
             check(c["visual"], visual_kind)
         if "text" in c:
             check(c["text"], "text")
         if INTERVENTION in c:
-            from robustlab.models.interventions import parse
 
-            parse(c[INTERVENTION])
+            iv.parse(c[INTERVENTION])
         if ADAPT in c:
             side = adapt_side(c)
-            from robustlab.adapt import resolve
-
-            resolve(c[ADAPT].name, side, 1000, adapt_params(c[ADAPT]))
+            adaptation().resolve(c[ADAPT].name, side, 1000, adapt_params(c[ADAPT]))
 
 
 def perturb_one(x, cond: Condition, index: int, kind: str):
     """Item ``index`` of a dataset under ``cond`` (seed ``cond.seed + index``, as :func:`perturb_many` gives it)."""
-    from robustlab.perturb.condition import perturb_many
-
     outs, _ = perturb_many([x], cond, kind, offset=int(index))
     return outs[0]
 
@@ -324,23 +340,9 @@ def limit(dataset, n) -> int:
     return min(int(n), len(dataset))
 
 
-def heldout_quality(task: str, model, dataset: str, n: int, pairs: int | None = None) -> dict:
-    """Flat metrics (rounded to 4 places) of ``task`` on the first ``n`` items of a built-in dataset's held-out
-    test split (world seed 1000), clean: what a training recipe stores in its checkpoint's metadata."""
-    from robustlab.datasets import build
-    from robustlab.tasks.registry import get
-
-    opts = {"n": pairs} if pairs is not None else {}
-    ds = build(dataset, split="test", n=int(n))
-    r = get(task).evaluate(model, ds, **opts)[0]
-    flat = {k: round(v, 4) if isinstance(v, float) else v for k, v in r.flat().items()}
-    return {**flat, "n": r.n, "dataset": r.dataset, "seed": ds.params.get("seed")}
-
-
 class Task:
     """Base of every task: ``name``, what a model needs (``needs``: method names), which dataset kinds and item
     fields it uses, and ``evaluate``. Subclasses register with :func:`robustlab.tasks.registry.register_task`."""
-
     name: str = ""
     description: str = ""
     needs: tuple[str, ...] = ()  # model methods, e.g. ("encode_images", "encode_texts")
@@ -358,7 +360,6 @@ class Task:
         if bad:
             takes = ", ".join(sorted(self.options)) or "none"
             raise ValueError(f"task {self.name} has no option {', '.join(bad)} (its options: {takes})")
-        from robustlab.io.params import check_finite
 
         for k, v in options.items():  # a number that is not finite (inf, nan, 1e999): one line, before any work
             check_finite(f"task {self.name} option {k}", v)
@@ -404,7 +405,6 @@ class Task:
         self.check_dataset(dataset)
         conds = as_conditions(conditions)
         check_conditions(conds, self.visual_kind(dataset))
-        from robustlab.models.interventions import applied
 
         self.check_interventions(conds, model)
         self.check_adaptation(conds)
@@ -412,7 +412,7 @@ class Task:
         out = []
         for ci, c in enumerate(conds):
             prog = (lambda d, t, ci=ci: progress(ci * t + d, len(conds) * t)) if progress else None
-            with applied(model, c.get(INTERVENTION)) as mod:
+            with iv.applied(model, c.get(INTERVENTION)) as mod:
                 count, metrics, extra = self.run(mod, dataset, c.get("visual", Condition()),
                                                  c.get("text", Condition()), m, prog, **options)
             out.append(make_result(self.name, model, dataset, c, count, metrics, **extra))
@@ -420,15 +420,13 @@ class Task:
 
     def check_interventions(self, conds: list, model) -> None:
         """Refuse (one line) a model intervention this task cannot run or this model cannot take."""
-        from robustlab.models.interventions import check
-
         for c in conds:
             if INTERVENTION in c:
                 if not self.takes_interventions:
                     raise ValueError(f"{self.name} takes no model interventions ({c[INTERVENTION].name}): they act "
                                      "on a fusion model's joint attention or inputs; tasks that take them: "
                                      "vqa, itm, grounding, clavi, order-reversal")
-                check(c[INTERVENTION], model)
+                iv.check(c[INTERVENTION], model)
 
     def check_adaptation(self, conds: list) -> None:
         """Refuse (one line) an adaptation method for a task that does not run test-time adaptation."""
@@ -448,6 +446,7 @@ class Task:
 
 
 __all__ = ["Result", "Task", "Condition", "grid", "as_conditions", "normalize", "conditions_json", "label",
-           "make_result", "versions", "check_conditions", "heldout_quality", "perturb_one", "perturb_text", "chunks",
+           "make_result", "versions", "check_conditions", "perturb_one", "perturb_text", "chunks",
            "limit", "AXES", "ALL_AXES", "INTERVENTION", "intervention_label", "ADAPT", "adapt_condition",
-           "adapt_params", "adapt_label", "adapt_side", "as_adapt"]
+           "adapt_params", "adapt_label", "adapt_side", "as_adapt", "QUERY_SIDE", "register_adaptation",
+           "adaptation"]

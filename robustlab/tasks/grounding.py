@@ -15,7 +15,9 @@ from typing import Optional
 
 import numpy as np
 
+from robustlab.io.convert import to_uint8_rgb
 from robustlab.io.draw import _box_list
+from robustlab.perturb import perturb as run
 from robustlab.tasks.base import Task, chunks, perturb_one, perturb_text
 from robustlab.tasks.registry import register_task
 
@@ -77,9 +79,6 @@ def grounding_compare(model, image, expression: str, gt_box=None, perturb: Optio
     Returns the perturbed image and text with their perturbation results (``image_result`` / ``text_result``,
     None when not perturbed), both predicted boxes, and the IoUs: to ``gt_box`` when given (x0, y0, x1, y1 in
     image pixels) and between the two predictions."""
-    from robustlab.io.convert import to_uint8_rgb
-    from robustlab.perturb import perturb as run
-
     TASK.check_model(model)
     image = to_uint8_rgb(image)
     img_res = run(image, perturb, int(severity), seed=int(seed)) if perturb and severity else None
@@ -102,9 +101,6 @@ def grounding_sweep(model, image, expression: str, gt_box=None, perturb: Optiona
     """IoU per severity (0–5) for the image perturbation, the text perturbation and both together.
 
     The IoU is to ``gt_box`` when given, else to the clean prediction (``reference`` says which)."""
-    from robustlab.io.convert import to_uint8_rgb
-    from robustlab.perturb import perturb as run
-
     TASK.check_model(model)
     image = to_uint8_rgb(image)
     ref = gt_box if gt_box is not None else model.ground(image, expression)

@@ -23,10 +23,28 @@ from typing import Optional
 
 import numpy as np
 
-from robustlab.engine.cache import EmbeddingCache, cached_encode_images, cached_encode_texts, cached_encode_videos
+from robustlab.datasets import build
+from robustlab.engine.cache import (
+    EmbeddingCache,
+    cached_encode_images,
+    cached_encode_texts,
+    cached_encode_videos,
+)
+from robustlab.io.files import clean_caption
 from robustlab.metrics import ranks, retrieval
-from robustlab.perturb.condition import Condition, perturb_many
-from robustlab.tasks.base import ADAPT, ProgressFn, Task, adapt_params, adapt_side, as_conditions, make_result
+from robustlab.perturb.condition import Condition, check, perturb_many
+from robustlab.perturb.lazy import ArraySource, perturb_sampled
+from robustlab.tasks.base import (
+    ADAPT,
+    QUERY_SIDE,
+    ProgressFn,
+    Task,
+    adapt_params,
+    adapt_side,
+    adaptation,
+    as_conditions,
+    make_result,
+)
 from robustlab.tasks.registry import register_task
 
 DIRECTIONS = {"image": ("t2i", "i2t"), "video": ("t2v", "v2t")}
@@ -53,7 +71,6 @@ class Ranked:
 class Comparison:
     """One query, clean vs perturbed: the top-k of each, the ground truth's rank, and the dataset-level metrics
     of every condition (``"clean"``, ``"<kind> perturbed"``, ``"text perturbed"``, ``"both perturbed"``)."""
-
     direction: str
     query: str | int  # the caption, or the query visual's item index (i2t / v2t)
     perturbed_query: str | int
@@ -90,7 +107,6 @@ class Comparison:
 @dataclass
 class Scores:
     """A score matrix queries × targets with its ground truth."""
-
     scores: np.ndarray
     positives: object  # per query: one target index (an int array) or a list of target indices
     gt: np.ndarray  # the query's own target (its item / its first caption): heatmap diagonals
@@ -108,7 +124,6 @@ class RetrievalBench:
     samples (:func:`robustlab.perturb.lazy.perturb_sampled`; bit for bit the frames it would sample from the whole
     perturbed clip, so the metrics are the same), reading them from the dataset's ``frame_source(i)`` where it has
     one (video files: only those frames are decoded). The visuals are then the sampled frames, not whole clips."""
-
     def __init__(self, model, dataset, cache: Optional[EmbeddingCache] = None, lazy: bool = False):
         if len(dataset) == 0:
             raise ValueError(f"the dataset {getattr(dataset, 'name', '')} is empty".replace("  ", " "))
@@ -169,9 +184,6 @@ class RetrievalBench:
 
     def _sampled(self, cond: Condition, sampler, progress: ProgressFn = None):
         """(sampled frames, lazy records) of every video under ``cond``; video i gets seed ``cond.seed + i``."""
-        from robustlab.perturb.condition import check
-        from robustlab.perturb.lazy import ArraySource, perturb_sampled
-
         if not cond.clean:
             check(cond, "video")
         ds = self.dataset
@@ -306,7 +318,6 @@ class RetrievalBench:
                 pq, prec, q_p = self.one_text(j, text_cond)
                 gt = list(self.text_pos[j])
             else:
-                from robustlab.io.files import clean_caption
 
                 query = clean_caption(query_text or "", "query")
                 pq = query
@@ -489,8 +500,6 @@ class RetrievalTask(Task):
     def _adapt_directions(conds: dict, kind: str, directions=None) -> list[str]:
         """The directions an ``adapt`` condition set runs in: those of the dataset whose queries are the perturbed
         side, kept by ``directions`` (None: all). ValueError (one line) when none is left."""
-        from robustlab.adapt import QUERY_SIDE
-
         side = adapt_side(conds)
         dirs = [d for d in DIRECTIONS[kind] if QUERY_SIDE[d] == side]
         keep = [d for d in dirs if directions is None or d in directions]
@@ -501,8 +510,7 @@ class RetrievalTask(Task):
 
     def _adapt(self, bench: RetrievalBench, model, dataset, conds: dict, directions, progress) -> tuple[dict, dict]:
         """(metrics after adaptation per direction, extra["adapt"]) of one ``adapt`` condition set."""
-        from robustlab import adapt
-
+        adapt = adaptation()  # robustlab.adapt (the layer above, registered on its import)
         a = conds[ADAPT]
         side = adapt_side(conds)
         dirs = self._adapt_directions(conds, dataset.kind, directions)
@@ -533,8 +541,6 @@ def eval_retrieval(model, n: int = 1000, seed: Optional[int] = None, image_pertu
     """One-call retrieval on the first ``n`` items of a built-in held-out split: flat metrics
     (``t2i_R@1`` ... ``i2t_MnR``) with the settings. The task layer does the work
     (``rl.tasks.get("retrieval").evaluate``); this is its shortcut for notebooks."""
-    from robustlab.datasets import build
-
     ds = build(dataset, split="test", n=int(n), **({"seed": int(seed)} if seed is not None else {}))
     conds = {k: Condition(name, sev, perturb_seed) for k, name, sev in
              (("visual", image_perturb, image_severity), ("text", text_perturb, text_severity)) if name and sev}

@@ -22,9 +22,15 @@ import torch.nn.functional as F
 from tqdm.auto import tqdm
 
 from robustlab.datasets.synthetic import world
-from robustlab.models.builtin import (TINY_CLIP_CONFIG, TinyClip, TinyClipNet, minilm_tokens, preprocess_64,
-                                      save_tiny_clip)
+from robustlab.models.builtin import (
+    TINY_CLIP_CONFIG,
+    TinyClip,
+    TinyClipNet,
+    minilm_tokens,
+    save_tiny_clip,
+)
 from robustlab.models.checkpoints import checkpoint_path
+from robustlab.tasks.quality import heldout_quality
 
 
 def _render_chunk(args):
@@ -137,7 +143,6 @@ def train_tiny_clip(out: str | Path | None = None, seed: int = 0, n_train: int =
                   train_world_seed=world.TRAIN_SEED, seconds=round(time.time() - t0, 1),
                   final_loss=round(float(np.mean(losses[-20:])), 4), threads=torch.get_num_threads())
     model = TinyClip(device="cpu", net=net)
-    from robustlab.tasks.base import heldout_quality
 
     quality = heldout_quality("retrieval", model, "builtin", eval_n) if eval_n else {}
     log(f"held-out ({eval_n} scenes, seed {world.HELDOUT_SEED}): {json.dumps(quality)}")

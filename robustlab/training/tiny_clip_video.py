@@ -35,10 +35,19 @@ import torch.nn.functional as F
 from tqdm.auto import tqdm
 
 from robustlab.datasets.synthetic import world
+from robustlab.metrics import caption_groups, retrieval
 from robustlab.models.builtin import load_tiny_clip
+from robustlab.models.builtin_video import (
+    CHECKPOINT,
+    TINY_CLIP_VIDEO_CONFIG,
+    TinyClipVideoMeanP,
+    TinyClipVideoNet,
+    TinyClipVideoSeqTransf,
+    save_tiny_clip_video,
+)
 from robustlab.models.checkpoints import checkpoint_path
-from robustlab.models.builtin_video import (CHECKPOINT, TINY_CLIP_VIDEO_CONFIG, TinyClipVideoMeanP,
-                                            TinyClipVideoNet, TinyClipVideoSeqTransf, save_tiny_clip_video)
+from robustlab.tasks.quality import heldout_quality
+from robustlab.training.tiny_clip import encode_captions_frozen
 
 
 def sampled_frame_indices(n_frames: int, num: int) -> np.ndarray:
@@ -86,7 +95,6 @@ def frozen_conv_features(image_tower, frames: np.ndarray, mean: float, std: floa
 
 
 def minilm_states(texts: list[str], max_tokens: int, batch: int = 128):
-    from robustlab.training.tiny_clip import encode_captions_frozen
 
     return encode_captions_frozen(texts, max_tokens, batch=batch)
 
@@ -109,8 +117,6 @@ VAL_SEED = 2  # a validation world for the training log only (never the held-out
 @torch.no_grad()
 def _validate(net, feats, caps, ci, ri, states, lengths, text_emb=None) -> dict:
     """t2v R@1 and own-vs-reversed caption accuracy of both variants on cached validation features."""
-    from robustlab.metrics import caption_groups, retrieval
-
     net.eval()
     n, T = feats.shape[:2]
     fr = net.adapter(net.image.proj(feats.float().flatten(0, 1))).view(n, T, -1)
@@ -245,7 +251,6 @@ def train_tiny_clip_video(out: str | Path | None = None, seed: int = 0, n_train:
                   final_loss_seqtransf=round(float(np.mean(ls[-20:])), 4), threads=torch.get_num_threads())
     quality = {}
     if eval_n:
-        from robustlab.tasks.base import heldout_quality
 
         for cls in (TinyClipVideoMeanP, TinyClipVideoSeqTransf):
             m = cls(device="cpu", net=net)

