@@ -24,7 +24,7 @@ from scipy import ndimage
 
 from robustlab.perturb import get_perturbation, list_perturbations, perturb, regenerate
 from robustlab.perturb.image import _filters as F
-from robustlab.perturb.image import catalogue_blur, stylize, weather
+from robustlab.perturb.image import blur, stylize, weather
 
 NEW_OPS = ["speckle_noise", "glass_blur", "motion_blur", "zoom_blur", "snow", "frost", "fog", "brightness",
            "contrast", "elastic_transform"]
@@ -411,9 +411,9 @@ def test_glass_vectorised_pass_is_the_reference_loop(h, w, delta):
     """Same offsets -> bit-identical output to ImageNet-C's loop (a sequential copy, see glass_pass_indices)."""
     rng = np.random.default_rng(h * 100 + w)
     img = rng.integers(0, 256, (h, w, 3), dtype=np.uint8)
-    rows, cols = catalogue_blur.glass_scan(h, w, delta)
+    rows, cols = blur.glass_scan(h, w, delta)
     offs = rng.integers(-delta, delta, size=(2, len(rows), len(cols), 2))  # two frames
-    idx = catalogue_blur.glass_pass_indices(h, w, rows, cols, offs)
+    idx = blur.glass_pass_indices(h, w, rows, cols, offs)
     for n in range(2):
         ref = _glass_loop(img.copy(), delta, iter(offs[n].reshape(-1, 2)), range(h - delta, delta, -1),
                           range(w - delta, delta, -1))
@@ -423,7 +423,7 @@ def test_glass_vectorised_pass_is_the_reference_loop(h, w, delta):
 def test_glass_shuffle_iterations_and_qiu_code_scan_match_the_loops():
     h, w, delta, iters = 26, 31, 2, 3
     img = np.random.default_rng(5).integers(0, 256, (h, w, 3), dtype=np.uint8)
-    ours = catalogue_blur.glass_shuffle(img, delta, iters, np.random.default_rng(9))
+    ours = blur.glass_shuffle(img, delta, iters, np.random.default_rng(9))
     # replay: glass_shuffle draws one (1, rows, cols, 2) offset block per iteration
     rng = np.random.default_rng(9)
     ref = img.copy()
@@ -435,7 +435,7 @@ def test_glass_shuffle_iterations_and_qiu_code_scan_match_the_loops():
 
     # [C2]'s released loop, literally (loop variables shadow the image size)
     big = np.random.default_rng(6).integers(0, 256, (240, 230, 3), dtype=np.uint8)
-    ours = catalogue_blur.glass_shuffle(big, delta, 1, np.random.default_rng(3), scan="c2_first_row")
+    ours = blur.glass_shuffle(big, delta, 1, np.random.default_rng(3), scan="c2_first_row")
     rng = np.random.default_rng(3)
     offs = iter(rng.integers(-delta, delta, size=(1, 1, 224 - 2 * delta, 2), dtype=np.int8).reshape(-1, 2).astype(int))
     x = big.copy()
@@ -514,9 +514,9 @@ def test_catalogue_is_registered_with_paper_tables():
         == [(0.7, 1, 2), (0.9, 2, 1), (1.0, 2, 3), (1.1, 3, 2), (1.5, 4, 2)]
     assert list(zip(col("motion_blur", "radius"), col("motion_blur", "sigma"))) == \
         [(10, 3), (15, 5), (15, 8), (15, 12), (20, 15)]
-    factors = [len(catalogue_blur.zoom_factors(specs["zoom_blur"].params(s))) for s in range(1, 6)]
+    factors = [len(blur.zoom_factors(specs["zoom_blur"].params(s))) for s in range(1, 6)]
     assert factors == [12, 16, 11, 13, 11]
-    q5 = catalogue_blur.zoom_factors(specs["zoom_blur"].params(5, "qiu_code"))
+    q5 = blur.zoom_factors(specs["zoom_blur"].params(5, "qiu_code"))
     assert len(q5) == 12 and abs(q5[-1] - 1.33) < 1e-9
     assert [tuple(specs["snow"].params(s)[k] for k in ("loc", "scale", "zoom", "threshold", "radius", "sigma",
                                                        "blend")) for s in range(1, 6)] == \

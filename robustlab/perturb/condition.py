@@ -9,6 +9,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Callable, Optional, Sequence
 
+from robustlab.perturb.registry import get_perturbation, perturb
+
 ProgressFn = Optional[Callable[[int, int], None]]
 
 
@@ -72,8 +74,6 @@ def check(cond: Condition, kind: str) -> None:
     ``kind`` ("image", "video" or "text")."""
     if cond.clean:
         return
-    from robustlab.perturb import get_perturbation
-
     try:
         spec = get_perturbation(cond.name)
     except KeyError as e:
@@ -97,8 +97,6 @@ def perturb_many(items: Sequence, cond: Condition, kind: str, progress: Progress
     if cond.clean:
         return items, None
     check(cond, kind)
-    from robustlab.perturb import perturb
-
     outs, recs = [], []
     for i, x in enumerate(items):
         r = perturb(x, cond.name, int(cond.severity), seed=int(cond.seed) + offset + i, variant=cond.variant)

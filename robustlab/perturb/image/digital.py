@@ -1,4 +1,7 @@
-"""Digital perturbations (ImageNet-C family): jpeg_compression, pixelate."""
+"""Digital perturbations (ImageNet-C family): jpeg_compression, pixelate, contrast (V15), elastic_transform (V16).
+
+Their listing order is declared in :mod:`robustlab.perturb.order`, not by this file's layout.
+"""
 from __future__ import annotations
 
 import functools
@@ -6,7 +9,8 @@ import io
 
 import numpy as np
 
-from robustlab.perturb.image._common import IMAGENET_C, P1, P2, table
+from robustlab.perturb.image._common import IMAGENET_C, P1, P2, table, to_float, to_uint8
+from robustlab.perturb.image import _filters as F
 from robustlab.perturb.registry import register
 
 
@@ -72,3 +76,75 @@ def _box_byte_columns(n_in: int, n_out: int) -> np.ndarray:
     idx = (box_upsample_index(n_in, n_out)[:, None] * 3 + np.arange(3)).reshape(-1)
     idx.setflags(write=False)
     return idx
+
+
+@register(
+    "contrast", modality="image", category="digital",
+    source=f"{P2} [C2]; {IMAGENET_C}",
+    severity_table=table("factor", [0.4, 0.3, 0.2, 0.1, 0.05]),
+    default_variant="imagenet_c",
+    variant_notes={"imagenet_c": "c = .4/.3/.2/.1/.05"},
+    description="(x - μ)·c + μ on x = img/255 with μ the per-channel spatial mean (per frame for videos), "
+                "clipped, quantised as ImageNet-C. Deterministic, vectorised over video frames.",
+    tags=("p2", "imagenet-c", "deterministic"), requires=("opencv",), batched=True,
+)
+def contrast(img: np.ndarray, params: dict, rng: np.random.Generator) -> np.ndarray:
+    import cv2
+
+    c = float(params["factor"])
+    frames = img.reshape((-1,) + img.shape[-3:])
+    # per-frame channel means, accumulated in float64 by cv2.mean (numpy's strided reduction is ~200× slower)
+    means = np.array([cv2.mean(f)[:3] for f in frames], dtype=np.float64).reshape(img.shape[:-3] + (1, 1, 3))
+    means /= 255.0
+    # (x - μ)·c + μ  ==  x·c + μ·(1 - c), with x = img/255 folded into the scale (float32 pass over the pixels)
+    x = img.astype(np.float32)
+    x *= np.float32(c / 255.0)
+    x += (means * (1.0 - c)).astype(np.float32)
+    return to_uint8(x)
+
+
+# ImageNet-C's constants, "244 should have been 224, but ultimately nothing is incorrect" (its own comment)
+_ELASTIC = [(2, 0.7, 0.1), (2, 0.08, 0.2), (0.05, 0.01, 0.02), (0.07, 0.01, 0.02), (0.12, 0.01, 0.02)]
+ELASTIC_REF_SIZE = 224  # the image size ImageNet-C's pixel constants are defined for
+
+
+@register(
+    "elastic_transform", modality="image", category="digital",
+    source=f"{P2} [C2]; {IMAGENET_C} (make_imagenet_c.py, not the imagecorruptions variant)",
+    severity_table={s: {"alpha": round(244 * a, 6), "sigma": round(244 * b, 6), "affine": round(244 * c, 6),
+                        "ref_size": ELASTIC_REF_SIZE}
+                    for s, (a, b, c) in enumerate(_ELASTIC, start=1)},
+    default_variant="imagenet_c",
+    variant_notes={"imagenet_c": "(α, σ, affine) = 244×(2,.7,.1)/(2,.08,.2)/(.05,.01,.02)/(.07,.01,.02)/"
+                                 "(.12,.01,.02) px at 224 px (the 244 is ImageNet-C's own typo for 224, kept)"},
+    description="Random affine (three points at the centre ± min(h,w)//3 jittered by U(-a, a), cv2.warpAffine "
+                "with reflect-101 borders), then a displacement field: Gaussian-smoothed U(-1,1) noise (σ, "
+                "reflect borders, truncate 3) × α for dx and dy, bilinear resampling with reflect borders; "
+                "x = img/255, clipped, quantised as ImageNet-C. Size-aware: with k = min(h,w)/224 the pixel "
+                "constants become σ·k, a·k and α·k² (smoothed white noise shrinks as 1/σ), so any size gets the "
+                "224 px distortion stretched by k; exactly ImageNet-C at 224×224. Not monotone in severity "
+                "(s1–s2 are large smooth warps, s3–s5 local ripples), as in ImageNet-C.",
+    tags=("p2", "imagenet-c", "random"), requires=("opencv",),
+)
+def elastic_transform(img: np.ndarray, params: dict, rng: np.random.Generator) -> np.ndarray:
+    import cv2
+
+    h, w = img.shape[:2]
+    k = min(h, w) / float(params.get("ref_size", ELASTIC_REF_SIZE))
+    alpha, sigma, affine = float(params["alpha"]) * k * k, float(params["sigma"]) * k, float(params["affine"]) * k
+    x = to_float(img, np.float32)
+
+    # random affine (ImageNet-C: centre_square = shape//2, square_size = min(shape)//3; points as (x, y))
+    cx, cy = w // 2, h // 2
+    sq = max(min(h, w) // 3, 1)
+    pts1 = np.float32([[cx + sq, cy + sq], [cx + sq, cy - sq], [cx - sq, cy - sq]])
+    pts2 = pts1 + rng.uniform(-affine, affine, size=pts1.shape).astype(np.float32)
+    m = cv2.getAffineTransform(pts1, pts2)
+    x = cv2.warpAffine(x, m, (w, h), borderMode=cv2.BORDER_REFLECT_101).reshape(h, w, 3)
+
+    dx = (F.gaussian_blur_reflect_2d(rng.uniform(-1, 1, size=(h, w)), sigma, 3.0) * alpha).astype(np.float32)
+    dy = (F.gaussian_blur_reflect_2d(rng.uniform(-1, 1, size=(h, w)), sigma, 3.0) * alpha).astype(np.float32)
+    gx, gy = np.meshgrid(np.arange(w, dtype=np.float32), np.arange(h, dtype=np.float32))
+    # scipy map_coordinates(order=1, mode='reflect') == bilinear remap with half-sample symmetric borders
+    out = cv2.remap(x, gx + dx, gy + dy, interpolation=cv2.INTER_LINEAR, borderMode=cv2.BORDER_REFLECT)
+    return to_uint8(out.reshape(h, w, 3))

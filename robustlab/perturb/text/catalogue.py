@@ -8,6 +8,8 @@ severity 5 of ``qiu_nlpaug``; word 2 -> severity 2 of ``mlvp``; sentence 1 -> an
 """
 from __future__ import annotations
 
+from robustlab.perturb.registry import get_perturbation
+
 _ALL = (1, 2, 3, 4, 5)
 _P1S = (3,)  # [P1] single level: rate-scaled ops reproduce it at severity 3; single-level ops at any severity
 
@@ -86,8 +88,6 @@ CATALOGUE: tuple[tuple[str, str, str, str, tuple], ...] = (
 
 def catalogue(paper: str | None = None) -> list[dict]:
     """Rows as dicts, with each row's current availability (and reason) from the registry."""
-    from robustlab.perturb.registry import get_perturbation
-
     out = []
     for p, key, name, variant, sev in CATALOGUE:
         if paper is not None and p != paper:

@@ -24,6 +24,7 @@ import threading
 import numpy as np
 
 from robustlab.perturb.registry import register
+from robustlab.perturb.text import textflint_ops as tf
 from robustlab.perturb.text._common import scaled_p
 
 P2 = "Qiu et al. 2022 [P2] Table 8"
@@ -97,8 +98,6 @@ TF_OCR = scaled_p(0.2, trans_min=1, trans_max=10, min_char=1, impl="textflint",
 
 
 def _textflint_sub(kind: str, text: str, params: dict, rng) -> str:
-    from robustlab.perturb.text import textflint_ops as tf
-
     rules = tf.keyboard_rules() if kind == "keyboard" else tf.ocr_rules()
     return tf.textflint_char_sub(text, params, rng, rules)
 

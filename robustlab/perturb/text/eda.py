@@ -38,7 +38,7 @@ import re
 
 import numpy as np
 
-from robustlab.perturb.registry import register
+from robustlab.perturb.registry import _REGISTRY, register
 from robustlab.perturb.text import resources as R
 from robustlab.perturb.text._common import (
     C2, MLVP, MLVP_CODE, MLVP_LEVELS, P2, QIU_LEVELS, STOP_WORDS, py_rng,
@@ -282,7 +282,5 @@ def insert_punctuation(text: str, params: dict, rng: np.random.Generator) -> str
 
 def refresh_availability() -> None:
     """Re-decide availability (WordNet) of SR and WI (the registry also does it on every listing)."""
-    from robustlab.perturb.registry import _REGISTRY
-
     for name in ("synonym_replacement", "word_insertion"):
         _REGISTRY[name].refresh()

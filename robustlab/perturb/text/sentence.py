@@ -27,10 +27,11 @@ import threading
 
 import numpy as np
 
-from robustlab.perturb.registry import register
+from robustlab.perturb.registry import _REGISTRY, register
 from robustlab.perturb.text import resources as R
 from robustlab.perturb.text._common import (
-    C1, C2, MLVP, MLVP_CODE, P1, P2, TEXTFLINT, is_punct, py_rng, scaled_p, single_level,
+    C1, C2, MLVP, MLVP_CODE, P1, P2, STOP_WORDS, TEXTFLINT, is_punct, py_rng, replace_spans, scaled_p, single_level,
+    tokens_with_spans, trans_count,
 )
 from robustlab.perturb.text.gate import GATE_PARAMS, gated
 
@@ -221,8 +222,6 @@ def mlm_candidates(text: str, spans, indices, top_k: int = 5) -> dict[int, list[
           description="MLM [P1 SwapText, Machine]: mask words and replace them by a top-5 bert-base-uncased "
                       "prediction; trans_p = 0.2 x s/3.")
 def mlm_suggestion(text: str, params: dict, rng: np.random.Generator) -> str:
-    from robustlab.perturb.text._common import STOP_WORDS, replace_spans, tokens_with_spans, trans_count
-
     spans = tokens_with_spans(text)
     legal = [i for i, (t, _, _) in enumerate(spans) if not is_punct(t) and t.lower() not in STOP_WORDS]
     if not legal:
@@ -244,6 +243,4 @@ def _style_reason(name: str) -> str:
 
 def refresh_availability() -> dict[str, str]:
     """Re-check the local Hugging Face cache; returns {name: reason} ('' = available)."""
-    from robustlab.perturb.registry import _REGISTRY
-
     return {n: _REGISTRY[n].refresh().reason for n in ("back_translation", *STYLES, "mlm_suggestion")}

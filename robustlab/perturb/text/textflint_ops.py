@@ -29,7 +29,7 @@ import re
 
 import numpy as np
 
-from robustlab.perturb.registry import register
+from robustlab.perturb.registry import _REGISTRY, register
 from robustlab.perturb.text import resources as R
 from robustlab.perturb.text._common import (
     C1, P1, STOP_WORDS, TEXTFLINT, copy_case, is_punct, py_rng, replace_spans, scaled_p,
@@ -587,8 +587,6 @@ def reverse_neg(text: str, params: dict, rng: np.random.Generator) -> str:
 def refresh_availability() -> None:
     """Re-decide availability (WordNet, MiniLM) of this module's perturbations (the registry also does it on
     every listing)."""
-    from robustlab.perturb.registry import _REGISTRY
-
     for name in ("prefix_swap", "multi_pos_swap_jj", "multi_pos_swap_nn", "swap_syn_wordnet",
                  "swap_syn_word_embedding"):
         _REGISTRY[name].refresh()

