@@ -22,6 +22,18 @@ __version__ = "0.2.0"
 # ``rl.perturb`` is the function, not the subpackage: import it eagerly so that it wins over the submodule
 # attribute Python sets on first import of robustlab.perturb (importing robustlab.perturb is light: numpy only).
 from robustlab.perturb import list_perturbations, perturb, regenerate, get_perturbation  # noqa: E402
+from robustlab.perturb.video.mlvp import set_event_clips  # noqa: E402
+
+
+def _world_event_clip(seed: int, index: int, px: int):
+    """A clip of mlvp_event_insertion's corpus: the synthetic world's event video ``(seed, index)`` at ``px`` pixels.
+    Handed down to the perturbation, which sits below the datasets and so does not import them."""
+    from robustlab.datasets.synthetic import world  # on first use: importing robustlab stays light (numpy only)
+
+    return world.render_video(world.sample_video(seed, index), size=px)
+
+
+set_event_clips(_world_event_clip)
 
 _LAZY = {
     "load_model": ("robustlab.models", "load_model"),

@@ -1,0 +1,252 @@
+"""MLVP's content and order shifts: main-object occlusion (9), event insertion from a corpus of clips (11) and
+temporal scrambling (12). Part of :mod:`robustlab.perturb.video.mlvp`."""
+from __future__ import annotations
+
+import functools
+import math
+from collections.abc import Callable
+
+import numpy as np
+
+from robustlab.perturb.registry import register
+from robustlab.perturb.video._common import frames_of, take
+from robustlab.perturb.video.mlvp.common import SRC, _tags
+
+
+# ------------------------------------------------------------------------------------------- 9: occlusion
+
+def occlude(frames: np.ndarray, boxes, ratio: float, rng: np.random.Generator) -> np.ndarray:
+    """MLVP's occluder (``_video_main_object_occlusion``) for given main-object boxes.
+
+    ``boxes[t]`` is (x_min, y_min, x_max, y_max) of frame t's top-ranked object, or None when none was detected.
+    With a box: a black rectangle of sides int(side·√ratio) at a random position inside the box (redrawn every
+    frame). Without: the previous occluder shifted by U{−5..5} px, or on the first frame a centred box of
+    U{W/8..W/4} × U{H/8..H/4}. Rectangles include their far edge (cv2.rectangle). Returns a new array.
+    """
+    v = frames_of(frames).copy()
+    t, h, w, _ = v.shape
+    for i, r in enumerate(occluder_rects(t, h, w, boxes, ratio, rng)):
+        _blacken(v[i], r)
+    return v
+
+
+def _blacken(frame: np.ndarray, rect) -> np.ndarray:
+    if rect is not None:
+        x0, y0, x1, y1 = rect
+        if x1 > x0 and y1 > y0:
+            frame[y0:y1 + 1, x0:x1 + 1] = 0
+    return frame
+
+
+def occluder_rects(t: int, h: int, w: int, boxes, ratio: float, rng: np.random.Generator) -> list:
+    """The occluder of every frame (clipped (x0, y0, x1, y1) or None), drawn from ``rng`` frame by frame; no
+    pixels needed (the lazy path renders frame t from it alone)."""
+    last = None
+    sq = math.sqrt(ratio)
+    rects = []
+    for i in range(t):
+        box = boxes[i] if boxes is not None else None
+        occ = None
+        if box is not None:
+            x0, y0, x1, y1 = (int(c) for c in box)
+            x0, y0, x1, y1 = max(0, x0), max(0, y0), min(w, x1), min(h, y1)
+            bw, bh = x1 - x0, y1 - y0
+            if bw > 0 and bh > 0:
+                ow, oh = int(bw * sq), int(bh * sq)
+                ox = int(rng.integers(x0, max(x0 + 1, x1 - ow)))
+                oy = int(rng.integers(y0, max(y0 + 1, y1 - oh)))
+                occ = [ox, oy, ox + ow, oy + oh]
+        elif last is not None:
+            lx0, ly0, lx1, ly1 = last
+            sx, sy = int(rng.integers(-5, 6)), int(rng.integers(-5, 6))
+            occ = [lx0 + sx, ly0 + sy, lx1 + sx, ly1 + sy]
+        else:
+            ow = int(rng.integers(w // 8, max(w // 4, w // 8 + 1)))
+            oh = int(rng.integers(h // 8, max(h // 4, h // 8 + 1)))
+            occ = [(w - ow) // 2, (h - oh) // 2, (w - ow) // 2 + ow, (h - oh) // 2 + oh]
+        rect = None
+        if occ is not None:
+            x0, y0 = max(0, occ[0]), max(0, occ[1])
+            x1, y1 = min(w, occ[2]), min(h, occ[3])
+            rect = last = [x0, y0, x1, y1]
+        rects.append(rect)
+    return rects
+
+
+def centre_box(h: int, w: int, frac: float) -> tuple[int, int, int, int]:
+    bw, bh = max(1, int(round(w * frac))), max(1, int(round(h * frac)))
+    x0, y0 = (w - bw) // 2, (h - bh) // 2
+    return x0, y0, x0 + bw, y0 + bh
+
+
+@register(
+    "mlvp_occlusion", modality="video", category="occlusion", source=SRC,
+    severity_table={s: {"ratio": r, "box": "centre", "box_fraction": 0.5}
+                    for s, r in enumerate([0.30, 0.40, 0.50, 0.60, 0.80], 1)},
+    variants={"code": {s: {"ratio": float(r), "box": "centre", "box_fraction": 0.5}
+                       for s, r in enumerate(np.linspace(0.3, 0.8, 5), 1)}},
+    default_variant="paper",
+    variant_notes={
+        "paper": "occluder area / object box area = 30/40/50/60/80% (Table 37)",
+        "code": "np.linspace(0.3, 0.8, 5) = 30/42.5/55/67.5/80% (released code)",
+    },
+    description="Main-object occlusion: a black rectangle with sides √ratio × the main object's box sides, at a "
+                "random position inside the box, on every frame. SUBSTITUTE box: MLVP finds the main object with "
+                "Qwen2.5-VL captions + OWLv2 detection + tracking (Algorithm 3), weights we do not ship; here the "
+                "'main object' is the centred box of half the frame's width and height (a centre-bias prior). "
+                "Callers with real boxes use robustlab.perturb.video.mlvp.occlude(frames, boxes, ratio, rng).",
+    tags=_tags("mid", "random", "substitute"),
+)
+def mlvp_occlusion(x: np.ndarray, params: dict, rng: np.random.Generator) -> np.ndarray:
+    v = frames_of(x)
+    box = centre_box(v.shape[1], v.shape[2], float(params["box_fraction"]))
+    return occlude(v, [box] * len(v), float(params["ratio"]), rng)
+
+
+# ------------------------------------------------------------------------------------ 11: event insertion
+
+CORPUS_SEED, CORPUS_SIZE, CORPUS_PX = 4242, 32, 64
+# The corpus' clips come from robustlab's synthetic world, which belongs to the datasets, a layer above this one:
+# the world is handed down (``set_event_clips``, called by ``robustlab/__init__``) instead of imported from here.
+_EVENT_CLIPS: Callable[[int, int, int], np.ndarray] | None = None
+
+
+def set_event_clips(clip: Callable[[int, int, int], np.ndarray] | None) -> None:
+    """Make ``clip(seed, index, px)`` (a T×px×px×3 uint8 clip) the source of :func:`event_corpus`'s clips.
+    ``import robustlab`` sets the synthetic world's ``render_video(sample_video(seed, index), size=px)``."""
+    global _EVENT_CLIPS
+    _EVENT_CLIPS = clip
+    event_corpus.cache_clear()
+
+
+@functools.lru_cache(maxsize=2)
+def event_corpus(seed: int = CORPUS_SEED, n: int = CORPUS_SIZE, px: int = CORPUS_PX):
+    """The built-in corpus of event clips (robustlab's synthetic world) and their embeddings (see ``embed``)."""
+    if _EVENT_CLIPS is None:
+        raise RuntimeError("mlvp_event_insertion has no corpus of event clips: import robustlab (it sets the "
+                           "synthetic world's) or call robustlab.perturb.video.mlvp.set_event_clips")
+    clips = tuple(_EVENT_CLIPS(seed, i, px) for i in range(n))
+    emb = np.stack([embed(c) for c in clips])
+    return clips, emb
+
+
+def embed(frames: np.ndarray, n: int = 12, px: int = 16) -> np.ndarray:
+    """Cheap clip embedding (SUBSTITUTE for MLVP's CLIP ViT-B/32 mean-pooled embedding): the mean of up to 12
+    uniformly sampled frames, each area-resized to 16×16 RGB, centred and L2-normalised (float64)."""
+    import cv2
+
+    idx = np.linspace(0, len(frames) - 1, min(n, len(frames))).round().astype(int)
+    th = np.stack([cv2.resize(frames[i], (px, px), interpolation=cv2.INTER_AREA) for i in idx]).astype(np.float64)
+    e = th.mean(axis=0).ravel()
+    e -= e.mean()
+    nrm = np.linalg.norm(e)
+    return e / nrm if nrm > 0 else e
+
+
+def _resize_clip(frames: np.ndarray, h: int, w: int) -> np.ndarray:
+    import cv2
+
+    if frames.shape[1:3] == (h, w):
+        return frames.copy()
+    return np.stack([cv2.resize(f, (w, h), interpolation=cv2.INTER_LINEAR) for f in frames])
+
+
+_EVENT_RATIOS = [0.30, 0.40, 0.50, 0.60, 0.70]
+_CORPUS = {"corpus_seed": CORPUS_SEED, "corpus_size": CORPUS_SIZE, "corpus_px": CORPUS_PX}
+
+
+@register(
+    "mlvp_event_insertion", modality="video", category="temporal", source=SRC,
+    severity_table={s: {"ratio": r, "position": "middle", **_CORPUS} for s, r in enumerate(_EVENT_RATIOS, 1)},
+    variants={"code": {s: {"ratio": r, "position": "tail", **_CORPUS} for s, r in enumerate(_EVENT_RATIOS, 1)}},
+    default_variant="paper",
+    variant_notes={
+        "paper": "the retrieved clip is spliced into the MIDDLE: T−k original frames sampled uniformly over the "
+                 "whole video, split in half, k inserted frames between the halves",
+        "code": "released code: the first T−k original frames, then the k inserted frames at the TAIL",
+    },
+    description="Event insertion: k = max(1, min(T−1, round(T·ratio))) frames, ratio = 30/40/50/60/70%, of the "
+                "most similar clip of a corpus, sampled uniformly and bilinearly resized, replace original frames; "
+                "the length stays T. SUBSTITUTES: the corpus is 32 built-in synthetic event clips (MLVP: ~3k "
+                "MSRVTT training clips) and similarity is a 16×16 colour-thumbnail embedding (MLVP: CLIP "
+                "ViT-B/32; the code matches the video's generated caption instead). Deterministic.",
+    tags=_tags("high", "deterministic", "substitute"), requires=("opencv",),
+)
+def mlvp_event_insertion(x: np.ndarray, params: dict, rng: np.random.Generator) -> np.ndarray:
+    v = frames_of(x)
+    t, h, w, _ = v.shape
+    if t < 2:
+        raise ValueError("mlvp_event_insertion needs a video of at least 2 frames (it replaces T·ratio of them, "
+                         "at least 1, and keeps at least 1 original frame)")
+    k = max(1, min(t - 1, int(round(t * float(params["ratio"])))))
+    keep = t - k
+    clips, emb = event_corpus(int(params["corpus_seed"]), int(params["corpus_size"]), int(params["corpus_px"]))
+    best = int(np.argmax(emb @ embed(v)))
+    clip = clips[best]
+    ins = _resize_clip(take(clip, np.linspace(0, len(clip) - 1, k).round().astype(int)), h, w)
+    if params["position"] == "tail":
+        return np.concatenate([v[:keep], ins])
+    kept = take(v, np.linspace(0, t - 1, keep).round().astype(int))
+    half = (keep + 1) // 2
+    return np.concatenate([kept[:half], ins, kept[half:]])
+
+
+# ------------------------------------------------------------------------------- 12: temporal scrambling
+
+def scramble_indices(t: int, params: dict, severity_mode: str, rng: np.random.Generator) -> np.ndarray:
+    """MLVP's trim → chunk scramble → uniform sampling, as frame indices (length t)."""
+    trim = int(t * float(params["trim_ratio"]))
+    start = int(rng.integers(0, trim + 1))
+    end = t - (trim - start)
+    if start >= end:  # everything trimmed: the last frame, repeated (as the code)
+        return np.full(t, t - 1, dtype=np.int64)
+    middle = np.arange(start, end)
+    n_chunks = min(int(params["max_chunks"]), len(middle))
+    chunks = np.array_split(middle, n_chunks)
+    order = list(range(n_chunks))
+    if severity_mode == "adjacent":
+        if n_chunks > 1:
+            i = int(rng.integers(0, n_chunks - 1))
+            order[i], order[i + 1] = order[i + 1], order[i]
+    elif severity_mode == "pairs":
+        if n_chunks > 1:
+            used: set[int] = set()
+            for _ in range(min(int(params["pairs"]), n_chunks // 2)):
+                avail = [i for i in range(n_chunks) if i not in used]
+                if len(avail) < 2:
+                    break
+                a, b = (avail[j] for j in rng.choice(len(avail), size=2, replace=False))
+                order[a], order[b] = order[b], order[a]
+                used.update((a, b))
+    elif severity_mode == "shuffle":
+        order = [order[i] for i in rng.permutation(n_chunks)]
+    scrambled = np.concatenate([chunks[i] for i in order])
+    return scrambled[np.linspace(0, len(scrambled) - 1, num=t, dtype=int)]
+
+
+def _scramble_table(trims) -> dict:
+    modes = {1: {"scramble": "adjacent"}, 2: {"scramble": "pairs", "pairs": 2}, 3: {"scramble": "pairs", "pairs": 3},
+             4: {"scramble": "pairs", "pairs": 4}, 5: {"scramble": "shuffle"}}
+    return {s: {"trim_ratio": r, "max_chunks": 12, **modes[s]} for s, r in enumerate(trims, 1)}
+
+
+@register(
+    "mlvp_temporal_scrambling", modality="video", category="temporal", source=SRC,
+    severity_table=_scramble_table([0.40, 0.30, 0.20, 0.10, 0.05]),
+    variants={"code": _scramble_table([0.60, 0.70, 0.80, 0.90, 0.95])},
+    default_variant="paper",
+    variant_notes={
+        "paper": "Table 37's RETENTION ratios 60/70/80/90/95% (trim 40/30/20/10/5% of the frames)",
+        "code": "released code: the same numbers are the fraction REMOVED (retain 40/30/20/10/5%)",
+    },
+    description="Temporal scrambling: trim int(T·trim) frames, split randomly between head and tail; cut the "
+                "middle into min(12, n) equal chunks; severity 1 swaps one random adjacent pair of chunks, 2–4 "
+                "swap min(s, chunks//2) random disjoint pairs, 5 shuffles all chunks; then T frames are sampled "
+                "with linspace (int truncation) over the scrambled middle, so the length stays T. (The code's "
+                "with-replacement draw for middles shorter than its 12 output frames is not used: the middle is "
+                "always shorter than T here.)",
+    tags=_tags("high", "random"),
+)
+def mlvp_temporal_scrambling(x: np.ndarray, params: dict, rng: np.random.Generator) -> np.ndarray:
+    v = frames_of(x)
+    return take(v, scramble_indices(len(v), params, params["scramble"], rng))
