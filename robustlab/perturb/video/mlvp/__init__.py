@@ -36,4 +36,4 @@ from robustlab.perturb.video.mlvp.content import (  # noqa: F401
 from robustlab.perturb.video.mlvp import plans  # noqa: F401,E402  (registers the lazy plans, after the perturbations)
 
 __all__ = ["occlude", "occluder_rects", "centre_box", "embed", "event_corpus", "optical_flows", "linear_motion_kernel",
-           "mlvp_disk_kernel", "scramble_indices", "image_op_params"]
+           "mlvp_disk_kernel", "scramble_indices", "image_op_params", "set_event_clips"]
