@@ -1,0 +1,65 @@
+"""``robustlab bench``: a robustness sweep (one Result per cell, resumable); ``robustlab bench report DIR``: its
+results.csv and report.html."""
+from __future__ import annotations
+
+import argparse
+import sys
+
+from tqdm.auto import tqdm
+
+from robustlab.bench import SweepError, build_spec, run_sweep
+from robustlab.cli.common import err, msg, split
+from robustlab.io.params import parse_kv
+
+
+def cmd_bench(args) -> int:
+    try:
+        # the --adapt parameters first: a bad value (steps=inf) is one line before any work
+        parse_kv(args.adapt_param or [], "--adapt-param", example="steps=1, tent.lr=1e-4",
+                 form="KEY=VALUE or METHOD.KEY=VALUE")
+        spec = build_spec(models=split(args.models),
+                          dataset={"name": args.dataset, "root": args.root, "split": args.split, "n": args.n,
+                                   "seed": args.seed, "options": {"trust_pickle": True} if args.trust_pickle else {}},
+                          tasks=split(args.tasks), perturbations=args.perturbations,
+                          text_perturbations=args.text_perturbations, severities=args.severities,
+                          text_severities=args.text_severities, combine=args.combine,
+                          interventions=args.interventions, adapt=args.adapt, adapt_params=args.adapt_param or [],
+                          directions=split(args.directions) or None, perturb_seed=args.perturb_seed,
+                          worst=args.worst, device=args.device)
+    except (KeyError, ValueError, OSError) as e:
+        return err(msg(e))
+    bar = tqdm(total=0, desc=f"bench {args.out}", unit="cell", disable=args.quiet, file=sys.stderr,
+               bar_format="{l_bar}{bar}| {n:.2f}/{total} cells [{elapsed}<{remaining}]")
+
+    def progress(st):
+        bar.total = st["total"]
+        bar.n = round(st["fraction"] * st["total"], 2)
+        bar.update(0)  # redraws at tqdm's own rate (mininterval), not on every item
+    try:
+        status = run_sweep(spec, args.out, engine=args.engine, progress=progress, address=args.address,
+                           num_cpus=args.num_cpus)
+    except (SweepError, ValueError) as e:
+        bar.close()
+        return err(str(e))
+    bar.close()
+    print(f"{status.done} cells run, {status.skipped} already there, {status.total} in the sweep "
+          f"({status.seconds:.1f} s, engine {status.engine}) -> {status.out}", file=sys.stderr)
+    if args.report:
+        return cmd_bench_report(argparse.Namespace(run=args.out, metric=None, out=None))
+    return 0
+
+
+def cmd_bench_report(args) -> int:
+    try:
+        from robustlab.bench.report import write_report  # pandas and plotly: the [report] extra
+    except ImportError as e:
+        return err(f"the report needs pandas and plotly ({e.name or e} is missing): pip install 'robustlab[report]'")
+    try:
+        csv_path, html_path = write_report(args.run, out_dir=args.out, metric=args.metric)
+    except (ValueError, OSError) as e:
+        return err(msg(e))
+    print(f"wrote {csv_path}\nwrote {html_path}")
+    extra = csv_path.parent / "adaptation.csv"  # written when the run has adaptation cells
+    if extra.is_file():
+        print(f"wrote {extra}")
+    return 0

@@ -1,0 +1,226 @@
+"""The argument parser of every command: flags, defaults and help texts, and nothing that runs a command.
+
+``eval`` and ``adapt`` add their arguments on first use (parsing or help): their choices come from the task and
+adaptation registries, which import torch, so ``robustlab --help`` and the light commands never do.
+"""
+from __future__ import annotations
+
+import argparse
+
+from robustlab.training import RECIPES as TRAIN_RECIPES
+
+
+class _Parser(argparse.ArgumentParser):
+    """A subcommand's parser whose arguments ``build(parser)`` adds the first time it parses or formats help."""
+
+    def __init__(self, *args, build=None, **kwargs):
+        super().__init__(*args, **kwargs)
+        self._build = build
+
+    def _ready(self) -> None:
+        if self._build is not None:
+            build, self._build = self._build, None
+            build(self)
+
+    def parse_known_args(self, args=None, namespace=None):
+        self._ready()
+        return super().parse_known_args(args, namespace)
+
+    def format_usage(self) -> str:
+        self._ready()
+        return super().format_usage()
+
+    def format_help(self) -> str:
+        self._ready()
+        return super().format_help()
+
+
+def add_dataset_args(p, default: str | None = "builtin") -> None:
+    p.add_argument("--dataset", default=default, help="a dataset name (see `robustlab datasets`)")
+    p.add_argument("--root", default=None, help="the dataset's folder (datasets on disk)")
+    p.add_argument("--split", default=None, help="the split (default: the dataset's test split)")
+    p.add_argument("--n", type=int, default=None, help="use the first N items (built-in: generate N)")
+    p.add_argument("--seed", type=int, default=None, help="built-in world seed (default: the split's)")
+    p.add_argument("--trust-pickle", action="store_true",
+                   help="allow reading a pickle annotation file (RefCOCO's refs(*).p): only for files you trust")
+
+
+def _bench_parser(sub) -> None:
+    b = sub.add_parser("bench", help="a robustness sweep (one Result per cell, resumable); "
+                                     "`robustlab bench report DIR` writes its report")
+    b.add_argument("--models", required=True, help="comma-separated model specs (see `robustlab models`)")
+    add_dataset_args(b)
+    b.add_argument("--tasks", default="retrieval", help="comma-separated tasks (see `robustlab tasks`)")
+    b.add_argument("--perturbations", default="all",
+                   help="visual perturbations: all | category:NAME | tag:NAME | NAME,NAME | none")
+    b.add_argument("--text-perturbations", default=None, help="text perturbations, same forms (default none)")
+    b.add_argument("--interventions", default=None,
+                   help="model interventions, each a condition on clean inputs: quag:unimodal|crossmodal|video|text"
+                        "|VV+TV..., quag-attention:video-avg|text-avg|text-video-avg[/multiplicative], "
+                        "input:language-only|video-only, or all (default none)")
+    b.add_argument("--adapt", default=None,
+                   help="test-time adaptation methods (robustlab.adapt; `robustlab adapt --list`), e.g. "
+                        "none,tent,tcr,hat-vtr, or all: each adds, for every shift of one side, a cell with that "
+                        "method adapting that side's queries (visual: i2t/v2t, text: t2i/t2v); none is the "
+                        "shifted cell itself (default none)")
+    b.add_argument("--adapt-param", action="append", metavar="KEY=VALUE",
+                   help="an adaptation parameter, repeatable: KEY=VALUE for every --adapt method that has it, "
+                        "METHOD.KEY=VALUE for one (e.g. steps=1, hat-vtr.capacity=50)")
+    b.add_argument("--severities", default="1-5", help="e.g. 1-5 or 1,3,5")
+    b.add_argument("--text-severities", default=None, help="default: --severities")
+    b.add_argument("--combine", default="auto",
+                   help="visual × text pairs when both are swept: auto (at severity 3), all, none, or a severity")
+    b.add_argument("--directions", default=None, help="retrieval directions to report, e.g. t2v,v2t (default all)")
+    b.add_argument("--perturb-seed", type=int, default=0)
+    b.add_argument("--worst", type=int, default=3, help="worst examples kept per perturbed cell and direction")
+    b.add_argument("--out", required=True, help="the run folder (rerun with the same folder to resume)")
+    b.add_argument("--engine", default="local", choices=["local", "ray"])
+    b.add_argument("--address", default=None, help="Ray: 'auto' or a cluster address (default: start a local Ray)")
+    b.add_argument("--num-cpus", type=int, default=None, help="Ray: CPUs of the local Ray it starts")
+    b.add_argument("--device", default=None)
+    b.add_argument("--report", action="store_true", help="write the report when the sweep is done")
+    b.add_argument("--quiet", action="store_true", help="no progress bar")
+    r = sub.add_parser("bench-report", help=argparse.SUPPRESS)
+    r.add_argument("run", help="a run folder written by `robustlab bench`")
+    r.add_argument("--metric", default=None, help="the headline metric (default: R@1 of the first direction)")
+    r.add_argument("--out", default=None, help="where to write (default: the run folder)")
+
+
+def _eval_args(e) -> None:
+    from robustlab.tasks.registry import names as task_names  # start-up: the task modules import torch
+
+    e.add_argument("task", choices=task_names())
+    e.add_argument("--model", default="builtin:tiny-clip")
+    add_dataset_args(e, default=None)
+    e.add_argument("--perturb", default=None, help="image or video perturbation of the dataset's visuals")
+    e.add_argument("--severity", type=int, default=3, choices=range(1, 6), metavar="K", help="1..5")
+    e.add_argument("--text-perturb", default=None, help="text perturbation of captions / questions / expressions")
+    e.add_argument("--text-severity", type=int, default=3, choices=range(1, 6), metavar="K", help="1..5")
+    e.add_argument("--perturb-seed", type=int, default=0)
+    e.add_argument("--device", default=None)
+    e.add_argument("--option", action="append", metavar="KEY=VALUE",
+                   help="a task option, repeatable (`robustlab tasks --options` lists them; e.g. clavi: "
+                        "method=render, peeling: wide=true)")
+    e.add_argument("--out", default=None, help="write each Result as JSON into this folder")
+    e.add_argument("--json", action="store_true")
+
+
+def _adapt_args(ad) -> None:
+    from robustlab.adapt import METHODS, QUERY_SIDE  # start-up: robustlab.adapt imports torch
+
+    ad.description = ("Adapt the LayerNorms of the query side online (robustlab.adapt: "
+                      f"{', '.join(METHODS)}) on a dataset's queries under a perturbation of that "
+                      "side and print R@1/5/10, MdR and MnR on clean, shifted and adapted queries, "
+                      "and the time per 1,000 queries. The model itself is never changed. "
+                      "`robustlab adapt --list` gives every method's parameters and defaults.")
+    ad.add_argument("--list", action="store_true", help="list the methods with their parameters and defaults")
+    ad.add_argument("--model", default=None, help="a retrieval model (see `robustlab models --task retrieval`)")
+    add_dataset_args(ad, default=None)
+    ad.add_argument("--direction", default=None, metavar="|".join(QUERY_SIDE),
+                    help="t2v / t2i adapt text queries, v2t / i2t visual ones (default: t2v, or t2i for images); "
+                         "the dataset defaults to builtin-videos, or builtin for t2i / i2t")
+    ad.add_argument("--perturb", default=None, help="the query shift: a perturbation of the query side (text for "
+                                                    "t2*, image / video for *2t; default: clean queries)")
+    ad.add_argument("--severity", type=int, default=3, metavar="K", help="1..5 (default 3)")
+    ad.add_argument("--perturb-seed", type=int, default=0, help="query i gets seed S + i")
+    ad.add_argument("--method", default="hat-vtr", metavar="|".join(METHODS), help="default hat-vtr")
+    ad.add_argument("--param", action="append", metavar="KEY=VALUE",
+                    help="a method parameter, repeatable (e.g. --param steps=1 --param lr=1e-4)")
+    ad.add_argument("--device", default=None)
+    ad.add_argument("--json", action="store_true", help="print the result as JSON (with the per-step losses)")
+    ad.add_argument("--out", default=None, metavar="FILE", help="also write the result as JSON to FILE")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="robustlab", description="Perturb, compare and diagnose vision-language models.")
+    sub = p.add_subparsers(dest="cmd", required=True, parser_class=_Parser)
+
+    m = sub.add_parser("models", help="list built-in models and backends")
+    m.add_argument("pattern", nargs="?", default=None, help='a wildcard on the spec or name, e.g. "*video*"')
+    m.add_argument("--task", default=None, help="only models declaring this task (retrieval, video-retrieval, "
+                                                "grounding, vqa, clavi, itm, entailment, reasoning)")
+    m.add_argument("--backends", action="store_true", help="with --json: list the backend prefixes too")
+    m.add_argument("--json", action="store_true")
+
+    q = sub.add_parser("perturbations", help="list the perturbation registry")
+    q.add_argument("--modality", choices=["image", "video", "text"])
+    q.add_argument("--json", action="store_true")
+
+    t = sub.add_parser("train", help="train a built-in model on the synthetic world")
+    t.add_argument("model", help="one of: " + ", ".join(TRAIN_RECIPES))
+    t.add_argument("--seed", type=int, default=0)
+    t.add_argument("--n-train", type=int, default=None, help="training examples (default: the recipe's)")
+    t.add_argument("--epochs", type=int, default=None, help="epochs (default: the recipe's)")
+    t.add_argument("--eval-n", type=int, default=1000)
+    t.add_argument("--threads", type=int, default=None)
+    t.add_argument("--out", default=None, help="checkpoint path (default: assets/NAME.safetensors)")
+    t.add_argument("--stage3-from", default=None, metavar="CHECKPOINT",
+                   help="tiny-vilt only: run the last stage (PEELING's uniqueness questions) on a stage-2 checkpoint")
+
+    d = sub.add_parser("datasets", help="list the datasets and what each needs")
+    d.add_argument("pattern", nargs="?", default=None, help="a wildcard, e.g. 'ref*'")
+    d.add_argument("--task", default=None, help="only datasets for this task")
+    d.add_argument("--json", action="store_true")
+
+    tk = sub.add_parser("tasks", help="list the evaluation tasks")
+    tk.add_argument("pattern", nargs="?", default=None)
+    tk.add_argument("--json", action="store_true")
+    tk.add_argument("--options", action="store_true", help="also list each task's options (eval --option)")
+
+    sub.add_parser("eval", help="evaluate a model on a dataset, clean and perturbed",
+                   description="Evaluate a model on a dataset (built-in by default: the held-out test split, "
+                               "1000 items) with a task; prints the metrics of the clean run, or of the "
+                               "perturbed run with --perturb / --text-perturb (item i gets seed "
+                               "--perturb-seed + i). --out DIR writes one JSON Result per run.",
+                   build=_eval_args)
+
+    pp = sub.add_parser("perturb", help="perturb image, video and caption files (and folders) into a folder",
+                        description="Perturb files and folders (images, videos, caption .txt/.csv/.json files; "
+                                    "folders recursively). Writes clean/ and perturbed/ copies and a "
+                                    "manifest.jsonl that `robustlab regenerate` rebuilds. Bad files are reported "
+                                    "and skipped (exit code 1). Example i gets seed S+i unless --same-seed.")
+    pp.add_argument("inputs", nargs="+", metavar="INPUT", help="files or folders")
+    pp.add_argument("--name", required=True, help="perturbation name (see `robustlab perturbations`)")
+    pp.add_argument("--severity", type=int, required=True, choices=range(0, 6), metavar="K", help="0..5")
+    pp.add_argument("--seed", type=int, default=0)
+    pp.add_argument("--variant", default=None, help="a named variant (default: the perturbation's default)")
+    pp.add_argument("--same-seed", action="store_true", help="use --seed for every example instead of seed+i")
+    pp.add_argument("--max-side", type=int, default=None, help="downscale videos to this long side (px)")
+    pp.add_argument("--out", required=True, help="output folder")
+    pp.add_argument("--quiet", action="store_true", help="no progress bar")
+
+    rg = sub.add_parser("regenerate", help="rebuild an export bit for bit and verify it",
+                        description="Re-run every example of an export (a zip from the dashboard, a folder from "
+                                    "`robustlab perturb`, or a manifest.jsonl) on its clean input and verify the "
+                                    "output hashes. Prints OK / MISMATCH / ERROR per example; exit code 1 if any "
+                                    "example does not match.")
+    rg.add_argument("export", metavar="MANIFEST_OR_ZIP")
+    rg.add_argument("--out", default=None, help="write the rebuilt export here")
+    rg.add_argument("--json", action="store_true")
+    rg.add_argument("--quiet", action="store_true", help="no progress bar")
+
+    hb = sub.add_parser("hubness", help="k-occurrence hubness of retrieval, clean vs perturbed",
+                        description="Hubness of a model's text-image or text-video retrieval on a dataset: the "
+                                    "k-occurrence N_k of every gallery item (how many queries rank it in their "
+                                    "top k) and its skewness, truncated-normal skewness, Atkinson, Robin Hood and "
+                                    "Gini indices, antihub and hub occurrence, with R@1/5/10, clean and (with "
+                                    "--perturb) perturbed; --reduce adds the scores after a hubness reduction.")
+    hb.add_argument("--model", default="builtin:tiny-clip")
+    add_dataset_args(hb)
+    hb.add_argument("--k", type=int, default=15, help="top-k of the k-occurrence (HAT-VTR uses 15)")
+    hb.add_argument("--direction", choices=["t2i", "i2t", "t2v", "v2t"], default=None,
+                    help="t2i: captions query images (N_k per image); i2t: images query captions; t2v / v2t for "
+                         "a video dataset (default: t2i, or t2v for videos)")
+    hb.add_argument("--perturb", default=None, help="an image / video or text perturbation, applied to that "
+                                                    "modality")
+    hb.add_argument("--perturb-seed", type=int, default=0)
+    hb.add_argument("--severity", type=int, default=3, choices=range(1, 6), metavar="K", help="1..5")
+    hb.add_argument("--reduce", default=None, choices=["dsl", "qbnorm", "hsm"],
+                    help="also report the scores after this hubness reduction (default parameters)")
+    hb.add_argument("--device", default=None)
+    hb.add_argument("--json", action="store_true")
+    _bench_parser(sub)
+
+    sub.add_parser("adapt", help="test-time adaptation of a retrieval model's query side under a query shift",
+                   build=_adapt_args)
+    return p

@@ -1,0 +1,45 @@
+"""``robustlab regenerate EXPORT``: rebuild an export bit for bit and verify it (exit 1 on any mismatch)."""
+from __future__ import annotations
+
+import json
+
+from tqdm.auto import tqdm
+
+from robustlab.cli.common import err
+from robustlab.export.manifest import ExportWriteError, regenerate_export
+
+
+def cmd_regenerate(args) -> int:
+    bar = tqdm(desc="regenerate", unit="example", disable=args.quiet or args.json)
+
+    def progress(r, done, total):
+        bar.total = total
+        bar.update(1)
+        if not args.json:
+            tqdm.write(r.line())
+
+    write_error = None
+    try:
+        results = regenerate_export(args.export, out=args.out, progress=progress)
+    except ExportWriteError as e:  # the out folder filled up: every example was verified all the same
+        if e.results is None:
+            bar.close()
+            return err(str(e))
+        results, write_error = e.results, str(e)
+    except (OSError, ValueError) as e:
+        bar.close()
+        return err(str(e))
+    bar.close()
+    bad = [r for r in results if not r.ok]
+    if args.json:
+        print(json.dumps([{"id": r.id, "status": r.status, "message": r.message, "perturbation": r.perturbation,
+                           "severity": r.severity, "path": r.path} for r in results], indent=2))
+    else:
+        into = f" into {args.out}" if args.out and not write_error else ""
+        print(f"{len(results) - len(bad)}/{len(results)} example(s) regenerated bit for bit"
+              + into + (f"; {len(bad)} failed" if bad else ""))
+    if write_error:
+        return err(write_error)
+    if not results:
+        return err("the manifest lists no examples", 1)
+    return 1 if bad else 0
