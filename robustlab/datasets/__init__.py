@@ -14,13 +14,13 @@ with ``trust_pickle=True``.
 """
 from __future__ import annotations
 
+import importlib
+
 from robustlab.datasets.base import QA, Dataset, DatasetError, InMemoryDataset, Item, Ref
 from robustlab.datasets.registry import build, get_entry, list_datasets, register_dataset
 
 
 def __getattr__(name):
-    import importlib
-
     lazy = {"builtin_gallery": "robustlab.datasets.synthetic.datasets",
             "builtin_video_gallery": "robustlab.datasets.synthetic.datasets",
             "Gallery": "robustlab.datasets.uploads", "ingest_uploads": "robustlab.datasets.uploads",

@@ -21,8 +21,11 @@ from pathlib import Path
 
 import numpy as np
 
-from robustlab.io.access import visible
+from robustlab.datasets._local import check_n
 from robustlab.datasets.base import Dataset, DatasetError
+from robustlab.io import files as io_files  # by module: the limits are read (and patched) at call time
+from robustlab.io import media as io_media
+from robustlab.io.access import visible
 
 VIDEO_SUFFIXES = (".mp4", ".mkv", ".webm")
 DEFAULT_NUM_FRAMES = 12  # uniformly over the clip (CLIP4Clip's max_frames for MSR-VTT)
@@ -66,19 +69,17 @@ def _seek(c, stream, t0: int, tb, start: float | None) -> None:
 def choose(times: np.ndarray, lo: float, hi: float, num_frames: int | None, fps: float | None,
            max_frames: int) -> np.ndarray:
     """Indices into the clip's frame times (sorted) of the frames to keep (non-decreasing; may repeat)."""
-    from robustlab.io.media import sample_indices
-
     n = len(times)
     if fps is not None:
         targets = lo + np.arange(0.0, max(hi - lo, _EPS), 1.0 / float(fps))
         idx = np.minimum(np.searchsorted(times, targets - _EPS), n - 1)
         idx = np.unique(idx)  # a target between two frames of a slow video picks the same frame: keep it once
     elif num_frames is not None:
-        return sample_indices(n, int(num_frames))
+        return io_media.sample_indices(n, int(num_frames))
     else:
         idx = np.arange(n)
     if len(idx) > max_frames:
-        idx = idx[sample_indices(len(idx), max_frames)]
+        idx = idx[io_media.sample_indices(len(idx), max_frames)]
     return idx.astype(np.int64)
 
 
@@ -90,8 +91,6 @@ class ClipSource:
 
     def __init__(self, path: str | Path, start: float | None = None, end: float | None = None, *,
                  max_side: int | None = DEFAULT_MAX_SIDE, who: str = "video", get: str = ""):
-        from robustlab.io.files import MAX_IMAGE_PIXELS
-
         self.path, self.who, self.max_side = Path(path), who, max_side
         self.label = label = str(self.path)
         if not self.path.is_file() or not visible(self.path):  # outside the dashboard's data roots: missing
@@ -114,9 +113,9 @@ class ClipSource:
             h, w = int(s.codec_context.height or 0), int(s.codec_context.width or 0)
             if h < 1 or w < 1:
                 raise DatasetError(f"{who}: {label!r}: the video stream has no frame size")
-            if h * w > MAX_IMAGE_PIXELS:
+            if h * w > io_files.MAX_IMAGE_PIXELS:
                 raise DatasetError(f"{who}: {label!r}: {w}×{h} pixels per frame is over the "
-                                   f"{MAX_IMAGE_PIXELS / 1e6:.0f}-megapixel limit")
+                                   f"{io_files.MAX_IMAGE_PIXELS / 1e6:.0f}-megapixel limit")
             duration = float(s.duration * tb) if s.duration else (c.duration / 1e6 if c.duration else None)
             _seek(c, s, t0, tb, lo)
             pts: set[int] = set()
@@ -143,9 +142,7 @@ class ClipSource:
         self.keyframes = np.array(sorted(keys), dtype=np.int64)
         self.times = (self.order - t0) * float(tb)  # seconds from the stream's start
         self._t0, self._tb, self._size = t0, tb, None
-        from robustlab.io.media import _target_size
-
-        self._size = _target_size(h, w, max_side)
+        self._size = io_media._target_size(h, w, max_side)
 
     @property
     def n_frames(self) -> int:
@@ -167,8 +164,6 @@ class ClipSource:
     def read(self, indices) -> np.ndarray:
         """Frames ``indices`` (0-based into the clip's frame list; any order, repeats allowed) as k×H×W×3 uint8."""
         import av
-
-        from robustlab.io.media import _to_rgb
 
         idx = np.asarray(indices, dtype=np.int64).reshape(-1)
         if not idx.size or idx.min() < 0 or idx.max() >= self.n_frames:
@@ -195,7 +190,7 @@ class ClipSource:
                             continue
                         arr = None
                         while k < stop and frame.pts >= wanted[k]:  # a frame the decoder dropped: the next one
-                            arr = _to_rgb(frame, self._size) if arr is None else arr
+                            arr = io_media._to_rgb(frame, self._size) if arr is None else arr
                             out[k] = arr
                             k += 1
                         last = arr if arr is not None else last
@@ -231,17 +226,13 @@ __all__ = ["read_clip", "ClipSource", "choose", "check_sampling", "VIDEO_SUFFIXE
 
 class ClipDataset(Dataset):
     """Base of the video-file datasets (MSRVTT, YouCook2): the split check and the frame-sampling settings that
-    :func:`read_clip` takes, in one place."""
+    :func:`read_clip` takes, in one place. Each subclass's ``name``, ``kind``, ``tasks`` and ``splits`` come from
+    its registration (``register_dataset``)."""
 
-    kind = "video"
-    tasks = ("retrieval",)
     positives = "item"
-    splits: tuple = ()
 
     def _setup(self, root, split: str, n, num_frames, fps, max_frames, max_side, skip_missing, ann_file):
         """Check the split and sampling settings, initialise the Dataset; returns the checked ``n``."""
-        from robustlab.datasets._local import check_n
-
         who = self.name
         if split not in self.splits:
             raise DatasetError(f"{who} has no split {split!r}; splits: {', '.join(self.splits)}")

@@ -13,8 +13,9 @@ from typing import Any, Iterable, Sequence
 
 import numpy as np
 
-from robustlab.io.access import visible
 from robustlab.datasets.base import DatasetError
+from robustlab.io import files as io_files  # by module: the size limits are read (and patched) at call time
+from robustlab.io.access import visible
 
 
 def rel(path: Path, root: Path | None) -> str:
@@ -58,19 +59,15 @@ def _short(path: Path, root: Path | None) -> str:
 
 
 def _annotation_limit() -> tuple[int, str]:
-    from robustlab.io import files
-
-    return files.MAX_ANNOTATION_BYTES, files.ANNOTATION_SETTING
+    return io_files.MAX_ANNOTATION_BYTES, io_files.ANNOTATION_SETTING
 
 
 def read_json(path: Path, who: str, *, root: Path | None = None) -> Any:
     """A JSON file, stat-ed against ``ROBUSTLAB_MAX_ANNOTATION_MB`` (default 2048 MB) before it is read."""
-    from robustlab.io.files import InputError, read_file_capped
-
     limit, setting = _annotation_limit()
     try:
-        return json.loads(read_file_capped(path, limit, _short(path, root), setting))
-    except InputError as e:
+        return json.loads(io_files.read_file_capped(path, limit, _short(path, root), setting))
+    except io_files.InputError as e:
         raise DatasetError(f"{who}: {e}") from e
     except json.JSONDecodeError as e:
         raise DatasetError(f"{who}: {str(path)!r} is not valid JSON (line {e.lineno}: {e.msg})") from e
@@ -87,12 +84,10 @@ def _why(e: BaseException) -> str:
 def read_jsonl(path: Path, who: str, *, root: Path | None = None) -> list[dict]:
     """A JSON-lines file (one object per line; blank lines skipped), stat-ed against
     ``ROBUSTLAB_MAX_ANNOTATION_MB`` before it is read (and never read past it)."""
-    from robustlab.io.files import InputError, open_capped
-
     limit, setting = _annotation_limit()
     out = []
     try:
-        with open_capped(path, limit, _short(path, root), setting, encoding="utf-8") as f:
+        with io_files.open_capped(path, limit, _short(path, root), setting, encoding="utf-8") as f:
             for ln, line in enumerate(f, start=1):
                 if not line.strip():
                     continue
@@ -107,7 +102,7 @@ def read_jsonl(path: Path, who: str, *, root: Path | None = None) -> list[dict]:
                 if not isinstance(obj, dict):
                     raise DatasetError(f"{who}: {str(path)!r} line {ln} is a {type(obj).__name__}, not an object")
                 out.append(obj)
-    except InputError as e:
+    except io_files.InputError as e:
         raise DatasetError(f"{who}: {e}") from e
     except (OSError, UnicodeDecodeError) as e:
         raise DatasetError(f"{who}: cannot read {str(path)!r} ({e})") from e
@@ -117,11 +112,9 @@ def read_jsonl(path: Path, who: str, *, root: Path | None = None) -> list[dict]:
 def read_csv(path: Path, columns: Iterable[str], who: str, *, root: Path | None = None) -> list[dict]:
     """A CSV file with a header row that must hold ``columns``, stat-ed against ``ROBUSTLAB_MAX_ANNOTATION_MB``
     before it is read (and never read past it)."""
-    from robustlab.io.files import InputError, open_capped
-
     limit, setting = _annotation_limit()
     try:
-        with open_capped(path, limit, _short(path, root), setting, encoding="utf-8-sig", newline="") as f:
+        with io_files.open_capped(path, limit, _short(path, root), setting, encoding="utf-8-sig", newline="") as f:
             reader = csv.DictReader(f)
             have = [c.strip() for c in (reader.fieldnames or [])]
             missing = [c for c in columns if c not in have]
@@ -129,7 +122,7 @@ def read_csv(path: Path, columns: Iterable[str], who: str, *, root: Path | None 
                 raise DatasetError(f"{who}: {str(path)!r} has no column {', '.join(map(repr, missing))} "
                                    f"(columns: {', '.join(have) or 'none'}; expected {', '.join(columns)})")
             return [{(k or "").strip(): v for k, v in row.items()} for row in reader]
-    except InputError as e:
+    except io_files.InputError as e:
         raise DatasetError(f"{who}: {e}") from e
     except csv.Error as e:
         raise DatasetError(f"{who}: {str(path)!r} is not a readable CSV ({e})") from e
@@ -196,14 +189,13 @@ def read_image(path: Path, who: str, get: str = "", *, root: Path | None = None)
     ``ROBUSTLAB_MAX_UPLOAD_MB`` before it is read, its header's pixel count checked before it is decoded); a
     missing or unreadable file is a DatasetError naming it (and, when missing, ``get``: where the images come
     from)."""
-    from robustlab.io.files import MAX_UPLOAD_BYTES, InputError, check_file_size, load_image
-
     if not path.is_file():
         raise DatasetError(f"{who}: image {str(path)!r} is missing" + (f" ({get})" if get else ""))
     try:
-        check_file_size(path, MAX_UPLOAD_BYTES, _short(path, root))  # one line naming the file, not its full path
-        return load_image(path)
-    except InputError as e:
+        # one line naming the file, not its full path
+        io_files.check_file_size(path, io_files.MAX_UPLOAD_BYTES, _short(path, root))
+        return io_files.load_image(path)
+    except io_files.InputError as e:
         raise DatasetError(f"{who}: {e}") from e
 
 

@@ -58,12 +58,15 @@ class Item:
 
 
 class Dataset:
-    """Base class of every dataset. A subclass sets the class attributes and implements ``__len__`` and
-    ``item(i)``; it may override ``visual(i)``/``visuals()`` to read or render faster in bulk."""
+    """Base class of every dataset. A subclass implements ``__len__`` and ``item(i)``; it may override
+    ``visual(i)``/``visuals()`` to read or render faster in bulk. A registered subclass gets ``name``, ``kind``,
+    ``tasks`` and ``splits`` from its registration (:func:`robustlab.datasets.registry.register_dataset`), declared
+    there only; ``positives`` it sets itself."""
 
     name: str = ""
     kind: str = "image"  # "image" or "video"
     tasks: tuple[str, ...] = ("retrieval",)
+    splits: tuple[str, ...] = ()
     positives: str = "item"  # "item" or "caption" (see the module docstring)
 
     def __init__(self, split: str | None = None, root: str | Path | None = None, **params):

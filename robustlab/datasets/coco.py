@@ -26,7 +26,6 @@ SPLITS = {"test": ("test",), "val": ("val",), "train": ("train", "restval"), "re
                   paper="Lin et al., Microsoft COCO (ECCV 2014); split: Karpathy & Fei-Fei, Deep Visual-Semantic "
                         "Alignments for Generating Image Descriptions (CVPR 2015)")
 class COCOCaptions(KarpathyCaptions):
-    name = "coco"
     ann_name = "dataset_coco.json"
     image_get = "the COCO 2014 images are train2014.zip / val2014.zip from https://cocodataset.org/#download"
     split_values = SPLITS

@@ -29,7 +29,6 @@ FLICKR_IMAGES_GET = ("the Flickr30K images are flickr30k-images.tar from the req
                   paper="Young et al., From image descriptions to visual denotations (TACL 2014); split: Karpathy & "
                         "Fei-Fei (CVPR 2015)")
 class Flickr30KCaptions(KarpathyCaptions):
-    name = "flickr30k"
     ann_name = "dataset_flickr30k.json"
     image_get = FLICKR_IMAGES_GET
     split_values = SPLITS

@@ -34,10 +34,9 @@ FORMAT = "Karpathy's format: images[] with filename, split, sentences[].raw"
 
 class KarpathyCaptions(Dataset):
     """Images and captions of one split of a Karpathy split file. Subclasses set the file name, the image folders
-    and how a split name maps to the file's ``split`` values."""
+    and how a split name maps to the file's ``split`` values (``name``, ``kind``, ``tasks`` and ``splits`` come from
+    the subclass's registration)."""
 
-    kind = "image"
-    tasks = ("retrieval",)
     positives = "item"
     ann_name = ""  # e.g. "dataset_coco.json"
     image_get = ""  # where to get the images (for a missing-file message)

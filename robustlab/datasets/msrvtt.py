@@ -58,9 +58,6 @@ ANN_DIRS = ("", "msrvtt_data", "annotation", "annotations")
                   paper="Xu et al., MSR-VTT (CVPR 2016); 1k-A test: Yu et al., JSFusion (ECCV 2018), as used by "
                         "CLIP4Clip (Luo et al., 2021)")
 class MSRVTT(ClipDataset):
-    name = "msrvtt"
-    splits = tuple(SPLITS)
-
     def __init__(self, root, split: str = "test", n: int | None = None, num_frames: int | None = DEFAULT_NUM_FRAMES,
                  fps: float | None = None, max_frames: int = DEFAULT_MAX_FRAMES,
                  max_side: int | None = DEFAULT_MAX_SIDE, skip_missing: bool = False,

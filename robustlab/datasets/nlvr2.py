@@ -66,9 +66,6 @@ def _resize_to_height(img: np.ndarray, h: int) -> np.ndarray:
                   paper="Suhr et al., A Corpus for Reasoning about Natural Language Grounded in Photographs "
                         "(ACL 2019)")
 class NLVR2(Dataset):
-    name = "nlvr2"
-    kind = "image"
-    tasks = ("reasoning",)
     positives = "item"
 
     def __init__(self, root, split: str = "test1", n: int | None = None, height: int | None = None, gap: int = 0,

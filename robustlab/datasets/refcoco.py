@@ -29,6 +29,7 @@ names them; ``n=`` takes the first n images. ``texts`` is empty (expressions are
 """
 from __future__ import annotations
 
+import pickle
 import sys
 from pathlib import Path
 
@@ -73,8 +74,6 @@ def refs_from_parquet(path: Path, who: str) -> list[dict]:
 
 
 def refs_from_pickle(path: Path, who: str) -> list:
-    import pickle
-
     try:
         with open(path, "rb") as f:
             return pickle.load(f, encoding="latin1")  # refer's files were written by Python 2
@@ -92,8 +91,8 @@ def pickle_refused(path: Path, who: str) -> DatasetError:
 
 
 class RefCOCOBase(Dataset):
-    kind = "image"
-    tasks = ("grounding",)
+    """RefCOCO, RefCOCO+ and RefCOCOg (``name``, ``kind``, ``tasks`` and ``splits`` from each one's registration)."""
+
     positives = "item"
     dirname = ""  # refer's folder: refcoco, refcoco+, refcocog
     split_by: dict[str, tuple[str, ...]] = {}  # split_by -> splits
@@ -249,7 +248,6 @@ _NEEDS = ("instances.json and {refs} (or refs.json / .parquet; the original {p} 
                   default_split="val", description="RefCOCO referring expressions (UNC split): grounding",
                   needs=_NEEDS.format(refs="refs(unc).json", p="refs(unc).p", d="refcoco"), markers=_markers("refcoco", "unc"), paper=_PAPER_UNC)
 class RefCOCO(RefCOCOBase):
-    name = "refcoco"
     dirname = "refcoco"
     split_by = {"unc": ("val", "testA", "testB", "train")}
 
@@ -259,7 +257,6 @@ class RefCOCO(RefCOCOBase):
                   description="RefCOCO+ referring expressions (UNC split, no location words): grounding",
                   needs=_NEEDS.format(refs="refs(unc).json", p="refs(unc).p", d="refcoco+"), markers=_markers("refcoco+", "unc"), paper=_PAPER_UNC)
 class RefCOCOPlus(RefCOCOBase):
-    name = "refcoco+"
     dirname = "refcoco+"
     split_by = {"unc": ("val", "testA", "testB", "train")}
 
@@ -271,7 +268,6 @@ class RefCOCOPlus(RefCOCOBase):
                   paper="Mao et al., Generation and Comprehension of Unambiguous Object Descriptions (CVPR 2016); "
                         "UMD split: Nagaraja et al., Modeling Context Between Objects (ECCV 2016)")
 class RefCOCOg(RefCOCOBase):
-    name = "refcocog"
     dirname = "refcocog"
     split_by = {"umd": ("val", "test", "train"), "google": ("val", "train")}
     default_split_by = "umd"

@@ -2,17 +2,23 @@
 
 A dataset module registers a builder (a Dataset subclass or a function returning one) with what it is and what it
 needs; :func:`build` checks the split and the folder before calling it, so every loader fails the same way: one
-line (:class:`DatasetError`) that says what is missing and what to pass. Wildcards as in timm:
-``list_datasets("ms*")``, ``list_datasets(task="grounding")``.
+line (:class:`DatasetError`) that says what is missing and what to pass. Wildcards as in timm (case-insensitive,
+as ``list_models``): ``list_datasets("ms*")``, ``list_datasets(task="grounding")``.
+
+The registration is the one place a dataset's metadata is declared: a registered Dataset class gets its ``name``,
+``kind``, ``tasks`` and ``splits`` from it (:data:`CLASS_FIELDS`), so the class body does not repeat them.
 """
 from __future__ import annotations
 
 import fnmatch
 import importlib
+import inspect
+import os
 from pathlib import Path
 from typing import Callable
 
 from robustlab.datasets.base import Dataset, DatasetError
+from robustlab.io.access import inside
 
 _REGISTRY: dict[str, dict] = {}
 
@@ -30,17 +36,26 @@ DATASET_MODULES = (
 )
 
 
+# what a registered Dataset class gets from its registration (declared once, in register_dataset)
+CLASS_FIELDS = ("name", "kind", "tasks", "splits")
+
+
 def register_dataset(name: str, *, kind: str, tasks: tuple[str, ...], description: str, splits: tuple[str, ...],
                      default_split: str | None = None, needs_root: bool = True, needs: str = "",
                      paper: str = "", markers: tuple[str, ...] = ()) -> Callable:
     """Register a dataset builder. ``needs`` says, in one line, which files the folder must hold; ``markers`` are
     the files (relative paths, ``*`` wildcards allowed in the last part) whose presence tells that a folder holds
-    this dataset (:func:`discover`); ``"<media>"`` stands for image or video files in the folder itself."""
+    this dataset (:func:`discover`); ``"<media>"`` stands for image or video files in the folder itself. A Dataset
+    class gets ``name``, ``kind``, ``tasks`` and ``splits`` from here as class attributes (:data:`CLASS_FIELDS`)."""
 
     def deco(builder):
-        _REGISTRY[name] = dict(name=name, builder=builder, kind=kind, tasks=tuple(tasks), description=description,
-                               splits=tuple(splits), default_split=default_split or splits[0],
-                               needs_root=needs_root, needs=needs, paper=paper, markers=tuple(markers))
+        entry = dict(name=name, builder=builder, kind=kind, tasks=tuple(tasks), description=description,
+                     splits=tuple(splits), default_split=default_split or splits[0],
+                     needs_root=needs_root, needs=needs, paper=paper, markers=tuple(markers))
+        if inspect.isclass(builder):
+            for field in CLASS_FIELDS:
+                setattr(builder, field, entry[field])
+        _REGISTRY[name] = entry
         return builder
     return deco
 
@@ -51,12 +66,12 @@ def _ensure_loaded() -> None:
 
 
 def list_datasets(pattern: str | None = None, task: str | None = None, kind: str | None = None) -> list[dict]:
-    """Registered datasets (name, kind, tasks, splits, what the folder needs), filtered by a wildcard pattern,
-    a task and a kind."""
+    """Registered datasets (name, kind, tasks, splits, what the folder needs), filtered by a wildcard pattern on the
+    name (fnmatch, case-insensitive), a task and a kind."""
     _ensure_loaded()
     out = []
     for name, e in sorted(_REGISTRY.items()):
-        if pattern and not fnmatch.fnmatch(name, pattern):
+        if pattern and not fnmatch.fnmatchcase(name.lower(), pattern.lower()):
             continue
         if task and task not in e["tasks"]:
             continue
@@ -103,8 +118,6 @@ def build(name: str, root: str | Path | None = None, split: str | None = None, *
 def _options(builder) -> set | None:
     """The keyword options a loader takes besides root and split (None: it passes on anything). For a class, the
     first ``__init__`` along its MRO that names its parameters (``__init__(self, *a, **kw)`` passes them up)."""
-    import inspect
-
     funcs = [c.__dict__["__init__"] for c in builder.__mro__ if "__init__" in c.__dict__] \
         if inspect.isclass(builder) else [builder]
     for f in funcs:
@@ -123,9 +136,7 @@ MEDIA_MARKER = "<media>"
 
 def _has_marker(folder: Path, marker: str, peek: int) -> bool:
     """Whether ``folder`` holds ``marker`` (at most ``peek`` directory entries looked at per wildcard/media test)."""
-    import os
-
-    from robustlab.io.files import MEDIA_SUFFIXES
+    from robustlab.io.files import MEDIA_SUFFIXES  # PIL: importing robustlab.datasets stays light
 
     if marker == MEDIA_MARKER or "*" in marker:
         sub, _, pat = marker.rpartition("/") if marker != MEDIA_MARKER else ("", "", "")
@@ -152,10 +163,6 @@ def discover(roots, depth: int = 2, max_dirs: int = 2000, peek: int = 500) -> li
     ``depth`` levels; hidden folders skipped; at most ``max_dirs`` folders looked at; a folder whose real path
     leaves its root is skipped): ``[{"name", "root", "folder", "rel"}]``, ``rel`` being the folder relative to its
     root ("" for the root itself). A folder can hold several formats (an upload folder of a COCO copy's images)."""
-    import os
-
-    from robustlab.io.access import inside
-
     _ensure_loaded()
     entries = [e for e in _REGISTRY.values() if e["needs_root"] and e["markers"]]
     out, seen = [], 0
@@ -189,4 +196,5 @@ def discover(roots, depth: int = 2, max_dirs: int = 2000, peek: int = 500) -> li
     return out
 
 
-__all__ = ["register_dataset", "list_datasets", "get_entry", "build", "discover", "DATASET_MODULES", "MEDIA_MARKER"]
+__all__ = ["register_dataset", "list_datasets", "get_entry", "build", "discover", "DATASET_MODULES", "MEDIA_MARKER",
+           "CLASS_FIELDS"]

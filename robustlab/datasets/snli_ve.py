@@ -45,9 +45,6 @@ IMAGE_DIRS = ["flickr30k-images", "flickr30k_images", "images", "Flickr30K/flick
                   markers=("snli_ve_*.jsonl", "data/snli_ve_*.jsonl", "annotations/snli_ve_*.jsonl"),
                   paper="Xie et al., Visual Entailment: A Novel Task for Fine-Grained Image Understanding (2019)")
 class SNLIVE(Dataset):
-    name = "snli-ve"
-    kind = "image"
-    tasks = ("entailment",)
     positives = "item"
 
     def __init__(self, root, split: str = "test", n: int | None = None, ann_file: str | Path | None = None,

@@ -18,8 +18,9 @@ from pathlib import Path
 import numpy as np
 
 from robustlab.datasets.base import DatasetError, InMemoryDataset
-from robustlab.io.access import visible
 from robustlab.datasets.registry import register_dataset
+from robustlab.io import files as io_files  # by module: the upload limits are read (and patched) at call time
+from robustlab.io.access import visible
 
 IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".webp", ".bmp", ".gif", ".tif", ".tiff")
 VIDEO_SUFFIXES = (".mp4", ".webm", ".mov", ".avi", ".mkv", ".m4v", ".mpg", ".mpeg", ".ogv")
@@ -64,16 +65,14 @@ class IngestReport:
 
 def _read_captions(caption_file: tuple[str, bytes] | None, caption_lines: str):
     """(pairs or None, the captions' label, the one-line error when they can't be read or None)."""
-    from robustlab.io.files import InputError, parse_captions
-
     if caption_file is None and not (caption_lines or "").strip():
         return None, "", None
     label = caption_file[0] if caption_file is not None else "typed captions"
     try:
         if caption_file is not None:
-            return parse_captions(caption_file[1], caption_file[0]), label, None
-        return parse_captions(caption_lines, label), label, None
-    except InputError as e:
+            return io_files.parse_captions(caption_file[1], caption_file[0]), label, None
+        return io_files.parse_captions(caption_lines, label), label, None
+    except io_files.InputError as e:
         return None, label, str(e)
 
 
@@ -106,8 +105,7 @@ def ingest_uploads(files: list[tuple[str, bytes]], caption_file: tuple[str, byte
     lines and files differ in number nothing is added (``errors`` has the one line asking for named captions) and
     the gallery stays as it was. A caption file that can't be read is one error; the files are added uncaptioned.
     """
-    from robustlab.engine.cache import content_hash
-    from robustlab.io.files import InputError, pair_captions
+    from robustlab.engine.cache import content_hash  # torch: importing the uploads module stays light
 
     if kind not in ("image", "video"):
         raise ValueError(f"kind must be image or video, got {kind!r}")
@@ -123,7 +121,7 @@ def ingest_uploads(files: list[tuple[str, bytes]], caption_file: tuple[str, byte
         errors.append(cap_error)
     caps_given: list[str | None] = [None] * len(given)
     if pairs is not None and given:
-        pairing = pair_captions(given, pairs, cap_label)
+        pairing = io_files.pair_captions(given, pairs, cap_label)
         if pairing.error:  # nothing is guessed: the upload is refused as a whole, the gallery stays as it was
             return IngestReport(gallery=existing, added=0, errors=errors + [pairing.error + "; nothing was added"],
                                 warnings=warns)
@@ -151,7 +149,7 @@ def ingest_uploads(files: list[tuple[str, bytes]], caption_file: tuple[str, byte
                           f"other{'s' if k > 1 else ''} not added (rename {them} to add {them})")
         try:
             arr = _load(kind, name, data)
-        except InputError as e:
+        except io_files.InputError as e:
             errors.append(str(e))
             continue
         h = content_hash(arr)
@@ -189,12 +187,11 @@ def set_captions(gallery: Gallery, caption_file: tuple[str, bytes] | None = None
     """Attach captions to an existing uploaded gallery by the upload rules (:func:`ingest_uploads`): by file name,
     or plain lines in the gallery's order when there are exactly as many lines as items. The gallery is not changed
     when the captions can't be read or paired (one error line)."""
-    from robustlab.io.files import pair_captions
-
     pairs, label, err = _read_captions(caption_file, caption_lines)
     if pairs is None:
         return IngestReport(gallery=gallery, added=0, errors=[err or "typed captions: no captions found"], warnings=[])
-    pairing = pair_captions(list(gallery.names), pairs, label, noun="gallery item", among="the gallery's items")
+    pairing = io_files.pair_captions(list(gallery.names), pairs, label, noun="gallery item",
+                                     among="the gallery's items")
     if pairing.error:
         return IngestReport(gallery=gallery, added=0, errors=[pairing.error + "; no caption was changed"],
                             warnings=[])
@@ -247,12 +244,10 @@ def from_folder(root, split: str = "all", kind: str | None = None, captions: str
     read, so an over-limit file costs no memory. A file that cannot be used is one line naming it (relative to
     the folder); those lines are the DatasetError when nothing could be read, else the gallery's
     ``load_errors``."""
-    from robustlab.io.files import InputError, read_file_capped, scan_folder
-
     root = Path(root)
     try:
-        files = scan_folder(root, suffixes=IMAGE_SUFFIXES + VIDEO_SUFFIXES)
-    except InputError as e:
+        files = io_files.scan_folder(root, suffixes=IMAGE_SUFFIXES + VIDEO_SUFFIXES)
+    except io_files.InputError as e:
         raise DatasetError(f"upload: {e}") from e
     by = {"image": [p for p in files if kind_of_name(p.name) == "image"],
           "video": [p for p in files if kind_of_name(p.name) == "video"]}
@@ -266,15 +261,13 @@ def from_folder(root, split: str = "all", kind: str | None = None, captions: str
     cf = None
     if capfile is not None:
         try:  # a captions file follows the upload limit too; one that can't be read stops here, before any media
-            cf = (capfile.name, read_file_capped(capfile, label=_name_in(capfile, root)))
-        except InputError as e:
+            cf = (capfile.name, io_files.read_file_capped(capfile, label=_name_in(capfile, root)))
+        except io_files.InputError as e:
             raise DatasetError(f"upload: {e}") from e
     given = [p.name for p in by[kind]]  # captions pair over every file of the kind (sorted), before n or refusals
     if cf is not None:  # plain lines that don't pair one to one with the files stop here, before any media
-        from robustlab.io.files import pair_captions
-
         pairs, label, _ = _read_captions(cf, "")
-        pairing = pair_captions(given, pairs, label, noun=f"{kind} file") if pairs is not None else None
+        pairing = io_files.pair_captions(given, pairs, label, noun=f"{kind} file") if pairs is not None else None
         if pairing is not None and pairing.error:
             raise DatasetError(f"upload: {pairing.error}")
     chosen = by[kind][:int(n)] if n is not None else by[kind]
@@ -282,8 +275,9 @@ def from_folder(root, split: str = "all", kind: str | None = None, captions: str
     data: list[tuple[str, bytes]] = []
     for p in chosen:
         try:
-            data.append((p.name, read_file_capped(p, label=p.name)))  # stat first: an over-limit file is never read
-        except InputError as e:
+            # stat first: an over-limit file is never read
+            data.append((p.name, io_files.read_file_capped(p, label=p.name)))
+        except io_files.InputError as e:
             errors.append(str(e))
     rep = ingest_uploads(data, cf, existing=None, max_items=max_items, kind=kind, given=given)
     del data

@@ -62,9 +62,6 @@ def index_videos(root: Path) -> dict[str, Path]:
                   paper="Zhou, Xu & Corso, Towards Automatic Learning of Procedures from Web Instructional Videos "
                         "(AAAI 2018)")
 class YouCook2(ClipDataset):
-    name = "youcook2"
-    splits = tuple(SPLITS)
-
     def __init__(self, root, split: str = "val", n: int | None = None, num_frames: int | None = DEFAULT_NUM_FRAMES,
                  fps: float | None = None, max_frames: int = DEFAULT_MAX_FRAMES,
                  max_side: int | None = DEFAULT_MAX_SIDE, skip_missing: bool = False,

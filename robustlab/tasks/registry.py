@@ -37,10 +37,13 @@ def _ensure_loaded() -> None:
 
 
 def list_tasks(pattern: str | None = None) -> list[dict]:
+    """The registered tasks (name order), those whose name matches the wildcard ``pattern`` (fnmatch,
+    case-insensitive, as ``list_models``) when given."""
     _ensure_loaded()
     return [{"name": t.name, "description": t.description, "needs": list(t.needs), "kinds": list(t.kinds),
              "options": dict(t.options)}
-            for name, t in sorted(_REGISTRY.items()) if not pattern or fnmatch.fnmatch(name, pattern)]
+            for name, t in sorted(_REGISTRY.items())
+            if not pattern or fnmatch.fnmatchcase(name.lower(), pattern.lower())]
 
 
 def get(name: str) -> Task:

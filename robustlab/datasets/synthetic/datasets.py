@@ -32,7 +32,7 @@ BUILTIN_VIDEO_FPS = 8.0  # the frame rate the built-in event videos are played a
 
 
 def _cache_root(cache_dir) -> Path:
-    from robustlab.engine.cache import default_cache_dir
+    from robustlab.engine.cache import default_cache_dir  # torch: building the datasets stays light
 
     return Path(cache_dir) if cache_dir else default_cache_dir() / "gallery"
 
@@ -53,8 +53,6 @@ def _load_npz(path: Path, check) -> dict | None:
 
 
 class _Synthetic(Dataset):
-    needs_root = False
-
     def __init__(self, split: str = "test", n: int | None = None, seed: int | None = None, size: int | None = None,
                  cache: bool = True, cache_dir=None, progress=None):
         if split not in SPLIT_SEEDS:
@@ -106,9 +104,6 @@ class _Synthetic(Dataset):
                               "question, ITM negative",
                   needs="nothing (generated offline; n=, seed=, size= to choose)")
 class SyntheticScenes(_Synthetic):
-    name = "builtin"
-    kind = "image"
-    tasks = ("retrieval", "grounding", "vqa", "itm")
     positives = "item"
     default_size = 128
 
@@ -159,8 +154,6 @@ class SyntheticRefs(SyntheticScenes):
     """The ``builtin`` scenes (same seeds, same renders) whose referring expression is over-specified as people's
     are (:func:`robustlab.datasets.synthetic.world.overspecified_expression`): "the small striped red circle at the
     top left" where "the circle" would do. ``Ref.meta`` keeps the attributes said and the shortest unique set."""
-    name = "builtin-refs"
-    tasks = ("grounding", "peeling", "vqa")
 
     def item(self, i: int) -> Item:
         base = SyntheticScenes.item(self, i)
@@ -179,9 +172,6 @@ class SyntheticRefs(SyntheticScenes):
                               "question, CLAVI pairs",
                   needs="nothing (generated offline; n=, seed=, size= to choose)")
 class SyntheticVideos(_Synthetic):
-    name = "builtin-videos"
-    kind = "video"
-    tasks = ("retrieval", "vqa", "itm", "clavi")
     positives = "caption"  # different videos can share a caption: all of them are positives
     default_size = 64
     fps = BUILTIN_VIDEO_FPS
