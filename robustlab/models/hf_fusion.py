@@ -28,47 +28,25 @@ from typing import Optional, Sequence
 import numpy as np
 import torch
 
+from robustlab.io.convert import to_uint8_rgb
 from robustlab.models.attention import (TEXT, VISUAL, AttentionCapture, AttentionRecorder, ReplaceFn,
                                         TokenLayout, current_intervention, dispatching_forward, layer_hook)
 from robustlab.models.base import Fingerprinted, ModelInfo
-from robustlab.models.hf_backend import (_float32_kw, _load_image_processor, hf_source, hub_access, load_config,
-                                         processor_identity, seeded, tokenizer_identity, unavailable)
+from robustlab.models.hf_base import HFParts, bert_byte_tokenizer, random_init_description
+from robustlab.models.hub import seeded, unavailable
 from robustlab.models.protocols import as_frames
+from robustlab.models.registry import register_backend
 
 HEADS = {"ViltForQuestionAnswering": "vqa", "ViltForImageAndTextRetrieval": "itm",
          "ViltForImagesAndTextClassification": "nlvr2"}
 VE_LABELS = frozenset({"entailment", "neutral", "contradiction"})
 # the robustlab tasks each head serves (Task.check_model reads ``supported_tasks``)
 HEAD_TASKS = {"vqa": ("vqa", "clavi"), "itm": ("itm",), "nlvr2": ("reasoning",), "ve": ("entailment",)}
-CLS, SEP, PAD, UNK, MASK = "[CLS]", "[SEP]", "[PAD]", "[UNK]", "[MASK]"
-
-
-def bert_byte_tokenizer(max_length: int = 40):
-    """A BERT-layout tokenizer that needs no vocab files: ``[CLS] bytes [SEP]``, [PAD]=0, lower-cased.
-
-    ids 0..4 are [PAD] [UNK] [CLS] [SEP] [MASK], 5..260 the bytes. For random-init models only (plumbing tests).
-    """
-    from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, processors
-    from transformers import PreTrainedTokenizerFast
-
-    specials = [PAD, UNK, CLS, SEP, MASK]
-    vocab = {s: i for i, s in enumerate(specials)}
-    for i, ch in enumerate(sorted(pre_tokenizers.ByteLevel.alphabet())):
-        vocab[ch] = len(specials) + i
-    tk = Tokenizer(models.BPE(vocab=vocab, merges=[], unk_token=UNK))
-    tk.normalizer = normalizers.Sequence([normalizers.NFC(), normalizers.Lowercase()])
-    tk.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
-    tk.decoder = decoders.ByteLevel()
-    tk.add_special_tokens(specials)
-    tk.post_processor = processors.TemplateProcessing(single=f"{CLS} $A {SEP}", pair=f"{CLS} $A {SEP} $B {SEP}",
-                                                      special_tokens=[(CLS, 2), (SEP, 3)])
-    return PreTrainedTokenizerFast(tokenizer_object=tk, pad_token=PAD, unk_token=UNK, cls_token=CLS,
-                                   sep_token=SEP, mask_token=MASK, model_max_length=max_length)
 
 
 def vilt_image_processor(size: int, patch_size: int):
     """A ViLT image processor built in memory (shortest edge ``size``, sides multiples of the patch size)."""
-    import transformers
+    import transformers  # optional heavy dependency
 
     cls = getattr(transformers, "ViltImageProcessorPil", None) or transformers.ViltImageProcessor
     return cls(size={"shortest_edge": size}, size_divisor=patch_size)
@@ -98,29 +76,22 @@ def _vilt_attention_forward(mod, layer_idx: int, hook):
     return forward
 
 
-class HFViltModel(Fingerprinted):
+class HFViltModel(HFParts, Fingerprinted):
     """A transformers ViLT checkpoint with its head (VQA or ITM), processor pieces and attention capture."""
 
     backend = "hf-vilt"
+    MODEL_TYPES = ("vilt",)
 
     def __init__(self, model, image_processor, tokenizer, *, model_id: str, device=None, half: bool | None = None,
                  random_init: bool = False, description: str = ""):
-        from robustlab.engine.device import resolve_device
-
-        self.device = resolve_device(device)
-        self.half = (self.device.type == "cuda") if half is None else bool(half)
-        self.dtype = torch.float16 if self.half else torch.float32
         head = HEADS.get(type(model).__name__)
         if head is None:
             raise ValueError(f"unsupported ViLT class {type(model).__name__} (supported: {', '.join(HEADS)})")
         labels = {str(v).lower() for v in (getattr(model.config, "id2label", None) or {}).values()}
         self.head = "ve" if head == "vqa" and labels == VE_LABELS else head
-        self.model = model.to(self.device, dtype=self.dtype).eval()
-        self.image_processor = image_processor
-        self.tokenizer = tokenizer
-        self.model_id = model_id
-        self.random_init = bool(random_init)
-        self.description = description or f"transformers {type(model).__name__}"
+        self._hold(model, image_processor, tokenizer, model_id=model_id, random_init=random_init,
+                   description=description)
+        self._place_model(device, half)
         cfg = model.config
         self.patch_size = int(cfg.patch_size)
         self.image_size = int(cfg.image_size)
@@ -130,34 +101,25 @@ class HFViltModel(Fingerprinted):
 
     # ---- constructors -----------------------------------------------------------------------------
     @classmethod
-    def from_pretrained(cls, repo_or_dir: str, device=None, half: bool | None = None) -> "HFViltModel":
-        src, offline, cache_only, local, what = hf_source("hf-vilt", repo_or_dir)
-        with hub_access(what, offline, local=local):
-            from transformers import (AutoTokenizer, ViltForImageAndTextRetrieval, ViltForImagesAndTextClassification,
-                                      ViltForQuestionAnswering)
+    def _model_class(cls, config, what: str):
+        from transformers import (ViltForImageAndTextRetrieval,  # optional heavy dependency
+                                  ViltForImagesAndTextClassification, ViltForQuestionAnswering)
 
-            config = load_config(src, cache_only, what, ("vilt",))
-            arch = (getattr(config, "architectures", None) or [""])[0]
-            if arch == "ViltForImageAndTextRetrieval":
-                model_cls = ViltForImageAndTextRetrieval
-            elif arch == "ViltForImagesAndTextClassification":
-                model_cls = ViltForImagesAndTextClassification
-            elif arch == "ViltForQuestionAnswering" or getattr(config, "id2label", None):
-                model_cls = ViltForQuestionAnswering
-            else:
-                raise unavailable(what, f"checkpoint architecture {arch or 'unknown'!r} has no VQA or ITM head")
-            model = model_cls.from_pretrained(src, config=config, local_files_only=cache_only, **_float32_kw())
-            image_processor = _load_image_processor(src, cache_only)
-            tokenizer = AutoTokenizer.from_pretrained(src, local_files_only=cache_only, trust_remote_code=False)
-        return cls(model, image_processor, tokenizer, model_id=f"hf-vilt:{repo_or_dir}", device=device, half=half,
-                   description=f"transformers {type(model).__name__} from {src}")
+        arch = (getattr(config, "architectures", None) or [""])[0]
+        if arch == "ViltForImageAndTextRetrieval":
+            return ViltForImageAndTextRetrieval
+        if arch == "ViltForImagesAndTextClassification":
+            return ViltForImagesAndTextClassification
+        if arch == "ViltForQuestionAnswering" or getattr(config, "id2label", None):
+            return ViltForQuestionAnswering
+        raise unavailable(what, f"checkpoint architecture {arch or 'unknown'!r} has no VQA or ITM head")
 
     @classmethod
     def from_config(cls, config, head: str = "vqa", device=None, half: bool | None = None,
                     seed: int = 0) -> "HFViltModel":
         """A random-init ViLT from an in-memory ``ViltConfig`` (plumbing tests; never results)."""
         from transformers import ViltForImageAndTextRetrieval, ViltForImagesAndTextClassification, \
-            ViltForQuestionAnswering
+            ViltForQuestionAnswering  # optional heavy dependency
 
         if getattr(config, "model_type", None) != "vilt":
             raise ValueError(f"from_config builds ViLT models only, got {getattr(config, 'model_type', None)!r}")
@@ -180,35 +142,20 @@ class HFViltModel(Fingerprinted):
         return cls(model, vilt_image_processor(int(config.image_size), int(config.patch_size)), tok, device=device,
                    half=half, random_init=True,
                    model_id=f"hf-vilt:random-init/{head}-h{config.hidden_size}-l{config.num_hidden_layers}",
-                   description=f"random-init transformers {model_cls.__name__} (plumbing only, never results)")
+                   description=random_init_description(model))
 
     # ---- info -----------------------------------------------------------------------------------
-    def modules(self) -> list[torch.nn.Module]:
-        return [self.model]
-
     def fingerprint_config(self) -> dict:
-        return {"head": self.head, "image_size": self.image_size, "max_text": self.max_text,
-                "image_processor": processor_identity(self.image_processor),
-                "tokenizer": tokenizer_identity(self.tokenizer)}
+        return {"head": self.head, "image_size": self.image_size, "max_text": self.max_text, **self.parts_identity()}
 
     @property
     def supported_tasks(self) -> tuple[str, ...]:
         """The tasks this checkpoint's one head serves (both methods exist; the other head's raises)."""
         return HEAD_TASKS[self.head]
 
-    def n_params(self) -> int:
-        return sum(p.numel() for p in self.model.parameters())
-
     def info(self) -> ModelInfo:
-        return ModelInfo(model_id=self.model_id, backend=self.backend, embed_dim=int(self.model.config.hidden_size),
-                         image_size=self.image_size, device=str(self.device),
-                         dtype=str(self.dtype).replace("torch.", ""), n_params=self.n_params(),
-                         description=self.description, random_init=self.random_init, fingerprint=self.fingerprint,
-                         extra={"head": self.head, "layers": self.n_layers, "heads": self.n_heads})
-
-    @property
-    def supported_tasks(self) -> tuple[str, ...]:
-        return HEAD_TASKS[self.head]
+        return self._info(int(self.model.config.hidden_size),
+                          {"head": self.head, "layers": self.n_layers, "heads": self.n_heads})
 
     @property
     def labels(self) -> list[str]:
@@ -351,8 +298,6 @@ class HFViltModel(Fingerprinted):
     def reason(self, images: Sequence[np.ndarray], sentence: str) -> tuple[bool, float]:
         """NLVR2: is ``sentence`` true of the two images? (answer, probability of True)."""
         self._need("nlvr2")
-        from robustlab.io.convert import to_uint8_rgb
-
         pair = [to_uint8_rgb(np.asarray(im)) for im in images]
         if len(pair) != 2:
             raise ValueError(f"NLVR2 reasons over two images, got {len(pair)}")
@@ -369,6 +314,10 @@ class HFViltModel(Fingerprinted):
         return p_true > 0.5, p_true
 
 
+@register_backend("hf-vilt", description="transformers ViLT fusion: a VQA, image-text matching, NLVR2 or SNLI-VE head "
+                                         "(one per checkpoint), attention capture/replacement",
+                  tasks=("vqa", "clavi", "itm", "reasoning", "entailment"),
+                  example="hf-vilt:dandelin/vilt-b32-finetuned-vqa", requires=("transformers",), model_types=("vilt",))
 def load_spec(rest: str, device=None, **kwargs) -> HFViltModel:
     """The ``hf-vilt:`` loader of the model registry."""
     return HFViltModel.from_pretrained(rest, device=device, **kwargs)

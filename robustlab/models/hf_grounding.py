@@ -22,15 +22,16 @@ import torch
 
 from robustlab.io.convert import to_uint8_rgb
 from robustlab.models.base import Fingerprinted, ModelInfo
-from robustlab.models.hf_backend import (_float32_kw, _load_image_processor, byte_tokenizer, hf_source, hub_access,
-                                         load_config, processor_identity, seeded, tokenizer_identity)
+from robustlab.models.hf_base import HFParts, bert_byte_tokenizer, byte_tokenizer, random_init_description
+from robustlab.models.hub import seeded
 from robustlab.models.protocols import Box
+from robustlab.models.registry import register_backend
 
 KINDS = ("owlvit", "owlv2", "grounding-dino")
 
 
 def _model_class(kind: str):
-    import transformers
+    import transformers  # optional heavy dependency
 
     return {"owlvit": transformers.OwlViTForObjectDetection, "owlv2": transformers.Owlv2ForObjectDetection,
             "grounding-dino": transformers.GroundingDinoForObjectDetection}[kind]
@@ -38,7 +39,7 @@ def _model_class(kind: str):
 
 def owl_image_processor(kind: str, size: int):
     """An OWL-ViT / OWLv2 image processor built in memory (PIL backend where transformers has one)."""
-    import transformers
+    import transformers  # optional heavy dependency
 
     name = {"owlvit": "OwlViTImageProcessor", "owlv2": "Owlv2ImageProcessor"}[kind]
     cls = getattr(transformers, name + "Pil", None) or getattr(transformers, name)
@@ -50,7 +51,7 @@ def owl_image_processor(kind: str, size: int):
 
 def dino_image_processor(shortest_edge: int):
     """A Grounding DINO image processor built in memory (aspect kept, longest edge ≤ 5/3 of the shortest)."""
-    import transformers
+    import transformers  # optional heavy dependency
 
     cls = getattr(transformers, "GroundingDinoImageProcessorPil", None) or transformers.GroundingDinoImageProcessor
     return cls(size={"shortest_edge": shortest_edge, "longest_edge": int(shortest_edge * 5 / 3)})
@@ -61,27 +62,20 @@ def _cxcywh_to_xyxy(b: np.ndarray) -> np.ndarray:
     return np.stack([cx - w / 2, cy - h / 2, cx + w / 2, cy + h / 2], -1)
 
 
-class HFGroundingModel(Fingerprinted):
+class HFGroundingModel(HFParts, Fingerprinted):
     """A transformers open-vocabulary detector used for referring-expression grounding (one box per query)."""
 
     backend = "hf-grounding"
+    MODEL_TYPES = KINDS
 
     def __init__(self, model, image_processor, tokenizer, *, model_id: str, device=None, half: bool | None = None,
                  random_init: bool = False, description: str = ""):
-        from robustlab.engine.device import resolve_device
-
         self.kind = model.config.model_type
         if self.kind not in KINDS:
             raise ValueError(f"unsupported grounding model_type {self.kind!r} (supported: {', '.join(KINDS)})")
-        self.device = resolve_device(device)
-        self.half = (self.device.type == "cuda") if half is None else bool(half)
-        self.dtype = torch.float16 if self.half else torch.float32
-        self.model = model.to(self.device, dtype=self.dtype).eval()
-        self.image_processor = image_processor
-        self.tokenizer = tokenizer
-        self.model_id = model_id
-        self.random_init = bool(random_init)
-        self.description = description or f"transformers {type(model).__name__}"
+        self._hold(model, image_processor, tokenizer, model_id=model_id, random_init=random_init,
+                   description=description)
+        self._place_model(device, half)
         cfg = model.config
         if self.kind == "grounding-dino":
             self.text_length = int(getattr(cfg, "max_text_len", 256))
@@ -92,25 +86,15 @@ class HFGroundingModel(Fingerprinted):
 
     # ---- constructors -----------------------------------------------------------------------------
     @classmethod
-    def from_pretrained(cls, repo_or_dir: str, device=None, half: bool | None = None) -> "HFGroundingModel":
-        src, offline, cache_only, local, what = hf_source("hf-grounding", repo_or_dir)
-        with hub_access(what, offline, local=local):
-            from transformers import AutoTokenizer
-
-            config = load_config(src, cache_only, what, KINDS)
-            model = _model_class(config.model_type).from_pretrained(src, config=config, local_files_only=cache_only,
-                                                                    **_float32_kw())
-            image_processor = _load_image_processor(src, cache_only)
-            tokenizer = AutoTokenizer.from_pretrained(src, local_files_only=cache_only, trust_remote_code=False)
-        return cls(model, image_processor, tokenizer, model_id=f"hf-grounding:{repo_or_dir}", device=device,
-                   half=half, description=f"transformers {type(model).__name__} from {src}")
+    def _model_class(cls, config, what: str):
+        return _model_class(config.model_type)
 
     @classmethod
     def from_config(cls, config, device=None, half: bool | None = None, seed: int = 0) -> "HFGroundingModel":
         """A random-init OWL-ViT / OWLv2 / Grounding DINO from an in-memory config (plumbing tests; never results).
 
         No processor files exist: OWL gets :func:`byte_tokenizer` (CLIP layout), Grounding DINO the BERT-layout
-        byte tokenizer of :mod:`robustlab.models.hf_fusion`; image processors are built from the config's sizes.
+        byte tokenizer (both in :mod:`robustlab.models.hf_base`); image processors are built from the config's sizes.
         """
         kind = getattr(config, "model_type", None)
         if kind not in KINDS:
@@ -118,8 +102,6 @@ class HFGroundingModel(Fingerprinted):
         config = copy.deepcopy(config)
         tcfg = config.text_config
         if kind == "grounding-dino":
-            from robustlab.models.hf_fusion import bert_byte_tokenizer
-
             tok = bert_byte_tokenizer(int(config.max_text_len))
             tcfg.pad_token_id = tok.pad_token_id
         else:
@@ -139,25 +121,15 @@ class HFGroundingModel(Fingerprinted):
             processor, tag = owl_image_processor(kind, size), f"{kind}-h{v.hidden_size}-l{v.num_hidden_layers}-{size}px"
         return cls(model, processor, tok, device=device, half=half, random_init=True,
                    model_id=f"hf-grounding:random-init/{tag}",
-                   description=f"random-init transformers {type(model).__name__} (plumbing only, never results)")
+                   description=random_init_description(model))
 
     # ---- info -----------------------------------------------------------------------------------
-    def modules(self) -> list[torch.nn.Module]:
-        return [self.model]
-
     def fingerprint_config(self) -> dict:
         return {"kind": self.kind, "image_size": self.image_size, "text_length": self.text_length,
-                "image_processor": processor_identity(self.image_processor),
-                "tokenizer": tokenizer_identity(self.tokenizer)}
-
-    def n_params(self) -> int:
-        return sum(p.numel() for p in self.model.parameters())
+                **self.parts_identity()}
 
     def info(self) -> ModelInfo:
-        return ModelInfo(model_id=self.model_id, backend=self.backend, embed_dim=0, image_size=self.image_size,
-                         device=str(self.device), dtype=str(self.dtype).replace("torch.", ""),
-                         n_params=self.n_params(), description=self.description, random_init=self.random_init,
-                         fingerprint=self.fingerprint, extra={"kind": self.kind})
+        return self._info(0, {"kind": self.kind})
 
     def __repr__(self) -> str:
         return f"<HFGroundingModel {self.model_id} ({self.kind}) on {self.device}>"
@@ -211,6 +183,10 @@ class HFGroundingModel(Fingerprinted):
         return Box(x0, y0, x1, y1, float(scores[i]))
 
 
+@register_backend("hf-grounding", description="transformers OWL-ViT / OWLv2 / Grounding DINO: best box for a referring "
+                                              "expression",
+                  tasks=("grounding",), example="hf-grounding:google/owlv2-base-patch16-ensemble",
+                  requires=("transformers",), model_types=("owlvit", "owlv2", "grounding-dino"))
 def load_spec(rest: str, device=None, **kwargs) -> HFGroundingModel:
     """The ``hf-grounding:`` loader of the model registry."""
     return HFGroundingModel.from_pretrained(rest, device=device, **kwargs)

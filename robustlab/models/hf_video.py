@@ -22,10 +22,11 @@ import torch
 
 from robustlab.io.convert import to_uint8_rgb
 from robustlab.models.base import VideoRetrievalModel
-from robustlab.models.hf_backend import (_clip_image_processor, _features, _float32_kw, _image_size,
-                                         _load_image_processor, hf_source, hub_access, load_config, processor_identity,
-                                         processor_pixels, seeded, tokenizer_for_text_config, tokenizer_identity)
+from robustlab.models.hf_base import (HFParts, clip_image_processor, config_image_size, features, processor_pixels,
+                                      random_init_description, tokenizer_for_text_config)
+from robustlab.models.hub import seeded
 from robustlab.models.protocols import sample_frames
+from robustlab.models.registry import register_backend
 
 
 def _normalise(x: torch.Tensor) -> np.ndarray:
@@ -33,44 +34,34 @@ def _normalise(x: torch.Tensor) -> np.ndarray:
     return (x / x.norm(dim=-1, keepdim=True).clamp_min(1e-12)).cpu().numpy().astype(np.float32)
 
 
-class HFXClipModel(VideoRetrievalModel):
+class HFXClipModel(HFParts, VideoRetrievalModel):
     backend = "hf-xclip"
+    MODEL_TYPES = ("xclip",)
     default_image_batch = 8  # an image is num_frames frames here
     default_video_batch = 4
 
     def __init__(self, model, image_processor, tokenizer, *, model_id: str, device=None, half: bool | None = None,
                  random_init: bool = False, description: str = ""):
         super().__init__(device, half)
-        self.model = model
-        self.image_processor = image_processor
-        self.tokenizer = tokenizer
-        self.model_id = model_id
-        self.random_init = bool(random_init)
-        self.description = description or f"transformers {type(model).__name__}"
+        self._hold(model, image_processor, tokenizer, model_id=model_id, random_init=random_init,
+                   description=description)
         cfg = model.config
         self.embed_dim = int(cfg.projection_dim)
-        self.image_size = _image_size(cfg.vision_config.image_size)
+        self.image_size = config_image_size(cfg.vision_config.image_size)
         self.num_frames = int(cfg.vision_config.num_frames)
         self.context_length = int(cfg.text_config.max_position_embeddings)
         self._place()
 
     @classmethod
-    def from_pretrained(cls, repo_or_dir: str, device=None, half: bool | None = None) -> "HFXClipModel":
-        src, offline, cache_only, local, what = hf_source("hf-xclip", repo_or_dir)
-        with hub_access(what, offline, local=local):
-            from transformers import AutoTokenizer, XCLIPModel
+    def _model_class(cls, config, what: str):
+        from transformers import XCLIPModel  # optional heavy dependency
 
-            config = load_config(src, cache_only, what, ("xclip",))
-            model = XCLIPModel.from_pretrained(src, config=config, local_files_only=cache_only, **_float32_kw())
-            image_processor = _load_image_processor(src, cache_only)
-            tokenizer = AutoTokenizer.from_pretrained(src, local_files_only=cache_only, trust_remote_code=False)
-        return cls(model, image_processor, tokenizer, model_id=f"hf-xclip:{repo_or_dir}", device=device, half=half,
-                   description=f"transformers {type(model).__name__} from {src}")
+        return XCLIPModel
 
     @classmethod
     def from_config(cls, config, device=None, half: bool | None = None, seed: int = 0) -> "HFXClipModel":
         """A random-init X-CLIP from an in-memory ``XCLIPConfig`` (plumbing tests; never results)."""
-        from transformers import XCLIPModel
+        from transformers import XCLIPModel  # optional heavy dependency
 
         if getattr(config, "model_type", None) != "xclip":
             raise ValueError(f"from_config builds X-CLIP models only, got {getattr(config, 'model_type', None)!r}")
@@ -78,27 +69,22 @@ class HFXClipModel(VideoRetrievalModel):
         tok = tokenizer_for_text_config(config.text_config)
         with seeded(seed):
             model = XCLIPModel(config)
-        size = _image_size(config.vision_config.image_size)
+        size = config_image_size(config.vision_config.image_size)
         v = config.vision_config
-        return cls(model, _clip_image_processor(size), tok, device=device, half=half, random_init=True,
+        return cls(model, clip_image_processor(size), tok, device=device, half=half, random_init=True,
                    model_id=f"hf-xclip:random-init/h{v.hidden_size}-l{v.num_hidden_layers}-t{v.num_frames}-{size}px",
-                   description="random-init transformers XCLIPModel (plumbing only, never results)")
+                   description=random_init_description(model))
 
     # ---- EmbeddingModel hooks --------------------------------------------------------------------
-    def modules(self) -> list[torch.nn.Module]:
-        return [self.model]
-
     def fingerprint_config(self) -> dict:
-        return {**super().fingerprint_config(), "context_length": self.context_length,
-                "image_processor": processor_identity(self.image_processor),
-                "tokenizer": tokenizer_identity(self.tokenizer)}
+        return {**super().fingerprint_config(), "context_length": self.context_length, **self.parts_identity()}
 
     def preprocess_images(self, images: Sequence[np.ndarray]) -> torch.Tensor:
         return processor_pixels(self.image_processor, images)
 
     def _video_features(self, clips: torch.Tensor) -> torch.Tensor:
         """B×T×C×H×W (T = num_frames) on device -> B×D (not normalised)."""
-        return _features(self.model.get_video_features(pixel_values=clips))
+        return features(self.model.get_video_features(pixel_values=clips))
 
     def _image_features(self, pixels: torch.Tensor) -> torch.Tensor:
         clips = pixels.unsqueeze(1).expand(-1, self.num_frames, -1, -1, -1)
@@ -110,7 +96,7 @@ class HFXClipModel(VideoRetrievalModel):
         return {k: v.to(self.device) for k, v in enc.items() if k in ("input_ids", "attention_mask")}
 
     def _text_features(self, texts: list[str]) -> torch.Tensor:
-        return _features(self.model.get_text_features(**self._text_tokens(texts)))
+        return features(self.model.get_text_features(**self._text_tokens(texts)))
 
     # ---- videos -----------------------------------------------------------------------------------
     def preprocess_video(self, video: np.ndarray) -> torch.Tensor:
@@ -141,6 +127,9 @@ class HFXClipModel(VideoRetrievalModel):
         return out.logits_per_video.float().cpu().numpy()
 
 
+@register_backend("hf-xclip", description="transformers X-CLIP text<->video retrieval (native video encoder)",
+                  tasks=("video-retrieval", "retrieval"), example="hf-xclip:microsoft/xclip-base-patch32",
+                  requires=("transformers",), model_types=("xclip",))
 def load_spec(rest: str, device=None, **kwargs) -> HFXClipModel:
     """The ``hf-xclip:`` loader of the model registry."""
     return HFXClipModel.from_pretrained(rest, device=device, **kwargs)

@@ -23,7 +23,8 @@ import torch
 from PIL import Image
 
 from robustlab.models.base import EmbeddingModel
-from robustlab.models.hf_backend import hub_access, offline_reason, seeded, unavailable
+from robustlab.models.hub import hub_access, offline_reason, seeded, unavailable
+from robustlab.models.registry import register_backend
 
 _SCHEMAS = ("hf-hub:", "local-dir:")
 _NUMPY_SUFFIXES = (".npz", ".npy")
@@ -253,12 +254,20 @@ class OpenClipModel(EmbeddingModel):
         return f"<{type(self).__name__} {self.model_id} on {self.device} {str(self.dtype)}{tail}>"
 
 
+@register_backend("open_clip", description="any open_clip architecture with a pretrained tag or local weights (ARCH "
+                                           "alone: random init, plumbing only)",
+                  tasks=("retrieval", "video-retrieval"), example="open_clip:ViT-B-32/openai", requires=("open_clip",))
 def load_spec(rest: str, device=None, **kwargs) -> OpenClipModel:
     """The ``open_clip:`` loader of the model registry: ``ARCH``, ``ARCH/TAG`` or ``ARCH/path/to/weights``."""
     arch, _, tag = rest.partition("/")
     return OpenClipModel.from_spec(arch, tag or None, device=device, **kwargs)
 
 
+# a bare local path that is not a transformers folder: open_clip files (a folder with open_clip_config.json)
+@register_backend("open_clip_path", description="a local open_clip folder (open_clip_config.json + weights), given as "
+                                                "a bare path",
+                  tasks=("retrieval", "video-retrieval"), example="/path/to/open_clip_folder", requires=("open_clip",),
+                  listed=False)
 def load_path(rest: str, device=None, **kwargs) -> OpenClipModel:
     """A local open_clip folder (``open_clip_config.json`` + weights) or checkpoint file, given as a bare path."""
     return OpenClipModel.from_checkpoint(rest, device=device, **kwargs)

@@ -8,11 +8,14 @@
     hf-grounding:REPO_ID    OWL-ViT / OWLv2 / Grounding DINO: best box for a referring expression
     /path/to/dir_or_file    a local transformers folder (routed by its config.json model_type) or open_clip files
 
-A backend is registered by its prefix with :func:`register_backend`; its loader is named as ``"module:attr"`` and
-imported only when a spec with that prefix is loaded, so importing robustlab never imports transformers or
-open_clip. Built-in models register by name with :func:`register_builtin` (a decorator on the class) in the
-modules of :data:`BUILTIN_MODULES`. :func:`list_models` lists both, with timm-style wildcards and a task filter
-(the task names of :data:`robustlab.models.protocols.TASKS`).
+Backends and built-in models register themselves in their own modules, as decorators: a backend module decorates
+its loader with :func:`register_backend` (``@register_backend("hf", ...)``), a built-in model its class with
+:func:`register_builtin`. The registry imports the modules of :data:`BACKEND_MODULES` and :data:`BUILTIN_MODULES`
+by name at the first lookup and never a backend at import time (it sits below them: a backend imports it, not the
+other way round); the backend modules import transformers or open_clip only when a spec is loaded, so importing
+robustlab never does. A backend can also be registered from anywhere with a callable or a ``"module:attr"``
+string (imported at its first load). :func:`list_models` lists both kinds, with timm-style wildcards and a task
+filter (the task names of :data:`robustlab.models.protocols.TASKS`).
 """
 from __future__ import annotations
 
@@ -27,9 +30,8 @@ from typing import Any, Callable, Union
 
 from robustlab.models.base import ModelUnavailable
 from robustlab.models.checkpoints import checkpoint_path
+from robustlab.models.hub import OFFLINE_ALTERNATIVES, offline_reason
 from robustlab.models.protocols import TASKS, check_task
-
-OFFLINE_ALTERNATIVES = "offline alternatives: builtin:tiny-clip (see `robustlab models`)"
 
 Loader = Union[str, Callable[..., Any]]  # "package.module:function" (imported lazily) or a callable
 _PREFIX_RE = re.compile(r"^[A-Za-z][A-Za-z0-9_.+-]*$")
@@ -70,30 +72,85 @@ class Backend:
 
 _BACKENDS: dict[str, Backend] = {}
 
+# modules whose import registers backends (one per backend family; a newcomer finds each here). Their order is the
+# order of the prefixes in messages and of the model_type routing of local folders.
+BACKEND_MODULES = (
+    "robustlab.models.open_clip_backend",  # open_clip: ARCH/TAG, and open_clip_path: a bare local open_clip path
+    "robustlab.models.hf_backend",         # hf: transformers CLIP / SigLIP
+    "robustlab.models.hf_video",           # hf-xclip: X-CLIP text<->video
+    "robustlab.models.hf_fusion",          # hf-vilt: ViLT fusion heads
+    "robustlab.models.hf_grounding",       # hf-grounding: OWL-ViT / OWLv2 / Grounding DINO
+)
+# what those modules (and this one) registered, with its place in that order: kept here so that a registry whose
+# table was swapped (a test's scratch copy) still gets them back once their modules are imported
+_SHIPPED: dict[str, tuple[tuple[int, int], Backend]] = {}
 
-def register_backend(prefix: str, loader: Loader, *, description: str = "", tasks=(), example: str = "",
-                     requires=(), model_types=(), listed: bool = True) -> Backend:
-    """Register (or replace) the backend for specs ``PREFIX:REST``.
+
+def _home(loader: Loader) -> str:
+    """The module a loader lives in."""
+    return str(loader).partition(":")[0] if isinstance(loader, str) else getattr(loader, "__module__", "")
+
+
+def _ensure_backends() -> None:
+    for mod in BACKEND_MODULES:
+        importlib.import_module(mod)
+    for p, (_, b) in _SHIPPED.items():
+        _BACKENDS.setdefault(p, b)
+
+
+def _ordered() -> list[Backend]:
+    """The backends in :data:`BACKEND_MODULES` order, then the others as registered."""
+    _ensure_backends()
+    last = (len(BACKEND_MODULES) + 1, 0)
+    return sorted(_BACKENDS.values(), key=lambda b: _SHIPPED[b.prefix][0] if b.prefix in _SHIPPED else last)
+
+
+def register_backend(prefix: str, loader: Loader | None = None, *, description: str = "", tasks=(), example: str = "",
+                     requires=(), model_types=(), listed: bool = True) -> "Backend | Callable":
+    """Register (or replace) the backend for specs ``PREFIX:REST``; without ``loader``, a decorator of the loader
+    (``@register_backend("hf", ...)`` over ``def load_spec(rest, device=None, **kwargs)``), which it returns.
 
     ``loader`` is a callable ``loader(rest, device=None, **kwargs)`` or a ``"module:attr"`` string naming one,
     imported at the first load (keep heavy imports out of import time). ``tasks`` are the task names its models
     can serve (:data:`robustlab.models.protocols.TASKS`), ``example`` a spec to show, ``requires`` the packages
-    it needs, ``model_types`` the transformers ``model_type`` values of local folders that go to it.
+    it needs, ``model_types`` the transformers ``model_type`` values of local folders that go to it. Returns the
+    :class:`Backend` (the loader, as a decorator).
     """
-    p = str(prefix).strip()
-    p = p[:-1] if p.endswith(":") else p
-    if not _PREFIX_RE.match(p):
-        raise ValueError(f"bad backend prefix {prefix!r} (letters, digits, _ . + -; starting with a letter)")
+    kw = dict(description=description, tasks=tasks, example=example, requires=requires, model_types=model_types,
+              listed=listed)
+    if loader is None:
+        _check_prefix(prefix)
+
+        def deco(fn):
+            register_backend(prefix, fn, **kw)
+            return fn
+        return deco
+    p = _check_prefix(prefix)
     if not (callable(loader) or (isinstance(loader, str) and ":" in loader)):
         raise ValueError(f"the loader of backend {p!r} must be a callable or a 'module:attr' string, got {loader!r}")
     b = Backend(prefix=p, loader=loader, description=description, tasks=tuple(check_task(t) for t in tasks),
                 example=example or f"{p}:NAME", requires=tuple(requires), model_types=tuple(model_types),
                 listed=bool(listed))
+    home = _home(loader)
+    if home == __name__ or home in BACKEND_MODULES:
+        rank = -1 if home == __name__ else BACKEND_MODULES.index(home)
+        _SHIPPED[p] = ((rank, len(_SHIPPED)), b)
+    else:  # the shipped backends first, so that this one replaces theirs for good
+        _ensure_backends()
     _BACKENDS[p] = b
     return b
 
 
+def _check_prefix(prefix: str) -> str:
+    p = str(prefix).strip()
+    p = p[:-1] if p.endswith(":") else p
+    if not _PREFIX_RE.match(p):
+        raise ValueError(f"bad backend prefix {prefix!r} (letters, digits, _ . + -; starting with a letter)")
+    return p
+
+
 def get_backend(prefix: str) -> Backend:
+    _ensure_backends()
     p = prefix[:-1] if prefix.endswith(":") else prefix
     if p not in _BACKENDS:
         raise ValueError(f"no backend {p!r}; backends: {', '.join(_prefixes())}")
@@ -101,7 +158,7 @@ def get_backend(prefix: str) -> Backend:
 
 
 def _prefixes(listed_only: bool = True) -> list[str]:
-    return [p for p, b in _BACKENDS.items() if b.listed or not listed_only]
+    return [b.prefix for b in _ordered() if b.listed or not listed_only]
 
 
 # ---- built-in models ---------------------------------------------------------------------------------------
@@ -166,35 +223,9 @@ def _load_builtin(rest: str, device=None, **kwargs):
     return get_builtin(rest)(device=device, **kwargs)
 
 
-# ---- the shipped backends (loaders named, not imported) --------------------------------------------------------
+# ---- the built-in backend (the other backends register in their own modules: BACKEND_MODULES) -----------------
 register_backend("builtin", _load_builtin, description="robustlab's own models (listed one by one)",
                  tasks=TASKS, example="builtin:tiny-clip", listed=False)
-register_backend("open_clip", "robustlab.models.open_clip_backend:load_spec",
-                 description="any open_clip architecture with a pretrained tag or local weights (ARCH alone: random "
-                             "init, plumbing only)",
-                 tasks=("retrieval", "video-retrieval"), example="open_clip:ViT-B-32/openai", requires=("open_clip",))
-register_backend("hf", "robustlab.models.hf_backend:load_spec",
-                 description="transformers CLIP / SigLIP dual encoder (hub repo id or local folder)",
-                 tasks=("retrieval", "video-retrieval"), example="hf:openai/clip-vit-base-patch32",
-                 requires=("transformers",), model_types=("clip", "siglip"))
-register_backend("hf-xclip", "robustlab.models.hf_video:load_spec",
-                 description="transformers X-CLIP text<->video retrieval (native video encoder)",
-                 tasks=("video-retrieval", "retrieval"), example="hf-xclip:microsoft/xclip-base-patch32",
-                 requires=("transformers",), model_types=("xclip",))
-register_backend("hf-vilt", "robustlab.models.hf_fusion:load_spec",
-                 description="transformers ViLT fusion: a VQA, image-text matching, NLVR2 or SNLI-VE head (one per "
-                             "checkpoint), attention capture/replacement",
-                 tasks=("vqa", "clavi", "itm", "reasoning", "entailment"), example="hf-vilt:dandelin/vilt-b32-finetuned-vqa",
-                 requires=("transformers",), model_types=("vilt",))
-register_backend("hf-grounding", "robustlab.models.hf_grounding:load_spec",
-                 description="transformers OWL-ViT / OWLv2 / Grounding DINO: best box for a referring expression",
-                 tasks=("grounding",), example="hf-grounding:google/owlv2-base-patch16-ensemble",
-                 requires=("transformers",), model_types=("owlvit", "owlv2", "grounding-dino"))
-# a bare local path that is not a transformers folder: open_clip files (a folder with open_clip_config.json)
-register_backend("open_clip_path", "robustlab.models.open_clip_backend:load_path",
-                 description="a local open_clip folder (open_clip_config.json + weights), given as a bare path",
-                 tasks=("retrieval", "video-retrieval"), example="/path/to/open_clip_folder", requires=("open_clip",),
-                 listed=False)
 
 
 # ---- specs -------------------------------------------------------------------------------------------------
@@ -204,9 +235,9 @@ def _backend_of_folder(folder: Path) -> str:
         model_type = json.loads((folder / "config.json").read_text()).get("model_type")
     except (OSError, ValueError, AttributeError):
         model_type = None
-    for p, b in _BACKENDS.items():
+    for b in _ordered():
         if model_type and model_type in b.model_types:
-            return p
+            return b.prefix
     return "hf"
 
 
@@ -217,6 +248,7 @@ def _spec_help() -> str:
 
 def parse_spec(spec: str) -> tuple[str, str]:
     """Split a model spec into (backend prefix, rest). A bare existing path is routed to its backend."""
+    _ensure_backends()
     spec = str(spec).strip()
     if not spec:
         raise ValueError("empty model spec; try builtin:tiny-clip")
@@ -292,6 +324,7 @@ def _backend_row(b: Backend) -> dict:
 
 def list_backends() -> list[dict]:
     """The listed backends (prefixes), with whether their packages are installed (weights are checked at load)."""
+    _ensure_backends()
     return [_backend_row(b) for p, b in sorted(_BACKENDS.items()) if b.listed]
 
 
@@ -335,8 +368,6 @@ def availability(spec: str) -> tuple[bool, str]:
     A local folder is available when it has a config.json; a hub repo when the hub is reachable or its config
     is in the HF cache (weights are checked at load time).
     """
-    from robustlab.models.hf_backend import offline_reason
-
     try:
         backend, rest = parse_spec(spec)
     except ValueError as e:
@@ -349,7 +380,7 @@ def availability(spec: str) -> tuple[bool, str]:
     if reason is None:
         return True, "hub reachable (downloaded on first use, then cached)"
     try:
-        from huggingface_hub import try_to_load_from_cache
+        from huggingface_hub import try_to_load_from_cache  # optional heavy dependency (comes with transformers)
 
         hit = try_to_load_from_cache(rest, "config.json")
     except Exception:  # noqa: BLE001 - a malformed repo id, an unreadable cache: just not available
@@ -360,5 +391,5 @@ def availability(spec: str) -> tuple[bool, str]:
 
 
 __all__ = ["Backend", "register_backend", "get_backend", "list_backends", "register_builtin", "list_builtin",
-           "get_builtin", "BUILTIN_MODULES", "parse_spec", "load_model", "list_models", "KNOWN_MODELS",
+           "get_builtin", "BUILTIN_MODULES", "BACKEND_MODULES", "parse_spec", "load_model", "list_models", "KNOWN_MODELS",
            "availability", "spec_source", "OFFLINE_ALTERNATIVES"]
