@@ -1,4 +1,5 @@
-"""CLAVI pairs on the built-in event videos (:mod:`robustlab.diagnostics.clavi` has the method).
+"""CLAVI pairs on the built-in event videos (:mod:`robustlab.datasets.clavi` builds pairs and questions for any
+video; :mod:`robustlab.diagnostics.clavi` has the method and the metrics).
 
 A built-in video qualifies when its two events concern different objects (CLAVI's two distinct, uniquely
 occurring actions); action A is the first event's frame interval, B the second's. The questions use the world's
@@ -24,7 +25,7 @@ from dataclasses import replace
 import numpy as np
 
 from robustlab.datasets.synthetic import qa, world
-from robustlab.diagnostics.clavi import Action, Pair, Templates, complement, extensions, questions
+from robustlab.datasets.clavi import Action, Pair, Templates, complement, extensions, questions
 
 WORLD_TEMPLATES = Templates(
     exist=lambda x: f"does {x.subject} {x.text}?",

@@ -22,6 +22,7 @@ import numpy as np
 from robustlab.io.atomic import atomic_write
 from robustlab.datasets.base import QA, Dataset, DatasetError, Item, Ref
 from robustlab.datasets.registry import register_dataset
+from robustlab.datasets.synthetic import clavi as wc
 from robustlab.datasets.synthetic import qa, world
 
 SPLIT_SEEDS = {"test": world.HELDOUT_SEED, "demo": world.DEMO_SEED, "train": world.TRAIN_SEED}
@@ -200,10 +201,8 @@ class SyntheticVideos(_Synthetic):
         return qa.clavi_pair(self.scenes[i], np.random.default_rng([self.seed, i, 57]))
 
     def clavi(self, i: int, seed: int = 0, method: str = "swap"):
-        """CLAVI's pair for video i: (:class:`robustlab.diagnostics.clavi.Pair`, its 19 questions), or None when
+        """CLAVI's pair for video i: (:class:`robustlab.datasets.clavi.Pair`, its 19 questions), or None when
         its two events concern one object (:mod:`robustlab.datasets.synthetic.clavi`)."""
-        from robustlab.datasets.synthetic import clavi as wc
-
         v = self.scenes[i]
         if not wc.eligible(v):
             return None
