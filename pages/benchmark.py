@@ -10,7 +10,7 @@ from robustlab.datasets.registry import get_entry
 from robustlab.bench import SweepError, SweepSpec, build_spec
 from robustlab.models.interventions import names as intervention_names
 from robustlab.perturb import list_perturbations
-from robustlab.tasks.registry import get, names
+from robustlab.tasks.registry import get, names  # (robustlab.bench registers the PEELING task)
 from ui import bench
 
 st.header("Benchmark — a robustness sweep")

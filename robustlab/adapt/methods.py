@@ -10,6 +10,7 @@ config sets none and the code falls back to the batch size; the paper's App. C.1
 """
 from __future__ import annotations
 
+import fnmatch
 from dataclasses import dataclass, field
 from typing import Optional
 
@@ -91,9 +92,11 @@ LR = {("oracle", "text"): 3e-4, ("oracle", "visual"): 3e-4, ("tent", "text"): 3e
       ("hat-vtr", "text"): 3e-5, ("hat-vtr", "visual"): 3e-4}
 
 
-def list_methods() -> list[dict]:
-    """Every method: name, label, source, description, params with defaults (None: chosen by direction)."""
-    return [m.to_dict() for m in METHODS.values()]
+def list_methods(pattern: str | None = None) -> list[dict]:
+    """Every method: name, label, source, description, params with defaults (None: chosen by direction).
+    ``pattern``: only the methods whose name matches this wildcard (fnmatch, case-insensitive, as ``list_models``)."""
+    return [m.to_dict() for name, m in METHODS.items()
+            if not pattern or fnmatch.fnmatchcase(name.lower(), pattern.lower())]
 
 
 def get_method(name: str) -> Method:

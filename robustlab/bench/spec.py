@@ -8,6 +8,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Optional, Sequence
 
+import robustlab.diagnostics.peeling_task  # noqa: F401 - registers the PEELING task (diagnostics layer)
 from robustlab.adapt import METHODS, QUERY_SIDE, AdaptError, get_method
 from robustlab.datasets.registry import build, get_entry
 from robustlab.io.params import ParamError, parse_kv

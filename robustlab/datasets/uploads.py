@@ -19,8 +19,11 @@ import numpy as np
 
 from robustlab.datasets.base import DatasetError, InMemoryDataset
 from robustlab.datasets.registry import register_dataset
-from robustlab.io import files as io_files  # by module: the upload limits are read (and patched) at call time
+from robustlab.io import (
+    files as io_files,  # by module: the upload limits are read (and patched) at call time
+)
 from robustlab.io.access import visible
+from robustlab.io.uploads import load_upload
 
 IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".webp", ".bmp", ".gif", ".tif", ".tiff")
 VIDEO_SUFFIXES = (".mp4", ".webm", ".mov", ".avi", ".mkv", ".m4v", ".mpg", ".mpeg", ".ogv")
@@ -48,8 +51,6 @@ def kind_of_name(name: str) -> str | None:
 
 
 def _load(kind: str, name: str, data: bytes) -> np.ndarray:
-    from robustlab.export.basket import load_upload
-
     if kind == "image":
         return load_upload("image", name, data).data
     return load_upload("video", name, data, num_frames=MAX_UPLOAD_FRAMES, max_side=MAX_UPLOAD_SIDE).data

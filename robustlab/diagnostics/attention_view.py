@@ -4,6 +4,8 @@ attention of a text token over the visual patch grid, the answer distributions, 
 """
 from __future__ import annotations
 
+import csv
+import io
 from dataclasses import dataclass, field
 from typing import Optional, Sequence
 
@@ -92,9 +94,6 @@ class AttentionView:
 
     def csv(self, layer: int, head: Optional[int]) -> str:
         """Every shown matrix as long-form CSV: ablation, query, key, their labels and modalities, weight."""
-        import csv
-        import io
-
         lay = self.layout
         buf = io.StringIO()
         w = csv.writer(buf)

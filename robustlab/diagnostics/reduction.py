@@ -26,6 +26,7 @@ parameters and defaults, and :func:`before_after` for R@K and hubness indices be
 """
 from __future__ import annotations
 
+import fnmatch
 from dataclasses import dataclass
 
 import numpy as np
@@ -149,9 +150,11 @@ METHODS: dict[str, Method] = {
 _FUNCS = {"dsl": dsl, "qbnorm": qbnorm, "hsm": hsm}
 
 
-def list_methods() -> list[dict]:
-    """JSON-serialisable description of every method: name, label, source, description, params with defaults."""
-    return [m.to_dict() for m in METHODS.values()]
+def list_methods(pattern: str | None = None) -> list[dict]:
+    """JSON-serialisable description of every method: name, label, source, description, params with defaults.
+    ``pattern``: only the methods whose name matches this wildcard (fnmatch, case-insensitive, as ``list_models``)."""
+    return [m.to_dict() for name, m in METHODS.items()
+            if not pattern or fnmatch.fnmatchcase(name.lower(), pattern.lower())]
 
 
 def _check_params(method: Method, params: dict) -> dict:

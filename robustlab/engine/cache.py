@@ -28,6 +28,7 @@ import hashlib
 import json
 import logging
 import os
+import shutil
 import threading
 import time
 import zipfile
@@ -116,7 +117,6 @@ def default_max_bytes() -> int:
 
 class _RootState:
     """What one process knows about one cache folder: an estimate of its size, and puts since the last scan."""
-
     def __init__(self):
         self.lock = threading.Lock()
         self.bytes: int | None = None  # None: not scanned yet in this process
@@ -146,7 +146,6 @@ class EmbeddingCache:
     when the estimate goes over the bound, and the estimate is re-read from disk every ``RESCAN_EVERY`` puts
     since other processes share the folder. The same pass removes ``.tmp`` leftovers of killed writers.
     """
-
     def __init__(self, root: str | os.PathLike | None = None, enabled: bool = True, max_bytes: int | None = None):
         self.root = Path(root) if root is not None else default_cache_dir() / "embeddings"
         self.enabled = enabled
@@ -322,7 +321,6 @@ class EmbeddingCache:
         return sum(s for _, s, _ in self._scan()[0])
 
     def clear(self) -> None:
-        import shutil
 
         shutil.rmtree(self.root, ignore_errors=True)
         with self._state.lock:

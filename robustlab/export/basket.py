@@ -14,13 +14,17 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as _dt
-import hashlib
 import itertools
+from pathlib import Path
 from typing import Any, Iterator
 
 import numpy as np
 
-KINDS = ("image", "video", "text")
+from robustlab.diagnostics.peeling import P2_STAGES
+from robustlab.io.convert import to_uint8_rgb
+from robustlab.io.uploads import KINDS, LoadedInput, load_upload, sha256, upload_source  # noqa: F401 - re-exported
+from robustlab.perturb.record import SCHEMA, hash_value, jsonable, versions
+
 PEELING_P2 = "peeling_p2"  # the record name of a PEELING test's P2 part (robustlab.diagnostics.peeling.p2_chain)
 _counter = itertools.count(1)
 
@@ -108,9 +112,6 @@ def peeling_record(test, config, image=None) -> dict:
     ``params["stages"]`` are the stages that ran (a stage that was unavailable here, e.g. back-translation without
     its WMT19 weights, left the text unchanged, and each stage draws from its own generator, so leaving it out
     regenerates the same text); ``requested_stages`` / the variant are the stages switched on."""
-    from robustlab.diagnostics.peeling import P2_STAGES
-    from robustlab.perturb.record import SCHEMA, hash_value, jsonable, versions
-
     t = test if isinstance(test, dict) else test.to_dict()
     c = config if isinstance(config, dict) else config.to_dict()
     requested = [s for s in P2_STAGES if s in (c.get("stages") or ())]
@@ -122,7 +123,6 @@ def peeling_record(test, config, image=None) -> dict:
               "synonym_threshold": c.get("synonym_threshold"), "short_len": c.get("short_len")}
     info = {"kind": "text", "chars": len(t["Reducetext"])}
     if image is not None:
-        from robustlab.io.convert import to_uint8_rgb
 
         info["image_hash"] = hash_value(to_uint8_rgb(image))  # the image the test grounds on (not an input of P2)
     note = "PEELING P2 (back-translation -> synonym -> keyboard) on the reduced expression"
@@ -141,9 +141,6 @@ def peeling_example(test, config, *, image, source: dict, model_id: str = "", vq
     """A basket Example of one PEELING test: clean = the reduced expression (P2's input), output = the final one,
     record = :func:`peeling_record`, model = the test's grounding and uniqueness results, and the image it was
     grounded on attached (for the OFA tsv)."""
-    from robustlab.io.convert import to_uint8_rgb
-    from robustlab.perturb.record import jsonable
-
     t = test if isinstance(test, dict) else test.to_dict()
     im = to_uint8_rgb(image)
     keys = ("rawtext", "Reducetext", "MRtext", "region", "pred_box", "iou", "issue", "reduce_box", "reduce_iou",
@@ -162,20 +159,9 @@ def builtin_source(collection: str, seed: int, index: int, name: str = "", **ext
             "name": name or f"{collection}-{seed}-{index:05d}", **extra}
 
 
-def sha256(data: bytes) -> str:
-    return "sha256:" + hashlib.sha256(data).hexdigest()
-
-
-def upload_source(name: str, data: bytes, **extra) -> dict:
-    """An uploaded file: its name as given and the SHA-256 of its bytes."""
-    return {"type": "upload", "name": str(name), "sha256": sha256(data), "bytes": len(data), **extra}
-
-
 def file_source(path: str, digest: str, nbytes: int, **extra) -> dict:
     """A local file read by the CLI: its path as given on the command line, the SHA-256 of its bytes
     (``"sha256:<hex>"``) and its size."""
-    from pathlib import Path
-
     return {"type": "file", "name": Path(path).name, "path": str(path), "sha256": digest, "bytes": int(nbytes),
             **extra}
 
@@ -187,7 +173,6 @@ def typed_source(**extra) -> dict:
 
 class Basket:
     """An ordered collection of examples; adding the same example twice keeps one."""
-
     def __init__(self, items: list[Example] | None = None):
         self.items: list[Example] = list(items or [])
 
@@ -221,72 +206,6 @@ class Basket:
 
 
 # ---- loading inputs ----------------------------------------------------------------------------------------
-@dataclasses.dataclass
-class LoadedInput:
-    """A decoded input ready to perturb: an image, a video, or a list of captions (one example each)."""
-
-    kind: str
-    data: Any  # H×W×3 uint8 | T×H×W×3 uint8 | list[str]
-    source: dict
-    label: str
-    fps: float | None = None
-    note: str = ""  # e.g. "downscaled to 320 px, first 300 of 900 frames"
-
-
-def load_upload(kind: str, name: str, data: bytes, *, max_frames: int = 600, max_side: int | None = None,
-                num_frames: int | None = None) -> LoadedInput:
-    """Decode an uploaded file of ``kind`` ("image", "video", "text") or raise ``InputError`` saying why not.
-
-    Videos go through ``robustlab.io.media.read_video`` (``num_frames`` samples uniformly; ``max_frames``
-    and ``max_side`` bound the work); caption files through ``robustlab.io.files.parse_captions`` (UTF-8,
-    one caption per line, CSV or JSON).
-    """
-    from robustlab.io.files import MAX_UPLOAD_BYTES, InputError, load_image, parse_captions
-
-    label = name or "upload"
-    if not isinstance(data, (bytes, bytearray)) or not data:
-        raise InputError(f"{label}: the file is empty")
-    if len(data) > MAX_UPLOAD_BYTES:
-        raise InputError(f"{label}: {len(data) / 1e6:.0f} MB is over the {MAX_UPLOAD_BYTES // 2**20} MB limit")
-    src = upload_source(name, bytes(data))
-    if kind == "image":
-        try:
-            arr = load_image(bytes(data), name=label)
-        except InputError:
-            raise
-        except Exception as e:  # noqa: BLE001 - a decoder failing in an unexpected way is still bad input
-            raise InputError(f"{label}: the image file is corrupt or unreadable ({type(e).__name__}: {e})") from e
-        return LoadedInput("image", arr, src, label, note=f"{arr.shape[1]}×{arr.shape[0]} px")
-    if kind == "text":
-        caps = [c for _, c in parse_captions(bytes(data), label)]
-        return LoadedInput("text", caps, src, label)
-    if kind != "video":
-        raise ValueError(f"kind must be one of {', '.join(KINDS)}, got {kind!r}")
-    try:
-        from robustlab.io.media import read_video
-    except ImportError as e:  # pragma: no cover - only before robustlab.io.media existed
-        raise InputError("video input needs robustlab.io.media, which this robustlab does not have") from e
-    try:
-        v = read_video(bytes(data), num_frames=num_frames, max_frames=max_frames, max_side=max_side, name=label)
-    except InputError:
-        raise
-    except Exception as e:  # noqa: BLE001 - a decoder failing in an unexpected way is still bad input
-        raise InputError(f"{label}: not a video robustlab can read ({type(e).__name__}: {e})") from e
-    frames = np.ascontiguousarray(v.frames, dtype=np.uint8)
-    if frames.ndim != 4 or frames.shape[0] < 1:
-        raise InputError(f"{label}: the video has no frames")
-    fps = float(getattr(v, "fps", 0) or 0) or 25.0
-    t, h, w = frames.shape[:3]
-    note = f"{t} frames, {w}×{h} px, {fps:.3g} fps"
-    total, (oh, ow) = getattr(v, "n_frames_total", t), getattr(v, "original_size", (h, w))
-    if total != t or (oh, ow) != (h, w):
-        note += f" (from {total} frames at {ow}×{oh} px)"
-    return LoadedInput("video", frames, {**src, "video": {"frames": int(t), "fps": fps, "original_frames": int(total),
-                                                          "original_size": [int(oh), int(ow)],
-                                                          "max_frames": max_frames, "max_side": max_side}},
-                       label, fps=fps, note=note)
-
-
 def filmstrip(frames: np.ndarray, n: int = 6, gap: int = 2) -> np.ndarray:
     """``n`` evenly spaced frames of a T×H×W×3 video side by side (white gaps), for thumbnails."""
     frames = np.asarray(frames)

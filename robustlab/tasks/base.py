@@ -25,7 +25,9 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping, Optional
 
-import robustlab
+import numpy as np
+
+from robustlab._version import __version__
 from robustlab.io.atomic import atomic_write
 from robustlab.io.params import check_finite
 from robustlab.models import interventions as iv
@@ -41,10 +43,9 @@ Conditions = dict  # axis -> Condition
 
 def versions() -> dict:
     """Versions that decide a result's numbers (robustlab, numpy, torch, Python)."""
-    import numpy as np
 
 
-    out = {"robustlab": robustlab.__version__, "numpy": np.__version__, "python": platform.python_version()}
+    out = {"robustlab": __version__, "numpy": np.__version__, "python": platform.python_version()}
     try:
         import torch
 
@@ -268,7 +269,6 @@ class Result:
 
 
 def _jsonable(x):
-    import numpy as np
 
     if isinstance(x, (np.integer,)):
         return int(x)

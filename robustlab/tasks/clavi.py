@@ -12,7 +12,7 @@ condition perturbs each question (the same words on V and V′).
 """
 from __future__ import annotations
 
-from robustlab.diagnostics import clavi as cl
+from robustlab.tasks import clavi_scoring as cl
 from robustlab.tasks.base import Task, perturb_one, perturb_text
 from robustlab.tasks.registry import register_task
 from robustlab.tasks.vqa import answer_many

@@ -22,8 +22,10 @@ TASK_MODULES = (
     "robustlab.tasks.order_reversal",  # order-reversal: before/after on a video and its time reversal
     "robustlab.tasks.entailment",   # entailment: SNLI-VE visual entailment (hub fusion models)
     "robustlab.tasks.reasoning",    # reasoning: NLVR2 visual reasoning over two images (hub fusion models)
-    "robustlab.tasks.peeling",      # peeling: PEELING adversarial grounding tests (property reduction + VQA check)
 )
+# Tasks of a higher layer register themselves when imported, as every registry here is filled: PEELING
+# (robustlab.diagnostics.peeling_task, the diagnostics layer: it runs PEELING over grounding and VQA). The sweeps, the
+# CLI and the dashboard import it; a notebook imports robustlab.diagnostics.peeling_task (or robustlab.bench).
 
 
 def register_task(task: Task) -> Task:

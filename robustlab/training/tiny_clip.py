@@ -14,6 +14,7 @@ import json
 import math
 import os
 import time
+from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 import numpy as np
@@ -53,7 +54,6 @@ def build_training_set(n: int, seed: int, size: int, workers: int = 2):
     jobs = [(seed, s, min(chunk, n - s), size) for s in range(0, n, chunk)]
     imgs, caps = [], []
     if workers > 1:
-        from concurrent.futures import ProcessPoolExecutor
 
         with ProcessPoolExecutor(workers) as ex:
             for a, c in tqdm(ex.map(_render_chunk, jobs), total=len(jobs), desc="render scenes", unit="k"):

