@@ -110,7 +110,7 @@ def test_sweep_writes_one_result_per_cell_decodes_once_and_encodes_once(tmp_path
             return enc(videos, *a, **k)
         m.encode_videos = encode_videos
         return m
-    monkeypatch.setattr("robustlab.bench.cells.load_model", counting_load)  # where the sweep loads its models
+    monkeypatch.setattr("robustlab.models.load_model", counting_load)
     spec = _video_spec()
     st = run_sweep(spec, tmp_path / "run", cache=cache)
     assert st.done == st.total == 1 + 2 + 1 + 2 and st.skipped == 0

@@ -15,10 +15,11 @@ import numpy as np
 from PIL import Image
 
 from robustlab import adapt
-from robustlab.datasets.registry import build
+from robustlab.datasets import registry as dataset_registry  # looked up at call time (tests patch build)
 from robustlab.engine.cache import EmbeddingCache
 from robustlab.io.atomic import atomic_write
-from robustlab.models import ModelUnavailable, load_model
+from robustlab import models  # load_model looked up at call time (tests patch and count it)
+from robustlab.models import ModelUnavailable
 from robustlab.models.protocols import sample_frame_indices, sample_frames
 from robustlab.perturb import regenerate
 from robustlab.tasks.base import ADAPT, adapt_side, check_conditions, label
@@ -33,14 +34,14 @@ def build_dataset(spec: SweepSpec):
     kw = {k: d[k] for k in ("n", "seed") if d.get(k) is not None}
     kw.update(d.get("options") or {})
     try:
-        return build(d["name"], root=d.get("root"), split=d.get("split"), **kw)
+        return dataset_registry.build(d["name"], root=d.get("root"), split=d.get("split"), **kw)
     except OSError as e:
         raise SweepError(str(e)) from None
 
 
 def load(model_spec: str, device=None):
     try:
-        return load_model(model_spec, device=device)
+        return models.load_model(model_spec, device=device)
     except (ModelUnavailable, ValueError, OSError) as e:
         raise SweepError(str(e)) from None
 

@@ -8,9 +8,9 @@ import re
 from dataclasses import dataclass, field
 from typing import Optional, Sequence
 
-import robustlab.diagnostics.peeling_task  # noqa: F401 - registers the PEELING task (diagnostics layer)
+import robustlab.diagnostics.peeling  # noqa: F401 - registers the PEELING task (diagnostics layer)
 from robustlab.adapt import METHODS, QUERY_SIDE, AdaptError, get_method
-from robustlab.datasets.registry import build, get_entry
+from robustlab.datasets import registry as dataset_registry  # looked up at call time (tests patch build)
 from robustlab.io.params import ParamError, parse_kv
 from robustlab.models import interventions as iv
 from robustlab.perturb import get_perturbation, list_perturbations
@@ -92,9 +92,10 @@ def condition_grid(visual: Sequence[str] = (), visual_severities: Sequence[int] 
                    directions: Optional[Sequence[str]] = None) -> list[dict]:
     """Clean, every visual (perturbation, severity), every text one, and — when both axes are swept — their
     combinations (Schiappa et al.'s paired perturbations): ``combine="auto"`` pairs them at severity 3 (the paper's
-    choice; on each axis the middle swept severity when 3 is not swept), an int at that severity, ``"all"`` at every pair of
-    swept severities, ``None``/``"none"`` not at all. ``interventions`` (``quag:unimodal``, ``input:language-only``...;
-    :mod:`robustlab.models.interventions`) add one condition set each, on clean inputs (Rawal et al.'s Table 1).
+    choice; on each axis the middle swept severity when 3 is not swept), an int at that severity, ``"all"`` at every
+    pair of swept severities, ``None``/``"none"`` not at all. ``interventions`` (``quag:unimodal``,
+    ``input:language-only``...; :mod:`robustlab.models.interventions`) add one condition set each, on clean inputs
+    (Rawal et al.'s Table 1).
     ``adapt`` (method names, ``"tent/steps=1"`` or conditions from :func:`parse_adapt`; ``"none"`` is the shifted
     cell itself) add, right after every single-axis shift, one condition set per method with that shift (HAT-VTR
     Tables 1–5) — for the shifts whose queries one of ``directions`` (None: all) uses.
@@ -225,7 +226,7 @@ class SweepSpec:
             k = spec.dataset_key()
             if k["split"] is None:
                 try:
-                    k["split"] = get_entry(k["name"])["default_split"]
+                    k["split"] = dataset_registry.get_entry(k["name"])["default_split"]
                 except KeyError:
                     pass
             return k
@@ -292,7 +293,7 @@ def build_spec(*, models: Sequence[str], dataset: dict, tasks: Sequence[str] = (
     # the --adapt methods and their parameters first: a bad value (steps=inf) is one line before any other work
     methods = parse_adapt(adapt, adapt_params or [])
     try:
-        entry = get_entry(dataset["name"])
+        entry = dataset_registry.get_entry(dataset["name"])
     except KeyError as e:
         raise SweepError(str(e.args[0]) if e.args else str(e)) from None
     d = {"name": dataset["name"], "root": dataset.get("root"), "split": dataset.get("split") or entry["default_split"],
@@ -303,7 +304,7 @@ def build_spec(*, models: Sequence[str], dataset: dict, tasks: Sequence[str] = (
     kind = kind or entry["kind"]
     if kind not in ("image", "video"):  # a folder of either: open it (its errors are one line too)
         try:
-            kind = build(d["name"], root=d["root"], split=d["split"],
+            kind = dataset_registry.build(d["name"], root=d["root"], split=d["split"],
                          **{k: d[k] for k in ("n", "seed") if d[k] is not None}, **d["options"]).kind
         except (KeyError, ValueError, OSError) as e:
             raise SweepError(str(e.args[0]) if isinstance(e, KeyError) and e.args else str(e)) from None

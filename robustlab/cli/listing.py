@@ -31,7 +31,8 @@ def cmd_models(args) -> int:
         print("\nBackends (hub models need network or a local copy; a local folder or file also works as a bare path):")
         for r in backends:
             state = "" if r["available"] else f"  [unavailable: {r['reason']}]"
-            print(f"{r['prefix']:<14} e.g. {r['spec']}{state}\n    {r['description']}\n    tasks: {', '.join(r['tasks'])}")
+            print(f"{r['prefix']:<14} e.g. {r['spec']}{state}\n    {r['description']}\n"
+                  f"    tasks: {', '.join(r['tasks'])}")
     return 0
 
 
@@ -65,7 +66,7 @@ def cmd_datasets(args) -> int:
 
 
 def cmd_tasks(args) -> int:
-    import robustlab.diagnostics.peeling_task  # noqa: F401  start-up (torch); registers the PEELING task
+    import robustlab.diagnostics.peeling  # noqa: F401  start-up (torch); registers the PEELING task
     from robustlab.tasks.registry import list_tasks  # start-up: the task modules import torch
 
     rows = list_tasks(args.pattern)

@@ -37,10 +37,10 @@ from typing import Sequence
 
 import numpy as np
 
-log = logging.getLogger("robustlab.cache")
-
 from robustlab.io.atomic import atomic_write
 from robustlab.io.convert import to_uint8_rgb
+
+log = logging.getLogger("robustlab.cache")
 
 
 def default_cache_dir() -> Path:

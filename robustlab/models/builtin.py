@@ -11,8 +11,6 @@ architecture config, the training recipe and the held-out quality figures.
 from __future__ import annotations
 
 import json
-import threading
-from functools import lru_cache
 from pathlib import Path
 
 import cv2
@@ -21,7 +19,7 @@ import torch
 from torch import nn
 
 from robustlab.engine.minilm import load_minilm, minilm_path  # noqa: F401 - re-exported (older imports)
-from robustlab.models.base import EmbeddingModel
+from robustlab.models.base import EmbeddingModel, ModelUnavailable
 from robustlab.models.checkpoints import ASSETS, checkpoint_path  # noqa: F401 - re-exported (older imports)
 from robustlab.models.registry import register_builtin
 

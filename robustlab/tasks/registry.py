@@ -24,8 +24,8 @@ TASK_MODULES = (
     "robustlab.tasks.reasoning",    # reasoning: NLVR2 visual reasoning over two images (hub fusion models)
 )
 # Tasks of a higher layer register themselves when imported, as every registry here is filled: PEELING
-# (robustlab.diagnostics.peeling_task, the diagnostics layer: it runs PEELING over grounding and VQA). The sweeps, the
-# CLI and the dashboard import it; a notebook imports robustlab.diagnostics.peeling_task (or robustlab.bench).
+# (robustlab.diagnostics.peeling, the diagnostics layer: it runs PEELING over grounding and VQA). The sweeps, the CLI
+# and the dashboard import it; so does a notebook that uses PEELING (import robustlab.diagnostics.peeling).
 
 
 def register_task(task: Task) -> Task:

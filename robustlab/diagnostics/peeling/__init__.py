@@ -105,6 +105,9 @@ from robustlab.diagnostics.peeling.records import (  # noqa: F401
     IOU_THRESHOLD, SKIP_REASONS, PeelingConfig, PeelingItem, PeelingRun, PeelingTest, _box, _config, _iou,
     summarize,
 )
+from robustlab.models.registry import load_model
+from robustlab.tasks.base import Task, perturb_one, perturb_text
+from robustlab.tasks.registry import register_task
 from robustlab.diagnostics.peeling.uniqueness import (  # noqa: F401
     CHUNK, QUERIES, RELEASED_TEMPLATES, TEMPLATES, Uniqueness, count_is_one, judge, questions_for, says_no,
     uniqueness, uniqueness_many, vqa_function, world_matches, world_valid,
@@ -301,7 +304,67 @@ def peel_many(model, dataset, n: int | None = None, *, config: PeelingConfig | N
                       extractor=getattr(extractor, "source", "spacy") if extractor else "spacy")
 
 
-__all__ = [
+# ---- the PEELING task: a task of this (diagnostics) layer, registered in the task registry on import -------------
+# (the sweeps, the CLI and the dashboard import this package; so does a notebook that uses PEELING)
+EXAMPLES = 10  # tests kept in the Result's extra (the full list: robustlab.diagnostics.peeling.peel_many)
+
+
+class PeelingTask(Task):
+    name = "peeling"
+    takes_interventions = True
+    description = ("PEELING adversarial grounding tests: property-reduced expressions checked by VQA, then P2 "
+                   "rewrites; accuracy on original vs adversarial expressions and MMI")
+    needs = ("vqa", "ground")
+    kinds = ("image",)
+    alternative = "builtin:tiny-vilt"
+    options = {"vqa_model": "the model that answers the uniqueness questions (default: the grounding model)",
+               "compat": "the released code's substring answer parsing and template string (default false)",
+               "wide": "every proper subset of the properties as a candidate (the paper's wording; default false)",
+               "skip_plural": "skip plural objects, the released rule (default true)",
+               "check_all": "ask the uniqueness questions for every candidate (default false)",
+               "keep_article": "put the original determiner back into the reduced expression (default false)",
+               "stages": "the P2 stages, comma-separated: back_translation,synonym,keyboard",
+               "synonym_mode": "paper (one word) or code (every eligible word)",
+               "synonym_threshold": "the synonym's minimum similarity (default 0.6)",
+               "short_len": "expressions this short get only the synonym stage (default 5)",
+               "seed": "the tests' base seed (default 0)", "chunk": "items per batched model call"}
+
+    def check_dataset(self, dataset) -> None:
+        """Any image dataset with referring expressions (one that lists "peeling" or "grounding")."""
+        if dataset.kind not in self.kinds:
+            raise ValueError(f"{self.name} runs on images; dataset {dataset.name} has {dataset.kind}s")
+        tasks = getattr(dataset, "tasks", ())
+        if "peeling" not in tasks and "grounding" not in tasks:
+            raise ValueError(f"dataset {dataset.name} has no referring expressions for {self.name} (its items "
+                             f"support {', '.join(tasks) or 'nothing'})")
+
+    def run(self, model, dataset, vc, tc, m, progress, **options):
+        vqa_model = options.pop("vqa_model", None)
+        if isinstance(vqa_model, str):
+            vqa_model = load_model(vqa_model)
+        extractor = options.pop("extractor", None)
+        image_fn = None if vc.clean else (lambda i: perturb_one(dataset.visual(i), vc, i, "image"))
+        text_fn = None if tc.clean else (lambda e, i: perturb_text(e, tc, i))
+        run = peel_many(model, dataset, m, extractor=extractor, vqa_model=vqa_model, image_fn=image_fn,
+                        text_fn=text_fn, progress=progress, **options)
+        summary = run.summary()
+        reasons = summary.pop("p2_skip_reasons", {})
+        extra = {"tests": len(run.tests), "config": run.config.to_dict(), "extractor": run.extractor,
+                 "p2_skip_reasons": reasons,
+                 "vqa_model": getattr(vqa_model, "model_id", None),
+                 "examples": [_example(t) for t in run.tests[:EXAMPLES]]}
+        return m, summary, extra
+
+
+def _example(t) -> dict:
+    return {k: getattr(t, k) for k in ("uniq_id", "image_id", "rawtext", "Reducetext", "MRtext", "region",
+                                       "pred_box", "iou", "issue", "reduce_iou", "orig_iou", "seed")}
+
+
+TASK = register_task(PeelingTask())
+
+
+__all__ = ["PeelingTask", "TASK", 
     "IOU_THRESHOLD",
     "LLM_EXAMPLES",
     "OFA_COLUMNS",
