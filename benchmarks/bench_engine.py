@@ -134,7 +134,8 @@ def main(argv=None) -> int:
             rows.append(r)
             print(f"{spec} on {r['device']}: plain {r['plain_s']:.3f}s, core {r['core_s']:.3f}s "
                   f"({r['overhead_pct']:+.1f}%)", file=sys.stderr)
-    print(f"\n| model | device | dtype | images | px | batch | plain img/s | core img/s | overhead | ≤ {TARGET_OVERHEAD_PCT:g}% |")
+    print(f"\n| model | device | dtype | images | px | batch | plain img/s | core img/s | overhead "
+          f"| ≤ {TARGET_OVERHEAD_PCT:g}% |")
     print("|---|---|---|---:|---:|---:|---:|---:|---:|---|")
     for r in rows:
         name = r["model"] + (" (random init)" if r["random_init"] else "")

@@ -92,7 +92,8 @@ def main(argv=None) -> int:
                        "torch": torch.__version__, "threads": torch.get_num_threads()}}
     out["cache"] = bench_cache(args.n)
     c = out["cache"]
-    print(f"cache: cold {c['cold_s']:.3f}s (plain model pass {c['plain_encode_s']:.3f}s), warm {c['warm_s'] * 1e3:.1f}ms"
+    print(f"cache: cold {c['cold_s']:.3f}s (plain model pass {c['plain_encode_s']:.3f}s), "
+          f"warm {c['warm_s'] * 1e3:.1f}ms"
           f" -> {c['warm_speedup']}x (target >= 50x: {'PASS' if c['pass'] else 'FAIL'})")
     import bench_perturb
 
@@ -102,7 +103,8 @@ def main(argv=None) -> int:
         print(f"| {r['name']} | {r['ms_per_image']} |")
     if args.quality:
         out["quality"] = bench_quality()
-        print("\n| condition | t2i R@1 | t2i R@5 | t2i R@10 | i2t R@1 | i2t R@5 | i2t R@10 |\n|---|---:|---:|---:|---:|---:|---:|")
+        print("\n| condition | t2i R@1 | t2i R@5 | t2i R@10 | i2t R@1 | i2t R@5 | i2t R@10 |\n"
+              "|---|---:|---:|---:|---:|---:|---:|")
         for r in out["quality"]:
             print("| " + " | ".join([r["condition"]] + [f"{r[k]:.3f}" for k in list(r)[1:]]) + " |")
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)

@@ -73,7 +73,10 @@ def main(argv=None) -> int:
     paths = [data / "videos" / f"video{i}.mp4" for i in range(args.clips)]
     ops = sw.parse_perturbations(args.ops, "video")
     sevs = sw.parse_severities(args.severities)
-    sampler = (lambda t: sample_frame_indices(t, args.n))
+
+    def sampler(t):
+        return sample_frame_indices(t, args.n)
+
     tmp = Path(tempfile.mkdtemp(prefix="lazy_video_out_"))
     res = {"clips": args.clips, "frames": args.frames, "px": args.px, "n_sampled": args.n, "severities": sevs,
            "cpus": os.cpu_count(), "threads": os.environ.get("ROBUSTLAB_THREADS", "default"), "per_op": {}}

@@ -9,8 +9,8 @@ openTSNE gets ``n_jobs=T``, scikit-learn ``n_jobs=T``):
 
 * robustlab: ``robustlab.diagnostics.embedding.tsne(X, perplexity=30, seed=0, n_jobs=T, gradient="fft")`` with its
   defaults — openTSNE, FFT-accelerated interpolation gradient with grid cells of 2 map units
-  (``ints_in_interval=2``; at least ``min_num_intervals=40`` cells a side), affinities from the exact 90 nearest neighbours
-  (``neighbors="auto"`` = exact at this size), PCA initialisation, learning rate N/exaggeration,
+  (``ints_in_interval=2``; at least ``min_num_intervals=40`` cells a side), affinities from the exact 90 nearest
+  neighbours (``neighbors="auto"`` = exact at this size), PCA initialisation, learning rate N/exaggeration,
   250 early-exaggeration (12) + 500 further iterations;
 * scikit-learn: ``sklearn.manifold.TSNE(perplexity=30, init="pca", learning_rate="auto", max_iter=750,
   random_state=0, method="barnes_hut", angle=0.5)`` — the same 750 iterations (250 exaggerated + 500), exact
@@ -128,7 +128,8 @@ def main() -> int:
         table.append(row)
     res = {"benchmark": f"t-SNE of {args.n} points (64-d, 10 clusters, float32), perplexity 30, "
                         "750 iterations (250 exaggerated + 500) on both sides",
-           "robustlab": f"robustlab.diagnostics.embedding.tsne defaults (openTSNE {openTSNE.__version__}, FFT gradient, "
+           "robustlab": "robustlab.diagnostics.embedding.tsne defaults "
+                        f"(openTSNE {openTSNE.__version__}, FFT gradient, "
                         "ints_in_interval=2, min_num_intervals=40, n_interpolation_points=3, exact neighbours)",
            "sklearn": f"sklearn.manifold.TSNE (scikit-learn {sklearn.__version__}, Barnes-Hut, angle 0.5, "
                       "max_iter=750, init pca, learning_rate auto)",

@@ -132,7 +132,8 @@ def run(frames: int = 300, size: int = 224, severity: int = 3, repeats: int = 1,
             video_ops.append(row)
     ceiling = parallel_ceiling(clip, max(registry.VIDEO_THREADS, 2), repeats)
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else None
-    return {"frames": frames, "parallel_ceiling": ceiling, "size": size, "severity": severity, "repeats": repeats, "per_frame": per_frame,
+    return {"frames": frames, "parallel_ceiling": ceiling, "size": size, "severity": severity, "repeats": repeats,
+            "per_frame": per_frame,
             "video_ops": video_ops, "skipped": skipped, "cpu_count": os.cpu_count(), "threads": registry.VIDEO_THREADS,
             "chunk_elements": registry.VIDEO_CHUNK_ELEMENTS, "load_average_1min": load,
             "allocator": allocator_state(),
@@ -157,8 +158,9 @@ def markdown(res: dict) -> str:
     c = res.get("parallel_ceiling")
     if c:
         m, k = c["memory"], c["compute"]
-        lines += ["", f"Parallel ceiling on this machine ({c['threads']} threads over the same 300 frames): memory-bound "
-                      f"per-frame NumPy work {m['serial_s']:.2f} s -> {m['threaded_s']:.2f} s (**{m['speedup']:.2f}×**), "
+        lines += ["", f"Parallel ceiling on this machine ({c['threads']} threads over the same 300 frames): "
+                      f"memory-bound per-frame NumPy work {m['serial_s']:.2f} s -> {m['threaded_s']:.2f} s "
+                      f"(**{m['speedup']:.2f}×**), "
                       f"compute-bound (normal RNG) {k['serial_s']:.2f} s -> {k['threaded_s']:.2f} s "
                       f"(**{k['speedup']:.2f}×**): what threads alone can give a frame loop's own work here."]
     lines += ["", "Video-specific perturbations (default variant):", "",

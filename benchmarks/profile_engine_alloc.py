@@ -62,17 +62,26 @@ if os.environ.get("TUNE"):
     print("tuned", tune_allocator())
 for threads in (2, 16):
     torch.set_num_threads(threads)
-    fns = {"plain": plain, "plain_nb": lambda: plain(True), "core": core, "core_noconv": core_noconv, "core_loop": core_numpy_end}
-    for f in fns.values(): f()
+    fns = {"plain": plain, "plain_nb": lambda: plain(True), "core": core, "core_noconv": core_noconv,
+           "core_loop": core_numpy_end}
+    for f in fns.values():
+        f()
     t = {k: [] for k in fns}
     for r in range(10):
         order = list(fns) if r % 2 == 0 else list(fns)[::-1]
         for k in order:
-            s = time.perf_counter(); fns[k](); t[k].append(time.perf_counter() - s)
+            s = time.perf_counter()
+            fns[k]()
+            t[k].append(time.perf_counter() - s)
     res[threads] = {k: round(min(v), 4) for k, v in t.items()}
     print(threads, res[threads], flush=True)
 torch.set_num_threads(2)
 for name, fn in (("plain", plain), ("core", core)):
-    pr = cProfile.Profile(); pr.enable()
-    for _ in range(3): fn()
-    pr.disable(); s = io.StringIO(); pstats.Stats(pr, stream=s).sort_stats("tottime").print_stats(12); print(name, s.getvalue()[:3000])
+    pr = cProfile.Profile()
+    pr.enable()
+    for _ in range(3):
+        fn()
+    pr.disable()
+    s = io.StringIO()
+    pstats.Stats(pr, stream=s).sort_stats("tottime").print_stats(12)
+    print(name, s.getvalue()[:3000])

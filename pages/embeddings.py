@@ -44,7 +44,8 @@ with c1:
                       format_func=lambda m: "t-SNE" if m == "tsne" else "PCA (instant)")
     hi = min(MAX_ITEMS, n_cap)
     ui.clamp("emb_items", min(2, hi), hi, default_value=200)
-    n_items = int(st.slider("Items (captioned gallery items, seeded subsample)", min(2, hi), hi, key="emb_items", help=f"Each item gives a {vis} and a caption point, clean and perturbed."))
+    n_items = int(st.slider("Items (captioned gallery items, seeded subsample)", min(2, hi), hi, key="emb_items",
+                            help=f"Each item gives a {vis} and a caption point, clean and perturbed."))
     perplexity = float(st.slider("Perplexity", 2, 100, 30, key="emb_perplexity", disabled=method != "tsne",
                                  help="Lowered automatically when there are few points (t-SNE needs more than 3 × "
                                       "perplexity)."))
@@ -80,7 +81,8 @@ items = views.selected_items(pts, rows)
 examples = selection.selection_examples(bench, pts, rows, vcond, tcond, model_id=ctx.spec)
 st.subheader(f"Selected: {len(rows)} point(s), {len(items)} item(s)")
 b1, b2 = st.columns([1, 2])
-add = b1.button(f"Add {len(examples)} to basket", key="emb_add", type="primary", icon=":material/shopping_basket:", disabled=not examples,
+add = b1.button(f"Add {len(examples)} to basket", key="emb_add", type="primary", icon=":material/shopping_basket:",
+                disabled=not examples,
                 help="Adds the perturbed version of every selected item whose modality is perturbed, with its "
                      "perturbation record.")
 if add:

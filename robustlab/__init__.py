@@ -43,7 +43,8 @@ _LAZY = {
     "builtin_gallery": ("robustlab.datasets.synthetic.datasets", "builtin_gallery"),
     "eval_retrieval": ("robustlab.tasks.retrieval", "eval_retrieval"),
 }
-_SUBMODULES = {"models", "datasets", "io", "tasks", "diagnostics", "engine", "metrics", "export", "training", "cli", "adapt"}
+_SUBMODULES = {"models", "datasets", "io", "tasks", "diagnostics", "engine", "metrics", "export", "training", "cli",
+               "adapt"}
 _ALIASES = {"analysis": "diagnostics"}  # older names the README documented
 
 

@@ -153,7 +153,8 @@ def test_tent_on_builtin_videos_shows_metrics_losses_histograms_and_map():
 
 
 def test_a_model_that_cannot_adapt_that_side_is_one_line():
-    at = open_page(ad_direction="i2t", ad_method="tent", ad_proj="pca")  # builtin:tiny-clip: a CNN image tower (BatchNorm only)
+    # builtin:tiny-clip: a CNN image tower (BatchNorm only)
+    at = open_page(ad_direction="i2t", ad_method="tent", ad_proj="pca")
     at.button(key="ad_run").click().run()
     assert not at.exception, at.exception
     assert len(at.error) == 1

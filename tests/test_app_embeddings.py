@@ -265,7 +265,8 @@ def test_video_embedding_points_and_examples_regenerate_exactly(video_bench, tmp
             assert int(full.k_occurrence[sel].sum()) == 3 * 12
     vrows = [r for r in range(len(pts)) if pts.modality[r] == "video"][:2]
     trows = [r for r in range(len(pts)) if pts.modality[r] == "text" and pts.condition[r] == "perturbed"][:1]
-    exs = selection.selection_examples(video_bench, pts, vrows + trows, vc, tc, model_id="builtin:tiny-clip-video-meanp")
+    exs = selection.selection_examples(video_bench, pts, vrows + trows, vc, tc,
+                                       model_id="builtin:tiny-clip-video-meanp")
     assert [e.kind for e in exs] == ["video", "video", "text"]
     for e in exs:
         i = e.source["index"]

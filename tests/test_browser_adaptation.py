@@ -27,7 +27,8 @@ def _traces(page, key: str) -> list[dict]:
     """Name, number of points, Σ y and Σ x·y of every trace of the Plotly chart with widget key ``key`` (its
     decoded data: ``data`` holds the typed arrays still encoded)."""
     return page.evaluate("""(sel) => document.querySelector(sel)._fullData.map(t => ({
-        name: t.name, rank: t.legendrank, n: t.x ? Array.from(t.x).length : 0, sum: t.y ? Array.from(t.y).reduce((a, b) => a + b, 0) : 0,
+        name: t.name, rank: t.legendrank, n: t.x ? Array.from(t.x).length : 0,
+        sum: t.y ? Array.from(t.y).reduce((a, b) => a + b, 0) : 0,
         weighted: (t.x && t.y) ? Array.from(t.x).reduce((a, x, i) => a + x * t.y[i], 0) : 0}))""",
                          f".st-key-{key} .js-plotly-plot")
 

@@ -67,7 +67,8 @@ def test_uploads_over_either_limit_are_refused_and_the_session_goes_on(small_lim
     settle(page)
     assert page.get_by_text("Added 1 image(s).").count() == 0
     assert sidebar.get_by_text("My uploads (0)").count() == 1  # nothing was added
-    assert page.locator('[data-testid="stException"]').count() == 0, page.locator('[data-testid="stException"]').all_inner_texts()
+    assert page.locator('[data-testid="stException"]').count() == 0, (
+        page.locator('[data-testid="stException"]').all_inner_texts())
 
     # the session goes on: a small image is added
     images.locator("input[type=file]").set_input_files(str(ok))
@@ -78,4 +79,5 @@ def test_uploads_over_either_limit_are_refused_and_the_session_goes_on(small_lim
     page.get_by_text("Added 1 image(s).").wait_for()
     settle(page)
     assert sidebar.get_by_text("My uploads (1)").count() == 1
-    assert page.locator('[data-testid="stException"]').count() == 0, page.locator('[data-testid="stException"]').all_inner_texts()
+    assert page.locator('[data-testid="stException"]').count() == 0, (
+        page.locator('[data-testid="stException"]').all_inner_texts())

@@ -307,7 +307,8 @@ def test_walk_every_page(runs_root, server, browser, tmp_path):
     # ---- 6. Hubness on the uploaded gallery: histograms, measures, top hubs, similarity matrix -------------------
     w.open("Hubness", "Hubness — who attracts the queries, clean vs perturbed")
     k = N_UP - 1
-    page.get_by_text(re.compile(rf"^{N_UP} queries × {N_UP} images, k = {k}; perturbed: gaussian_noise s3\b")).wait_for()
+    page.get_by_text(re.compile(rf"^{N_UP} queries × {N_UP} images, k = {k}; "
+                                r"perturbed: gaussian_noise s3\b")).wait_for()
     page.locator(".st-key-hub_hist .js-plotly-plot").wait_for()
     hist = _traces(page, "hub_hist")
     assert hist[0]["name"] == "clean" and hist[1]["name"].startswith("perturbed (gaussian_noise s3"), hist

@@ -11,8 +11,8 @@ from robustlab.export.basket import Basket, builtin_source, make_example, typed_
 from robustlab.cli import main
 from robustlab.datasets.synthetic import world
 from robustlab.datasets.synthetic.datasets import builtin_gallery
-from robustlab.export.manifest import (MANIFEST, REQUIRED_KEYS, ExportReader, build_zip, regenerate_export, safe_component,
-                              safe_member, validate_entry)
+from robustlab.export.manifest import (MANIFEST, REQUIRED_KEYS, ExportReader, build_zip, regenerate_export,
+                                       safe_component, safe_member, validate_entry)
 from robustlab.perturb import list_perturbations, perturb
 
 

@@ -51,7 +51,8 @@ def test_vqa_under_interventions_equals_the_hooked_model():
 
     model = _tiny_vilt()
     ds = build("builtin", split="test", n=40)
-    res = get("vqa").evaluate(model, ds, [{}, {"intervention": "quag:unimodal"}, {"intervention": "input:language-only"},
+    res = get("vqa").evaluate(model, ds, [{}, {"intervention": "quag:unimodal"},
+                                          {"intervention": "input:language-only"},
                                           {"intervention": "quag-attention:video-avg"}])
     acc = [r.metrics["acc"] for r in res]
     assert res[1].conditions["intervention"]["name"] == "quag:unimodal"

@@ -1,7 +1,8 @@
 """The task layer gives the same numbers as the code before the redesign (commit 93efafd).
 
 ``tests/data/pre_move_numbers.json`` was written by ``tests/data/make_pre_move_numbers.py`` run on 93efafd
-(the script imports that commit's module paths; it is in the history: ``git show 93efafd:tests/data/make_pre_move_numbers.py``)
+(the script imports that commit's module paths; it is in the history:
+``git show 93efafd:tests/data/make_pre_move_numbers.py``)
 (the old ``eval_retrieval``, ``eval_video_retrieval``, ``eval_hubness``, ``eval_vqa``, ``eval_grounding``,
 ``eval_clavi``, ``eval_itm`` on the held-out world seed 1000). Here the same seeds go through
 ``rl.tasks.get(...).evaluate`` and ``eval_hubness`` on ``rl.datasets.build(...)``. Two seeds differ in name only:
@@ -9,7 +10,8 @@ the old retrieval functions perturbed item i with ``perturb_seed + i`` (0 + i), 
 ``world seed + i`` (1000 + i): the conditions below say so. The old VQA and ITM reported an image part (the
 scenes) and a video part (the event videos) in one call; a task runs on one dataset, so each part is one run.
 
-The fusion numbers belong to the tiny-vilt checkpoint of that time, kept as ``tests/data/tiny-vilt-pre-move.safetensors``
+The fusion numbers belong to the tiny-vilt checkpoint of that time, kept as
+``tests/data/tiny-vilt-pre-move.safetensors``
 (robustlab 0.2's shipped tiny-vilt was retrained later, for PEELING's and CLAVI's questions); the fusion test loads
 that file, so it still compares the task layer with the old code on the same weights.
 """

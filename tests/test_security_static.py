@@ -67,7 +67,8 @@ def test_remote_code_never_trusted_and_numpy_never_unpickles():
            if "trust_remote_code" in kw and not (isinstance(kw["trust_remote_code"], ast.Constant)
                                                  and kw["trust_remote_code"].value is False)]
     bad += [(rel, node.lineno, name) for rel, node, name, kw in _calls()
-            if name.split(".")[-1] == "load" and name.split(".")[0] in ("np", "numpy") and _true(kw.get("allow_pickle"))]
+            if name.split(".")[-1] == "load" and name.split(".")[0] in ("np", "numpy")
+            and _true(kw.get("allow_pickle"))]
     assert not bad, bad
 
 
@@ -88,7 +89,8 @@ def test_streamlit_config_keeps_xsrf_cors_and_sets_the_upload_limit():
 @pytest.mark.parametrize("snippet, check", [
     ("import torch\ntorch.load('x')", test_torch_load_always_with_weights_only_true),
     ("import pickle\npickle.load(open('x','rb'))", test_no_unpickling_outside_the_one_gated_annotation_reader),
-    ("AutoModel.from_pretrained('x', trust_remote_code=True)", test_remote_code_never_trusted_and_numpy_never_unpickles),
+    ("AutoModel.from_pretrained('x', trust_remote_code=True)",
+     test_remote_code_never_trusted_and_numpy_never_unpickles),
     ("import numpy as np\nnp.load('x', allow_pickle=True)", test_remote_code_never_trusted_and_numpy_never_unpickles),
     ("import streamlit as st\nst.markdown(user, unsafe_allow_html=True)", test_no_html_rendering_switched_on),
 ])

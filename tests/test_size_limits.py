@@ -344,7 +344,7 @@ def test_annotation_readers_still_read_good_files(tmp_path):
         _local.read_json(tmp_path / "b.json", "t")
 
 
-# ---- browser uploads: .size before getvalue() -------------------------------------------------------------------------
+# ---- browser uploads: .size before getvalue() ------------------------------------------------------------------------
 class FakeUpload:
     """What st.file_uploader returns, as far as robustlab uses it; getvalue() on an over-limit file fails the test."""
 

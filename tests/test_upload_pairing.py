@@ -117,7 +117,8 @@ def test_rejected_upload_keeps_captions_on_their_files_in_the_dashboard(monkeypa
     at.button[0].click().run()
     assert not at.exception and not at.error, [e.value for e in at.error]
     g = at.session_state["upload_gallery"]
-    assert g.names[-1] == "green.png" and g.captions[-1] == "a green circle" and g.captions[:2] == [RED, "a blue circle"]
+    assert (g.names[-1] == "green.png" and g.captions[-1] == "a green circle"
+            and g.captions[:2] == [RED, "a blue circle"])
     assert [w.value for w in at.warning] == [("typed captions: 1 caption names a file not among the files given, "
                                              "ignored: ghost.png")]
 

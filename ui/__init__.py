@@ -12,6 +12,6 @@ from ui.media import GT, CLEAN, PERT, boxed, diff_markdown, fps_of, md_escape, s
 from ui.state import (DATASETS, DEFAULT_MODEL, DEMO_N, EMPTY_HINT, VIDEO_DEMO_N, Bench, clamp, current_bench,
                       current_dataset, current_model, can_do, get_bench, get_builtin_gallery, get_builtin_video_gallery,
                       get_model, initial, load, models_for, sidebar, spec_device, task_model, valid)
-from ui.widgets import (NONE, basket, compute, int_slider, condition_row, export_link, gallery_metrics, metrics_table, param_inputs,
-                        perturbation_catalogue, perturbation_names, perturbation_picker, ranked_captions, ranked_grid,
-                        recall_chart)
+from ui.widgets import (NONE, basket, compute, int_slider, condition_row, export_link, gallery_metrics, metrics_table,
+                        param_inputs, perturbation_catalogue, perturbation_names, perturbation_picker, ranked_captions,
+                        ranked_grid, recall_chart)

@@ -141,7 +141,8 @@ def rank_section(view: AttentionView, layer: int, head: Optional[int]) -> None:
     fig = go.Figure()
     for name in ("baseline", "video", "text"):
         sv = np.maximum(np.asarray(r[name]["singular_values"]), 1e-18)
-        fig.add_scatter(x=np.arange(1, len(sv) + 1), y=sv, mode="lines+markers", name=f"{name} (rank {r[name]['rank']})")
+        fig.add_scatter(x=np.arange(1, len(sv) + 1), y=sv, mode="lines+markers",
+                        name=f"{name} (rank {r[name]['rank']})")
     fig.update_layout(yaxis_type="log", xaxis_title="singular value index", yaxis_title="singular value",
                       height=320, margin=dict(l=10, r=10, t=30, b=10))
     st.plotly_chart(fig, key="at_rank", width="stretch")

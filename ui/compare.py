@@ -116,7 +116,8 @@ def grounding_panel(spec: str, res: dict, run, gt) -> None:
     """Another grounding model on the same perturbed image and expression (``run(spec) -> result``), beside ours."""
     from ui.state import can_do, load, models_for, offered_models, valid
 
-    others = [m for m in dict.fromkeys(models_for("grounding") + [m for m in offered_models() if can_do(m, "grounding")])
+    others = [m for m in dict.fromkeys(models_for("grounding")
+                                       + [m for m in offered_models() if can_do(m, "grounding")])
               if m != spec]
     st.subheader("Ours vs baseline")
     if not others:
@@ -135,7 +136,8 @@ def grounding_panel(spec: str, res: dict, run, gt) -> None:
         return
     rows = [{"model": m, **({"IoU to ground truth, clean": round(r["iou_clean"], 3),
                              "IoU to ground truth, perturbed": round(r["iou_perturbed"], 3)} if gt else {}),
-             "IoU clean vs perturbed box": round(r["iou_clean_vs_perturbed"], 3)} for m, r in ((spec, res), (base, other))]
+             "IoU clean vs perturbed box": round(r["iou_clean_vs_perturbed"], 3)}
+            for m, r in ((spec, res), (base, other))]
     st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch", key="cmp_gr_table")
 
 

@@ -115,7 +115,8 @@ def _stage_words(stages: list[dict]) -> str:
 def _details(item) -> None:
     with st.expander("How PEELING read the expression"):
         ex = item.extraction
-        st.dataframe(pd.DataFrame([{"object": ex.get("object", ""), "properties": " | ".join(ex.get("properties", []))}]),
+        st.dataframe(pd.DataFrame([{"object": ex.get("object", ""),
+                                    "properties": " | ".join(ex.get("properties", []))}]),
                      hide_index=True, width="stretch", key="gr_pl_extraction")
         if item.judged:
             rows = [{"candidate": j["x"], "strategy": j["strategy"], "VQA verdict": "unique" if j["unique"] else
@@ -145,7 +146,8 @@ def _test(k: int, t, image, gt, make) -> None:
     with st.container(border=True, key=f"gr_pl_test_{k}"):
         st.markdown(f"**Test {k + 1}** · {t.strategy} · seed {t.seed}")
         st.dataframe(pd.DataFrame([
-            {"step": "original", "expression": t.rawtext, "IoU to ground truth": round(t.orig_iou, 3), "how": "as given"},
+            {"step": "original", "expression": t.rawtext, "IoU to ground truth": round(t.orig_iou, 3),
+             "how": "as given"},
             {"step": "reduced (P1)", "expression": t.Reducetext, "IoU to ground truth": round(t.reduce_iou, 3),
              "how": "kept: " + (" | ".join(t.properties) or "the object alone")},
             {"step": "final (P2)", "expression": t.MRtext, "IoU to ground truth": round(t.iou, 3),
@@ -221,5 +223,6 @@ def _panel(spec, device, model, image, image_hash, expr, gt, source, label, src,
 
     for k, t in enumerate(run.tests):
         _test(k, t, image, tuple(gt), make)
-    if st.button(f"Add all issues ({len(issues)})", key="gr_pl_add_issues", disabled=not issues, icon=":material/shopping_basket:"):
+    if st.button(f"Add all issues ({len(issues)})", key="gr_pl_add_issues", disabled=not issues,
+                 icon=":material/shopping_basket:"):
         _add([make(k, run.tests[k]) for k in issues])

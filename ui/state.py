@@ -129,10 +129,12 @@ def load(spec: str, what: str = "Model"):
     try:
         model = get_model(spec, spec_device()[1])
     except (ModelUnavailable, ValueError, RuntimeError, OSError) as e:
-        st.error(f"{what} **{safe_md(spec)}** can't be loaded here: {safe_md(_one_line(e, limit=None))}")  # whole: it ends on a hint
+        st.error(f"{what} **{safe_md(spec)}** can't be loaded here: "
+                 f"{safe_md(_one_line(e, limit=None))}")  # whole: it ends on a hint
         return None
     except Exception as e:  # noqa: BLE001 -- a damaged checkpoint, a backend bug: a banner, never a traceback
-        st.error(f"{what} **{safe_md(spec)}** failed to load ({type(e).__name__}: {safe_md(_one_line(e))}). The other pages "
+        st.error(f"{what} **{safe_md(spec)}** failed to load ({type(e).__name__}: {safe_md(_one_line(e))}). "
+                 f"The other pages "
                  f"and models still work; pick another model in the sidebar.")
         return None
     if getattr(model, "random_init", False):
@@ -294,7 +296,8 @@ def follow_data(spec: str, kind: str) -> str:
     c1, c2 = st.columns([5, 1])
     c1.info(f"**{safe_md(spec)}** is an image model: on videos it only averages frames and scores near chance, so "
             f"this page uses **{VIDEO_BUILTIN}**, the built-in video model.")
-    c2.button(f"Use {spec} anyway", key="keep_model_btn", on_click=lambda: st.session_state.__setitem__(KEEP, (spec, kind)))
+    c2.button(f"Use {spec} anyway", key="keep_model_btn",
+              on_click=lambda: st.session_state.__setitem__(KEEP, (spec, kind)))
     return VIDEO_BUILTIN
 
 

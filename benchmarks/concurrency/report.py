@@ -133,7 +133,8 @@ def results(sessions: int, seconds: float, sess: list, shared, sampler, server, 
         "server_tracebacks": len(tb),
         "memory_mb": {
             "server_rss_peak": _r(peak), "server_rss_after_warmup": _r(after_warm),
-            "server_rss_end": _r(server_mb[-1] if server_mb else None), "warmup_s": _r(warm_t), "warmup_rule": warm_rule,
+            "server_rss_end": _r(server_mb[-1] if server_mb else None), "warmup_s": _r(warm_t),
+            "warmup_rule": warm_rule,
             "sessions_not_warmed": not_warmed,
             "growth": _r(growth), "growth_rule": growth_rule, "growth_windows": windows, "soak": soak,
             "growth_definition": "mean server RSS over the last 20% of a stretch minus the mean over its first 20%; "

@@ -88,7 +88,8 @@ METHODS: dict[str, Method] = {
         "that stays near it has used what the LayerNorms can give.", (), diagnostic=True),
 }
 
-LR = {("oracle", "text"): 3e-4, ("oracle", "visual"): 3e-4, ("tent", "text"): 3e-5, ("tent", "visual"): 3e-5, ("tcr", "text"): 3e-4, ("tcr", "visual"): 3e-4,
+LR = {("oracle", "text"): 3e-4, ("oracle", "visual"): 3e-4, ("tent", "text"): 3e-5, ("tent", "visual"): 3e-5,
+      ("tcr", "text"): 3e-4, ("tcr", "visual"): 3e-4,
       ("hat-vtr", "text"): 3e-5, ("hat-vtr", "visual"): 3e-4}
 
 
@@ -183,7 +184,8 @@ class Runner:
             rem = L.noise_robust_entropy(qg, g, self.rm.threshold(), tau)
             uni = L.uniformity(qg, self.p["t"])
             emg = (L.modality_gap(qg, g) - L.modality_gap(mq, mg)) ** 2
-            return StepOut(rem + uni + emg, {"rem": float(rem.detach()), "uni": float(uni.detach()), "emg": float(emg.detach())})
+            return StepOut(rem + uni + emg, {"rem": float(rem.detach()), "uni": float(uni.detach()),
+                                             "emg": float(emg.detach())})
         # HAT-VTR
         s = scores.detach()
         idx = (self.hsm.refine(s) if self.p["select"] else s.cpu()).argmax(1).to(s.device)
@@ -201,7 +203,8 @@ class Runner:
         na = L.noise_robust_entropy(q, g, self.rm.threshold(), tau)
         uni = L.multigranular_uniformity(q, self.p["t"])
         cm = L.cross_modal_multigranular(video, text, mem_video, mem_text)
-        return StepOut(na + uni + cm, {"na": float(na.detach()), "mguni": float(uni.detach()), "mgcm": float(cm.detach())})
+        return StepOut(na + uni + cm, {"na": float(na.detach()), "mguni": float(uni.detach()),
+                                       "mgcm": float(cm.detach())})
 
     def output(self, scores: torch.Tensor) -> torch.Tensor:
         """The batch's final scores (from the last step's forward): HSM-refined for HAT-VTR, as they are else."""

@@ -404,8 +404,8 @@ def clean_table(df: pd.DataFrame) -> pd.DataFrame:
     return clean.drop(columns=drop).dropna(axis=1, how="all").reset_index(drop=True)
 
 
-TABLE1_ORDER = {k: i for i, k in enumerate(["input:language-only", "input:video-only", "quag:unimodal", "quag:crossmodal",
-                                             "quag:video", "quag:text", "quag-attention:video-avg",
+TABLE1_ORDER = {k: i for i, k in enumerate(["input:language-only", "input:video-only", "quag:unimodal",
+                                             "quag:crossmodal", "quag:video", "quag:text", "quag-attention:video-avg",
                                              "quag-attention:text-avg", "quag-attention:text-video-avg"])}
 DROP_FLAG = 0.02  # Rawal et al. Table 1: "↓" for a drop of at least 2 (percentage points; 0.02 on a 0..1 scale)
 
@@ -496,7 +496,10 @@ def adapt_table(df: pd.DataFrame, run: Optional[RunData] = None) -> pd.DataFrame
 
             clean = clean_rows[col].mean() if col in clean_rows and clean_rows[col].notna().any() \
                 else from_extra(sub, "clean")
-            label = (lambda p: p + (" (text)" if side == "text" else ""))
+
+            def label(p):
+                return p + (" (text)" if side == "text" else "")
+
             keys = list(dict.fromkeys(zip(sub[side], sub[f"{side}_severity"].astype(int))))
             order = {p: i for i, p in enumerate(dict.fromkeys(k[0] for k in keys))}
             rows = []

@@ -229,5 +229,5 @@ def figures(tables: dict) -> dict:
     return out
 
 
-__all__ = ["figures", "groups", "metric_label", "label_margin", "axis_names", "clean_bar", "heatmap", "severity_curves", "robustness_bars", "clean_vs_gamma",
-           "combination_heatmap"]
+__all__ = ["figures", "groups", "metric_label", "label_margin", "axis_names", "clean_bar", "heatmap", "severity_curves",
+           "robustness_bars", "clean_vs_gamma", "combination_heatmap"]

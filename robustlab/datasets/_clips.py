@@ -220,8 +220,8 @@ def read_clip(path: str | Path, start: float | None = None, end: float | None = 
     return src.read(choose(src.times, src.lo, hi, num_frames, fps, max_frames))
 
 
-__all__ = ["read_clip", "ClipSource", "choose", "check_sampling", "VIDEO_SUFFIXES", "DEFAULT_NUM_FRAMES", "DEFAULT_MAX_FRAMES",
-           "DEFAULT_MAX_SIDE"]
+__all__ = ["read_clip", "ClipSource", "choose", "check_sampling", "VIDEO_SUFFIXES", "DEFAULT_NUM_FRAMES",
+           "DEFAULT_MAX_FRAMES", "DEFAULT_MAX_SIDE"]
 
 
 class ClipDataset(Dataset):

@@ -62,7 +62,8 @@ def _resize_to_height(img: np.ndarray, h: int) -> np.ndarray:
                   description="NLVR2 visual reasoning: is a sentence true of a pair of images (shown side by side)",
                   needs="{test1,dev,train}.json (NLVR2's data/) and the images in test1/, dev/, train/<directory>/ "
                         "(or images/<split>/)",
-                  markers=tuple(f"{d}{s}.json" for d in ("", "data/", "nlvr2/data/") for s in ("test1", "dev", "train")),
+                  markers=tuple(f"{d}{s}.json" for d in ("", "data/", "nlvr2/data/")
+                                for s in ("test1", "dev", "train")),
                   paper="Suhr et al., A Corpus for Reasoning about Natural Language Grounded in Photographs "
                         "(ACL 2019)")
 class NLVR2(Dataset):

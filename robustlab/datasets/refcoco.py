@@ -246,7 +246,8 @@ _NEEDS = ("instances.json and {refs} (or refs.json / .parquet; the original {p} 
 
 @register_dataset("refcoco", kind="image", tasks=("grounding",), splits=("val", "testA", "testB", "train"),
                   default_split="val", description="RefCOCO referring expressions (UNC split): grounding",
-                  needs=_NEEDS.format(refs="refs(unc).json", p="refs(unc).p", d="refcoco"), markers=_markers("refcoco", "unc"), paper=_PAPER_UNC)
+                  needs=_NEEDS.format(refs="refs(unc).json", p="refs(unc).p", d="refcoco"),
+                  markers=_markers("refcoco", "unc"), paper=_PAPER_UNC)
 class RefCOCO(RefCOCOBase):
     dirname = "refcoco"
     split_by = {"unc": ("val", "testA", "testB", "train")}
@@ -255,7 +256,8 @@ class RefCOCO(RefCOCOBase):
 @register_dataset("refcoco+", kind="image", tasks=("grounding",), splits=("val", "testA", "testB", "train"),
                   default_split="val",
                   description="RefCOCO+ referring expressions (UNC split, no location words): grounding",
-                  needs=_NEEDS.format(refs="refs(unc).json", p="refs(unc).p", d="refcoco+"), markers=_markers("refcoco+", "unc"), paper=_PAPER_UNC)
+                  needs=_NEEDS.format(refs="refs(unc).json", p="refs(unc).p", d="refcoco+"),
+                  markers=_markers("refcoco+", "unc"), paper=_PAPER_UNC)
 class RefCOCOPlus(RefCOCOBase):
     dirname = "refcoco+"
     split_by = {"unc": ("val", "testA", "testB", "train")}
@@ -264,7 +266,8 @@ class RefCOCOPlus(RefCOCOBase):
 @register_dataset("refcocog", kind="image", tasks=("grounding",), splits=("val", "test", "train"),
                   default_split="val",
                   description="RefCOCOg referring expressions (UMD split; split_by='google' for Google's): grounding",
-                  needs=_NEEDS.format(refs="refs(umd).json", p="refs(umd).p", d="refcocog"), markers=_markers("refcocog", "umd"),
+                  needs=_NEEDS.format(refs="refs(umd).json", p="refs(umd).p", d="refcocog"),
+                  markers=_markers("refcocog", "umd"),
                   paper="Mao et al., Generation and Comprehension of Unambiguous Object Descriptions (CVPR 2016); "
                         "UMD split: Nagaraja et al., Modeling Context Between Objects (ECCV 2016)")
 class RefCOCOg(RefCOCOBase):

@@ -184,7 +184,8 @@ def ingest_uploads(files: list[tuple[str, bytes]], caption_file: tuple[str, byte
     return IngestReport(gallery=gal, added=len(new_imgs), errors=errors, warnings=warns)
 
 
-def set_captions(gallery: Gallery, caption_file: tuple[str, bytes] | None = None, caption_lines: str = "") -> IngestReport:
+def set_captions(gallery: Gallery, caption_file: tuple[str, bytes] | None = None,
+                 caption_lines: str = "") -> IngestReport:
     """Attach captions to an existing uploaded gallery by the upload rules (:func:`ingest_uploads`): by file name,
     or plain lines in the gallery's order when there are exactly as many lines as items. The gallery is not changed
     when the captions can't be read or paired (one error line)."""
@@ -255,7 +256,8 @@ def from_folder(root, split: str = "all", kind: str | None = None, captions: str
     if kind is None:
         kind = "video" if by["video"] and not by["image"] else "image"
     if not by[kind]:
-        raise DatasetError(f"upload: no {kind} files in {str(root)!r} (looked for {' '.join(IMAGE_SUFFIXES if kind == 'image' else VIDEO_SUFFIXES)})")
+        raise DatasetError(f"upload: no {kind} files in {str(root)!r} "
+                           f"(looked for {' '.join(IMAGE_SUFFIXES if kind == 'image' else VIDEO_SUFFIXES)})")
     capfile = Path(captions) if captions else next((root / n for n in ("captions.txt", "captions.csv",
                                                                        "captions.json") if visible(root / n)
                                                                        and (root / n).exists()), None)

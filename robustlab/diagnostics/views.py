@@ -1,12 +1,12 @@
 """UI-free glue behind the dashboard's Hubness and Embeddings pages.
 
 Everything here takes a :class:`robustlab.tasks.retrieval.RetrievalBench` (a model and an image or video dataset,
-with memoised perturbed visuals, captions and embeddings) and returns plain data (numpy arrays, dicts, dataclasses that pickle), so
-the pages only draw widgets and figures and Streamlit can cache the results.
+with memoised perturbed visuals, captions and embeddings) and returns plain data (numpy arrays, dicts, dataclasses
+that pickle), so the pages only draw widgets and figures and Streamlit can cache the results.
 
 Directions: ``"t2i"``/``"t2v"`` — every caption queries every image/video (hubs are visuals); ``"i2t"``/``"v2t"`` —
-every captioned visual queries every caption (hubs are captions). A perturbation applies to one modality, the other stays clean;
-"clean" below always means both modalities clean.
+every captioned visual queries every caption (hubs are captions). A perturbation applies to one modality, the other
+stays clean; "clean" below always means both modalities clean.
 
     >>> view = hubness_view(bench, "t2i", Condition("gaussian_noise", 3), Condition(), k=15)
     >>> view.nk_clean, view.nk_perturbed, view.measures_perturbed["k_skewness"]

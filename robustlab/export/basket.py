@@ -154,7 +154,8 @@ def peeling_example(test, config, *, image, source: dict, model_id: str = "", vq
 
 def builtin_source(collection: str, seed: int, index: int, name: str = "", **extra) -> dict:
     """Where a built-in world item came from: ``collection`` is "gallery" (images and captions,
-    ``robustlab.datasets.synthetic.datasets.builtin_gallery``) or "video" (``robustlab.datasets.synthetic.world.sample_video``)."""
+    ``robustlab.datasets.synthetic.datasets.builtin_gallery``) or "video"
+    (``robustlab.datasets.synthetic.world.sample_video``)."""
     return {"type": "builtin", "collection": collection, "seed": int(seed), "index": int(index),
             "name": name or f"{collection}-{seed}-{index:05d}", **extra}
 

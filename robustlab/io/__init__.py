@@ -7,7 +7,8 @@ import importlib
 _LAZY = {
     "InputError": "robustlab.io.files", "load_image": "robustlab.io.files", "parse_captions": "robustlab.io.files",
     "match_captions": "robustlab.io.files", "clean_caption": "robustlab.io.files",
-    "to_uint8_rgb": "robustlab.io.convert", "read_video": "robustlab.io.media", "write_mp4": "robustlab.io.media", "display_mp4": "robustlab.io.media",
+    "to_uint8_rgb": "robustlab.io.convert", "read_video": "robustlab.io.media", "write_mp4": "robustlab.io.media",
+    "display_mp4": "robustlab.io.media",
 }
 
 

@@ -530,7 +530,8 @@ def pair_captions(names: list[str], pairs: list[tuple[str | None, str]], label: 
                      f"ignored (give the full file name): {_listing(a, 3)}")
     several = [n for n in uniq if len(set(got.get(n, []))) > 1]
     if several:
-        warns.append(f"{pre}{_plural(len(several), noun)} ha{'s' if len(several) == 1 else 've'} more than one caption; "
+        warns.append(f"{pre}{_plural(len(several), noun)} ha{'s' if len(several) == 1 else 've'} "
+                     "more than one caption; "
                      f"the first of each is used: {_listing(several)}")
     if plain:
         warns.append(f"{pre}{_plural(len(plain), 'caption')} without a file name ignored (the others name their "

@@ -9,7 +9,8 @@ Both are tiny-clip (:mod:`robustlab.models.builtin`) with CLIP4Clip's temporal a
   the sampled frames, so it *cannot* tell a video from its time reversal beyond what the set of frames says;
 * **seqTransf**: the frame embeddings (L2-normalised, scaled to unit variance per dimension) plus learned
   frame-position embeddings go through a small transformer encoder; its output is added back to the frame
-  embeddings (residual), each frame is L2-normalised and the frames are mean-pooled. The position embeddings make it order-sensitive;
+  embeddings (residual), each frame is L2-normalised and the frames are mean-pooled. The position embeddings make
+  it order-sensitive;
 * text tower: the frozen all-MiniLM-L6-v2 with a trained head per variant (a :class:`TextHead` each).
 
 One checkpoint (``assets/tiny-clip-video.safetensors``, made by ``robustlab train tiny-clip-video``) holds the

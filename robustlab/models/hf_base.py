@@ -143,7 +143,8 @@ def tokenizer_for_text_config(tcfg):
     (mutates ``tcfg``: pass a copy)."""
     tok = byte_tokenizer(int(tcfg.max_position_embeddings))
     if tcfg.vocab_size < len(tok):
-        raise ValueError(f"text_config.vocab_size={tcfg.vocab_size} is smaller than the byte tokenizer's {len(tok)} ids")
+        raise ValueError(f"text_config.vocab_size={tcfg.vocab_size} is smaller than "
+                         f"the byte tokenizer's {len(tok)} ids")
     tcfg.bos_token_id, tcfg.eos_token_id, tcfg.pad_token_id = tok.bos_token_id, tok.eos_token_id, tok.pad_token_id
     return tok
 

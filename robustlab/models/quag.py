@@ -402,5 +402,6 @@ def multiplications(l_text: int, l_visual: int, width: int, mlp: int = 0, *, mod
             "mode": mode, "overhead_divisions": d * (2 if mode == "text-video-avg" else 1)}
 
 
-__all__ = ["rank_diagnostic", "QUADRANTS", "PRESETS", "QUAG_ATTENTION_MODES", "CORRECTIONS", "QuagAttention", "PRESET_NOTES", "INPUT_BASELINES", "QuagError", "TokenLayout", "apply",
+__all__ = ["rank_diagnostic", "QUADRANTS", "PRESETS", "QUAG_ATTENTION_MODES", "CORRECTIONS", "QuagAttention",
+           "PRESET_NOTES", "INPUT_BASELINES", "QuagError", "TokenLayout", "apply",
            "quadrant_set", "preset_name", "replace_fn", "multiplications"]

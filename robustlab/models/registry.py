@@ -391,5 +391,5 @@ def availability(spec: str) -> tuple[bool, str]:
 
 
 __all__ = ["Backend", "register_backend", "get_backend", "list_backends", "register_builtin", "list_builtin",
-           "get_builtin", "BUILTIN_MODULES", "BACKEND_MODULES", "parse_spec", "load_model", "list_models", "KNOWN_MODELS",
-           "availability", "spec_source", "OFFLINE_ALTERNATIVES"]
+           "get_builtin", "BUILTIN_MODULES", "BACKEND_MODULES", "parse_spec", "load_model", "list_models",
+           "KNOWN_MODELS", "availability", "spec_source", "OFFLINE_ALTERNATIVES"]

@@ -308,8 +308,8 @@ def regenerate_sampled(record: dict, x) -> np.ndarray:
                           indices=smp["indices"])
     if res.record["input_hash"] != record["input_hash"]:
         raise ValueError(f"input does not match the record's input_hash ({record['input_hash']}, of "
-                         f"{(record.get('input') or {}).get('hash_of', 'the clip')}); regenerate needs the same clean clip "
-                         "the record was made from")
+                         f"{(record.get('input') or {}).get('hash_of', 'the clip')}); regenerate needs the same "
+                         "clean clip the record was made from")
     diff = _rec.version_differences(record.get("versions") or {}, ["robustlab", "numpy"])
     if diff:
         txt = ", ".join(f"{k} {a} -> {b}" for k, (a, b) in diff.items())

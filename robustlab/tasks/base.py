@@ -243,8 +243,8 @@ class Result:
     @classmethod
     def from_json(cls, d: Mapping) -> "Result":
         return cls(**{k: d[k] for k in ("model", "model_fingerprint", "dataset", "split", "task", "conditions", "n",
-                                        "metrics")}, versions=dict(d.get("versions", {})), extra=dict(d.get("extra", {})),
-                   dataset_params=dict(d.get("dataset_params", {})))
+                                        "metrics")}, versions=dict(d.get("versions", {})),
+                   extra=dict(d.get("extra", {})), dataset_params=dict(d.get("dataset_params", {})))
 
     def save(self, path: str | Path) -> Path:
         """Write the result as JSON atomically (a reader never sees half a file)."""

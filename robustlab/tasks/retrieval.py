@@ -554,5 +554,5 @@ def eval_retrieval(model, n: int = 1000, seed: Optional[int] = None, image_pertu
         out.update(text_perturb=text_perturb, text_severity=int(text_severity))
     return out
 
-__all__ = ["RetrievalBench", "RetrievalTask", "eval_retrieval", "Comparison", "Ranked", "Scores", "Condition", "check_model",
-           "DIRECTIONS", "DIRECTION_LABELS", "TASK"]
+__all__ = ["RetrievalBench", "RetrievalTask", "eval_retrieval", "Comparison", "Ranked", "Scores", "Condition",
+           "check_model", "DIRECTIONS", "DIRECTION_LABELS", "TASK"]

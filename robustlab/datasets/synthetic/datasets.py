@@ -252,5 +252,5 @@ def builtin_video_gallery(n: int = 200, seed: int = world.DEMO_SEED, size: int =
     return SyntheticVideos("demo", n=n, seed=seed, size=size, cache_dir=cache_dir, progress=progress)
 
 
-__all__ = ["SyntheticScenes", "SyntheticRefs", "SyntheticVideos", "builtin_gallery", "builtin_video_gallery", "SPLIT_SEEDS",
-           "BUILTIN_VIDEO_FPS"]
+__all__ = ["SyntheticScenes", "SyntheticRefs", "SyntheticVideos", "builtin_gallery", "builtin_video_gallery",
+           "SPLIT_SEEDS", "BUILTIN_VIDEO_FPS"]

@@ -332,5 +332,6 @@ def video_frames_at(video: VideoScene, idx, size: int = 64) -> np.ndarray:
                                           video.background, size, rng, background=bg) for t in idx])
 
 
-__all__ = ["ANSWERS", "UNIQUENESS_ANSWERS", "ALL_ANSWERS", "IMAGE_TYPES", "VIDEO_TYPES", "PEELING_TYPES", "CLAVI_TYPES", "object_phrase", "absent_event", "QA", "image_question", "video_question", "order_question",
+__all__ = ["ANSWERS", "UNIQUENESS_ANSWERS", "ALL_ANSWERS", "IMAGE_TYPES", "VIDEO_TYPES", "PEELING_TYPES", "CLAVI_TYPES",
+           "object_phrase", "absent_event", "QA", "image_question", "video_question", "order_question",
            "clavi_pair", "relation_flip", "mismatched_caption", "describe", "frame_indices", "video_frames_at"]

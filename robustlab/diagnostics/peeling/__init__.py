@@ -364,7 +364,7 @@ def _example(t) -> dict:
 TASK = register_task(PeelingTask())
 
 
-__all__ = ["PeelingTask", "TASK", 
+__all__ = ["PeelingTask", "TASK",
     "IOU_THRESHOLD",
     "LLM_EXAMPLES",
     "OFA_COLUMNS",
