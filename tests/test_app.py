@@ -117,7 +117,6 @@ def test_uploaded_gallery_path():
     session state; the browser test covers the real upload widget."""
     import io
 
-    import numpy as np
     from PIL import Image
 
     from robustlab.datasets.synthetic.datasets import builtin_gallery

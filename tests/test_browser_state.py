@@ -7,13 +7,11 @@ its widgets show. Bounded in steps and time (``ROBUSTLAB_MONKEY_STEPS``, default
 """
 from __future__ import annotations
 
-import io
 import os
 import random
 import re
 import time
 
-import numpy as np
 import pytest
 from PIL import Image
 

@@ -9,7 +9,7 @@ import pytest
 from PIL import Image
 
 from robustlab.datasets.synthetic.datasets import builtin_gallery
-from robustlab.datasets.uploads import Gallery, ingest_uploads, set_captions
+from robustlab.datasets.uploads import ingest_uploads, set_captions
 from robustlab.io.files import InputError, clean_caption, load_image, match_captions, parse_captions
 
 

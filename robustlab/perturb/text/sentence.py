@@ -30,7 +30,7 @@ import numpy as np
 from robustlab.perturb.registry import _REGISTRY, register
 from robustlab.perturb.text import resources as R
 from robustlab.perturb.text._common import (
-    C1, C2, MLVP, MLVP_CODE, P1, P2, STOP_WORDS, TEXTFLINT, is_punct, py_rng, replace_spans, scaled_p, single_level,
+    C1, MLVP, MLVP_CODE, P1, P2, STOP_WORDS, TEXTFLINT, is_punct, py_rng, replace_spans, scaled_p, single_level,
     tokens_with_spans, trans_count,
 )
 from robustlab.perturb.text.gate import GATE_PARAMS, gated
