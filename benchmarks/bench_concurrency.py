@@ -28,8 +28,8 @@ reported separately. Exits non-zero when there is an error or a bound is exceede
 
     python benchmarks/bench_concurrency.py --minutes 10            # 16 sessions, then a 3-min soak → results/
 
-``tests/test_browser_concurrency.py`` runs :func:`run` with 16 sessions for 80 s (image galleries only: ``videos``
-off); the benchmark's second Hubness session works on the built-in videos with a video model.
+``tests/browser/test_browser_concurrency.py`` runs :func:`run` with 16 sessions for 80 s (image galleries only:
+``videos`` off); the benchmark's second Hubness session works on the built-in videos with a video model.
 """
 from __future__ import annotations
 

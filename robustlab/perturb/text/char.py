@@ -30,7 +30,7 @@ from robustlab.perturb.text._common import scaled_p
 P2 = "Qiu et al. 2022 [P2] Table 8"
 LEVELS = (0.15, 0.20, 0.25, 0.30, 0.35)  # aug_word_p for severities 1..5 ([P2] §2; [C2] 0.05 × {3..7})
 
-# nlpaug 1.1.11 constructor defaults (checked against inspect.signature in tests/test_perturb.py)
+# nlpaug 1.1.11 constructor defaults (checked against inspect.signature in tests/perturb/test_perturb.py)
 _CHAR_COMMON = {"aug_char_p": 0.3, "aug_char_min": 1, "aug_char_max": 10, "aug_word_min": 1, "aug_word_max": 10}
 KEYBOARD_DEFAULTS = {**_CHAR_COMMON, "min_char": 4, "include_special_char": True, "include_numeric": True,
                      "include_upper_case": True, "lang": "en"}

@@ -5,7 +5,7 @@ Why not NLTK's ``WordNetCorpusReader``: it needs a ``lexnames`` file that Debian
 state. What the perturbations need is small: the lemma index, the lemma names of a synset, and NLTK's
 ``morphy`` (exception lists + detachment rules) so that ``synsets("apples")`` finds "apple" exactly as NLTK does.
 This module reimplements those three pieces on the WordNet file format (wndb(5WN)); it is checked against
-NLTK's behaviour in tests/test_perturb_text_catalogue.py where NLTK is installed.
+NLTK's behaviour in tests/perturb/test_perturb_text_catalogue.py where NLTK is installed.
 
 Location: ``$ROBUSTLAB_WORDNET`` if set, else /usr/share/wordnet (install: ``apt-get install wordnet-base``).
 """
