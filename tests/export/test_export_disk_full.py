@@ -149,7 +149,7 @@ def test_cli_perturb_stops_on_a_full_disk_and_keeps_a_whole_manifest(tmp_path, m
     pngs = sorted(str(p.relative_to(out)) for p in out.rglob("*.png"))
     listed = sorted(e[k]["path"] for e in entries for k in ("clean", "perturbed"))
     assert pngs == listed  # no file of the failed example left behind
-    assert not [p for p in out.rglob("*") if p.name.startswith(".tmp-")]
+    assert not [p for p in out.rglob("*") if p.name.endswith(".tmp")]  # robustlab.io.atomic's temporary files
     assert main(["regenerate", str(out), "--quiet"]) == 0
 
 

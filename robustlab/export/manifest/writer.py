@@ -15,6 +15,7 @@ from typing import Callable, Iterable
 
 import numpy as np
 
+from robustlab.io.atomic import atomic_write
 from robustlab.diagnostics.peeling import export_tests
 from robustlab.export.basket import Example, sha256
 from robustlab.export.manifest.common import (
@@ -95,14 +96,7 @@ class DirSink(_Sink):
         p = self.root.joinpath(*rel.split("/"))
         self._mkdirs(p.parent)
         existed = p.exists()
-        fd, tmp = tempfile.mkstemp(dir=p.parent, prefix=".tmp-")
-        try:
-            with os.fdopen(fd, "wb") as f:
-                f.write(data)
-            os.replace(tmp, p)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
+        atomic_write(p, data)  # a full disk leaves no temporary file and no half file behind
         if not existed:
             self._created.append(p)
 
@@ -252,19 +246,13 @@ def save_zip(examples: Iterable[Example], path: str | os.PathLike,
     ``OSError`` says what happened."""
     data = build_zip(examples, progress=progress)
     path = Path(path)
-    try:
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    except OSError as e:
+    if not path.parent.is_dir():  # (atomic_write would create it: an export never makes the folder of a zip)
+        e = FileNotFoundError(2, "No such file or directory", str(path.parent))
         raise ExportWriteError(e.errno, describe_write_error(e, path)) from e
     try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-        os.replace(tmp, path)
-    except BaseException as e:
-        Path(tmp).unlink(missing_ok=True)
-        if isinstance(e, OSError):
-            raise ExportWriteError(e.errno, describe_write_error(e, path) + "; no partial zip was left") from e
-        raise
+        atomic_write(path, data)  # a temporary file beside path, renamed into place; removed if the write fails
+    except OSError as e:
+        raise ExportWriteError(e.errno, describe_write_error(e, path) + "; no partial zip was left") from e
     return len(data)
 
 
