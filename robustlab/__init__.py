@@ -12,6 +12,14 @@ Public interface (see README):
     rl.analysis.hubness.measures(scores, k=15)   # k-occurrence hubness indices (also .k_occurrence)
 
 Heavy modules (torch, models) are imported on first use, so perturbation-only use stays light.
+
+The layers, lowest first; a layer imports only from those below it, with no cycles (tests/test_layers.py checks
+every import, inside functions too; docs/architecture.md says where to add what)::
+
+    io, metrics -> engine -> perturb -> models, datasets -> tasks -> adapt, diagnostics, training
+        -> bench, export -> cli
+
+This module is the facade on top: it imports perturb now and every other layer on first use.
 """
 from __future__ import annotations
 
