@@ -9,7 +9,7 @@ from pathlib import Path
 
 import streamlit as st
 
-st.set_page_config(page_title="robustlab", page_icon=":material/science:", layout="wide")
+st.set_page_config(page_title="robustlab", page_icon="🧪", layout="wide")
 _boot = st.empty()  # the first run of a fresh server imports PyTorch and robustlab (seconds): say so meanwhile
 _boot.caption("Starting robustlab: loading PyTorch and the library…")
 

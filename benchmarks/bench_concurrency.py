@@ -42,7 +42,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))  # this checkout's robustlab (the driver computes expected texts with it)
 sys.path.insert(0, str(HERE))  # the concurrency/ package beside this script
 
-from concurrency.common import GROWTH_BOUND_MB, PEAK_BOUND_MB, ROOT  # noqa: E402
+from concurrency.common import GROWTH_BOUND_MB, PEAK_BOUND_MB, ROOT, app_pages  # noqa: E402,F401  (the test reads app_pages)
 from concurrency.driver import _chromium, _drive, run  # noqa: E402,F401  (the test drives run; _chromium, _drive)
 from concurrency.report import summary  # noqa: E402
 from concurrency.scenarios_tools import plan  # noqa: E402,F401
