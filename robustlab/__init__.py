@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import importlib
 
-from robustlab._version import __version__  # noqa: E402
+__version__ = "0.2.0"  # pyproject.toml reads it (setuptools dynamic version)
 
 # ``rl.perturb`` is the function, not the subpackage: import it eagerly so that it wins over the submodule
 # attribute Python sets on first import of robustlab.perturb (importing robustlab.perturb is light: numpy only).

@@ -7,7 +7,7 @@ The order, lowest first (also in ``robustlab/__init__.py`` and docs/architecture
     io, metrics → engine → perturb → models, datasets → tasks → adapt, diagnostics, training → bench, export → cli
 
 ``robustlab/__init__.py`` is the facade on top: it imports perturb eagerly (light: NumPy only) and every other layer
-on first use; nothing inside robustlab imports it (the version is in ``robustlab/_version.py``).
+on first use; nothing inside robustlab imports it (the version is read through ``robustlab.perturb.record``).
 """
 from __future__ import annotations
 
@@ -22,7 +22,7 @@ ROOT = Path(__file__).resolve().parents[1]
 PKG = ROOT / "robustlab"
 
 LAYERS = [
-    ("_version", "io", "metrics"),
+    ("io", "metrics"),
     ("engine",),
     ("perturb",),
     ("models", "datasets"),

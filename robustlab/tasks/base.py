@@ -27,10 +27,10 @@ from typing import Any, Callable, Iterable, Mapping, Optional
 
 import numpy as np
 
-from robustlab._version import __version__
 from robustlab.io.atomic import atomic_write
 from robustlab.io.params import check_finite
 from robustlab.models import interventions as iv
+from robustlab.perturb.record import _dist_version  # the one version lookup (records use it too)
 from robustlab.perturb.condition import Condition, check, perturb_many
 
 AXES = ("visual", "text")  # perturbation axes (of the input)
@@ -45,7 +45,7 @@ def versions() -> dict:
     """Versions that decide a result's numbers (robustlab, numpy, torch, Python)."""
 
 
-    out = {"robustlab": __version__, "numpy": np.__version__, "python": platform.python_version()}
+    out = {"robustlab": _dist_version("robustlab"), "numpy": np.__version__, "python": platform.python_version()}
     try:
         import torch
 
