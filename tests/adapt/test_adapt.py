@@ -198,6 +198,7 @@ def test_a_run_resets_same_seed_same_numbers_and_reports(seq, videos):
     assert all(torch.equal(v, s0[k]) for k, v in t.state().items())
 
 
+@pytest.mark.slow  # the fast lane leaves it to CI (measured among its slowest)
 def test_every_method_runs_both_directions_and_hsm_uses_only_the_rerank(seq, videos):
     for d, c in (("v2t", "mlvp_fog:3"), ("t2v", "char_swap:3")):
         for m in ("tent", "tcr", "hat-vtr"):

@@ -713,6 +713,7 @@ def test_type_confusion_in_manifest_entries(export_zip, tmp_path, fuzz, sandbox)
     fuzz.done()
 
 
+@pytest.mark.slow  # the fast lane leaves it to CI (measured among its slowest)
 @pytest.mark.parametrize("form", ["zip", "folder"])
 def test_fuzz_export_manifests(form, export_zip, tmp_path, fuzz, sandbox):
     """Malicious and mutated manifests, as a zip and as a folder, regenerated into ``out``: per-example results,

@@ -196,6 +196,7 @@ def vilt():
     return load_model("builtin:tiny-vilt")
 
 
+@pytest.mark.slow  # the fast lane leaves it to CI (measured among its slowest)
 def test_task_reports_the_papers_metrics_and_takes_conditions(vilt, videos):
     from robustlab.tasks import get
 

@@ -224,6 +224,7 @@ def vqa_result(model):
     return vqa_on(model, 200, 2024)
 
 
+@pytest.mark.slow  # the fast lane leaves it to CI (measured among its slowest)
 def test_quality_vqa_on_a_small_split(vqa_result):
     img, vid = vqa_result
     assert img["acc"] >= IMAGE_VQA_FLOOR and vid["acc"] >= VIDEO_VQA_FLOOR, vqa_result

@@ -276,6 +276,7 @@ def test_psnr_decreases_with_severity(img, name, variant):
     assert all(a > b for a, b in zip(vals, vals[1:])), vals
 
 
+@pytest.mark.slow  # the fast lane leaves it to CI (measured among its slowest)
 @pytest.mark.parametrize("name", TEXT_OPS)
 def test_text_edit_distance_non_decreasing(name):
     seeds = range(12)

@@ -375,6 +375,7 @@ def curves(img):
     return out
 
 
+@pytest.mark.slow  # the fast lane leaves it to CI (measured among its slowest)
 @pytest.mark.parametrize("name", IMAGENET_C_OPS)
 def test_statistics_match_reference(curves, name):
     ours, ref = curves[name]

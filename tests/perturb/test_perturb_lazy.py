@@ -116,6 +116,7 @@ def test_severity_zero_and_bad_indices(vid):
         perturb_sampled(vid, "ocr", 2)
 
 
+@pytest.mark.slow  # the fast lane leaves it to CI (measured among its slowest)
 def test_lazy_retrieval_metrics_equal_eager_on_builtin_videos(tmp_path):
     """The sweep's lazy path gives the same Result metrics (order metrics included) as perturbing whole clips."""
     from robustlab.datasets import build

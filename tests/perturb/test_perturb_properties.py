@@ -170,6 +170,7 @@ IMAGE_ARGS = dict(hw=image_hw, layout=st.sampled_from(LAYOUTS), dtype=st.sampled
                   variant_ix=st.integers(0, 5))
 
 
+@pytest.mark.slow  # the fast lane leaves it to CI (measured among its slowest)
 @pytest.mark.parametrize("name", _params(IMAGE_INPUT))
 @_settings(15)
 @given(**IMAGE_ARGS)

@@ -309,6 +309,7 @@ def _rates(name, variant, sev, texts, seeds):
     return float(np.mean(w)), float(np.mean(c))
 
 
+@pytest.mark.slow  # the fast lane leaves it to CI (measured among its slowest)
 @pytest.mark.parametrize("name,variant", SCALED)
 def test_edit_rate_rises_with_severity(name, variant):
     texts = CAPTIONS + [" ".join(CAPTIONS[:2]), " ".join(CAPTIONS[2:5])]
