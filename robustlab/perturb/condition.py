@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Callable, Optional, Sequence
 
-from robustlab.perturb.registry import get_perturbation, perturb
+from robustlab.perturb.registry import get_perturbation, perturb, split_variant
 
 ProgressFn = Optional[Callable[[int, int], None]]
 
@@ -23,6 +23,12 @@ class Condition:
     severity: int = 0
     seed: int = 0
     variant: Optional[str] = None
+
+    def __post_init__(self):  # "shot_noise/schiappa_video" is name + variant, as everywhere else
+        if isinstance(self.name, str) and "/" in self.name:
+            name, variant = split_variant(self.name, self.variant)
+            object.__setattr__(self, "name", name)
+            object.__setattr__(self, "variant", variant)
 
     @property
     def clean(self) -> bool:

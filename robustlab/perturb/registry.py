@@ -58,7 +58,7 @@ from robustlab.perturb.frames import (IndexSpec, _as_source, _frame_shape, _reso
 from robustlab.perturb.specs import (  # noqa: F401  (re-exported: the registry's public names and _REGISTRY)
     _DEPS, _REGISTRY, MAX_SEVERITY, MIN_SEVERITY, MODALITIES, InputKindError, PerturbationSpec, PerturbResult,
     VersionMismatchWarning, _check_seed, _check_severity, _check_variant, get_perturbation, lazy_plan,
-    list_perturbations, register, resolve_perturbation)
+    list_perturbations, register, resolve_perturbation, split_variant)
 
 VIDEO_CHUNK_ELEMENTS = 1 << 18  # image ops see videos in chunks of <= this many uint8 elements (1 frame at 224²)
 VIDEO_THREADS = int(os.environ.get("ROBUSTLAB_THREADS", "0") or 0) or min(os.cpu_count() or 1, 8)
@@ -190,10 +190,12 @@ def _run(spec: PerturbationSpec, x, params: dict, rng: np.random.Generator, seed
 
 def perturb(x, name: str, severity: int, seed: int = 0, variant: str | None = None, *,
             frame_seeding: str | None = None) -> PerturbResult:
-    """Apply perturbation ``name`` at ``severity`` (0 = clean, 1..5) with ``seed``; see module docstring.
+    """Apply perturbation ``name`` (or ``name/variant``) at ``severity`` (0 = clean, 1..5) with ``seed``; see module
+    docstring.
 
     ``frame_seeding`` (image perturbations on videos; normally left alone): ``"per-frame"`` (the default, what the
     record names) or ``"chunked"``, the scheme of records made before robustlab 0.2 (``regenerate`` picks it)."""
+    name, variant = split_variant(name, variant)
     spec = get_perturbation(name)
     v = _check_variant(spec, variant)
     s = _check_severity(severity)

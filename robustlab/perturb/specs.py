@@ -276,13 +276,30 @@ def _names_a_spec(word: str) -> bool:
     return any(n.lower() == word.lower() for n in _REGISTRY)
 
 
+def split_variant(name, variant: str | None = None) -> tuple:
+    """``"shot_noise/schiappa_video"`` -> ``("shot_noise", "schiappa_video")``; ``"shot_noise"`` -> ``("shot_noise",
+    variant)``. The one parser of the ``name/variant`` form every entry point accepts (the Python API, ``eval``,
+    ``bench``, protocols, the pages); a variant given both ways must agree (one-line ValueError)."""
+    if not isinstance(name, str) or "/" not in name:
+        return name, variant
+    base, _, v = name.partition("/")
+    base, v = base.strip(), v.strip() or None
+    if variant is not None and v is not None and variant != v:
+        raise ValueError(f"perturbation {name!r} names variant {v!r} but variant={variant!r} was also given")
+    return base, v if v is not None else variant
+
+
 def get_perturbation(name: str) -> PerturbationSpec:
+    """The spec of ``name``; ``name/variant`` is accepted (the variant is checked, the spec returned)."""
+    name, variant = split_variant(name)
     spec = _REGISTRY.get(name) if isinstance(name, str) else None
     if spec is None:
         names = sorted(_REGISTRY)
         close = difflib.get_close_matches(str(name), names, n=1)
         hint = f" (did you mean {close[0]!r}?)" if close else ""
         raise ValueError(f"unknown perturbation {name!r}{hint}; valid: {', '.join(names)}")
+    if variant is not None:
+        _check_variant(spec, variant)
     if spec.requires_perturbations or spec.check is not None:
         spec.refresh()
     return spec
