@@ -17,6 +17,24 @@ import numpy as np
 #: the cut-offs the papers report: P1/P2 use 1, 5, 10; HAT-VTR adds 50 and 100
 ALL_KS = (1, 5, 10, 50, 100)
 DEFAULT_KS = (1, 5, 10)
+#: median-rank conventions: "median" the ordinary median (mean of the two middle ranks for an even count; numpy,
+#: CLIP4Clip's ``compute_metrics``, robustlab's default); "lower" the lower of the two middle ranks (``torch.median``,
+#: as HAT-VTR's released ``tta_main.py`` computes MedR: ``ranks.median()``)
+MDR_CONVENTIONS = ("median", "lower")
+
+
+def median_rank(r, mdr: str = "median") -> float:
+    """The median of the ranks ``r`` under the convention ``mdr`` (:data:`MDR_CONVENTIONS`); NaN when empty.
+    They differ only for an even count whose two middle ranks differ: ranks 1, 2, 3, 4 give 2.5 ("median") or 2
+    ("lower")."""
+    if mdr not in MDR_CONVENTIONS:
+        raise ValueError(f"mdr must be one of {', '.join(MDR_CONVENTIONS)}, got {mdr!r}")
+    r = np.asarray(r)
+    if not len(r):
+        return float("nan")
+    if mdr == "lower":
+        return float(np.sort(r, axis=None)[(r.size - 1) // 2])
+    return float(np.median(r))
 
 
 def _check_scores(scores) -> np.ndarray:
@@ -59,12 +77,12 @@ def ranks(scores: np.ndarray, gt) -> np.ndarray:
     return 1 + better.sum(1)
 
 
-def summarize_ranks(r, ks: Sequence[int] = DEFAULT_KS) -> dict:
-    """``{"R@k"...,"MdR","MnR"}`` from 1-based ranks."""
+def summarize_ranks(r, ks: Sequence[int] = DEFAULT_KS, mdr: str = "median") -> dict:
+    """``{"R@k"...,"MdR","MnR"}`` from 1-based ranks; ``mdr``: the median-rank convention (:func:`median_rank`)."""
     r = np.asarray(r)
     ks = _check_ks(ks)
     out = {f"R@{k}": float(np.mean(r <= k)) if len(r) else float("nan") for k in ks}
-    out["MdR"] = float(np.median(r)) if len(r) else float("nan")
+    out["MdR"] = median_rank(r, mdr)
     out["MnR"] = float(np.mean(r)) if len(r) else float("nan")
     return out
 
@@ -79,10 +97,12 @@ def _check_ks(ks) -> tuple:
     return ks
 
 
-def retrieval(scores: np.ndarray, gt, ks: Sequence[int] = DEFAULT_KS) -> dict:
-    """``{"R@1", "R@5", "R@10", "MdR", "MnR"}`` with R@K as fractions in [0, 1]; ``ks=ALL_KS`` adds R@50, R@100."""
+def retrieval(scores: np.ndarray, gt, ks: Sequence[int] = DEFAULT_KS, mdr: str = "median") -> dict:
+    """``{"R@1", "R@5", "R@10", "MdR", "MnR"}`` with R@K as fractions in [0, 1]; ``ks=ALL_KS`` adds R@50, R@100;
+    ``mdr``: the median-rank convention, "median" or "lower" (HAT-VTR's released code; :func:`median_rank`)."""
     ks = _check_ks(ks)
-    return summarize_ranks(ranks(scores, gt), ks)
+    median_rank((), mdr)  # a wrong convention: one line before any work
+    return summarize_ranks(ranks(scores, gt), ks, mdr)
 
 
 def caption_groups(captions: Sequence[str]) -> list[list[int]]:
@@ -113,14 +133,14 @@ def invert_gt(gt, n_gallery: int | None = None) -> list[list[int]]:
     return out
 
 
-def both_directions(scores: np.ndarray, gt, ks: Sequence[int] = DEFAULT_KS) -> dict:
+def both_directions(scores: np.ndarray, gt, ks: Sequence[int] = DEFAULT_KS, mdr: str = "median") -> dict:
     """``{"t2i": ..., "i2t": ...}`` from one captions × images matrix (``gt``: image of each caption, one or more
     captions per image); for video the same function gives t2v / v2t. Images without a caption are distractors
     for t2i and are not queries for i2t."""
     s = _check_scores(scores)
     inv = invert_gt(gt, s.shape[1])
     keep = [j for j, c in enumerate(inv) if c]
-    return {"t2i": retrieval(s, gt, ks), "i2t": retrieval(s[:, keep].T, [inv[j] for j in keep], ks)}
+    return {"t2i": retrieval(s, gt, ks, mdr), "i2t": retrieval(s[:, keep].T, [inv[j] for j in keep], ks, mdr)}
 
 
 def rsum(t2i: dict, i2t: dict, ks: Sequence[int] = DEFAULT_KS, percent: bool = True) -> float:
