@@ -288,8 +288,25 @@ def model_identity(model) -> tuple[str, str]:
     return str(mid), str(fp if isinstance(fp, str) else mid)
 
 
+def model_card(model) -> dict:
+    """What a Result records of the model beyond its identity: ``n_params`` (its parameter count, when it can
+    say) and ``regime`` (zero-shot / fine-tuned / scratch, when the model carries one as ``model.regime``)."""
+    out = {}
+    try:
+        n = model.n_params() if callable(getattr(model, "n_params", None)) else None
+        if isinstance(n, (int, np.integer)) and not isinstance(n, bool) and n > 0:
+            out["n_params"] = int(n)
+    except Exception:  # noqa: BLE001 - a model that cannot count its parameters records none
+        pass
+    regime = getattr(model, "regime", None)
+    if isinstance(regime, str) and regime:
+        out["regime"] = regime
+    return out
+
+
 def make_result(task: str, model, dataset, conds: Conditions, n: int, metrics: dict, **extra) -> Result:
     mid, fp = model_identity(model)
+    extra = {**model_card(model), **extra}
     params = dict(getattr(dataset, "params", {}) or {})
     if getattr(dataset, "root", None):
         params["root"] = str(dataset.root)

@@ -32,6 +32,7 @@ from robustlab.engine.cache import (
 )
 from robustlab.io.files import clean_caption
 from robustlab.metrics import ranks, retrieval
+from robustlab.metrics.retrieval import summarize_ranks
 from robustlab.perturb.condition import Condition, check, perturb_many
 from robustlab.perturb.lazy import ArraySource, perturb_sampled
 from robustlab.tasks.base import (
@@ -261,10 +262,16 @@ class RetrievalBench:
     def metrics(self, visual_cond: Condition = Condition(), text_cond: Condition = Condition(),
                 ks=(1, 5, 10), progress: ProgressFn = None) -> dict:
         """Dataset-level R@K, MdR, MnR in both directions: ``{"t2i": {...}, "i2t": {...}}`` (t2v/v2t for videos)."""
+        return {d: summarize_ranks(r, ks) for d, r in self.ranks(visual_cond, text_cond, progress).items()}
+
+    def ranks(self, visual_cond: Condition = Condition(), text_cond: Condition = Condition(),
+              progress: ProgressFn = None) -> dict:
+        """``{direction: 1-based rank of each query's ground truth}`` (query order of :meth:`score_matrix`), from
+        which every R@K, MdR, MnR and RSUM follows (:mod:`robustlab.metrics.bootstrap` resamples them)."""
         out = {}
         for d in self.directions:
             m = self.score_matrix(d, visual_cond, text_cond, progress)
-            out[d] = retrieval(m.scores, m.positives, ks)
+            out[d] = ranks(m.scores, m.positives)
         return out
 
     def condition_metrics(self, visual_cond: Condition, text_cond: Condition) -> dict:
@@ -437,7 +444,7 @@ class RetrievalTask(Task):
     def sweep_options(self, model, dataset, *, cache=None, worst: int = 0, directions=None) -> dict:
         # one bench for the group (it keeps clean and the current shift only): the adaptation cells of a shift,
         # which come right after it, reuse its perturbed inputs and embeddings
-        return {"worst": int(worst), "directions": directions,
+        return {"worst": int(worst), "directions": directions, "keep_ranks": True,
                 "bench": RetrievalBench(model, dataset, cache=cache if cache is not None else EmbeddingCache(),
                                         lazy=True)}
 
@@ -447,7 +454,8 @@ class RetrievalTask(Task):
 
     def evaluate(self, model, dataset, conditions=None, *, progress: ProgressFn = None, cache=None,
                  ks=(1, 5, 10), order: bool = True, worst: int = 0, lazy: bool = True,
-                 bench: Optional[RetrievalBench] = None, directions=None, **options) -> list:
+                 bench: Optional[RetrievalBench] = None, directions=None, keep_ranks: bool = False,
+                 **options) -> list:
         """One :class:`Result` per condition set: ``metrics = {"t2i": {R@1, R@5, R@10, MdR, MnR}, "i2t": ...}``
         (t2v / v2t for videos) and, for video datasets with time-reversed captions, the order-sensitivity numbers of
         :meth:`RetrievalBench.order_metrics` (``t2v_R@1_reversed``, ``order_acc``...). ``lazy`` (default): videos
@@ -458,7 +466,9 @@ class RetrievalTask(Task):
         t2v) and that ``directions`` (None: all) keeps: ``metrics = {"v2t": {R@1...}}`` after adaptation, and
         ``extra["adapt"]`` the method, its full parameters, the clean and shifted metrics of the same queries and
         the seconds per 1,000 queries. ``bench``: a RetrievalBench of this model and dataset to reuse across
-        calls (a sweep's cells; it keeps only clean and the current condition)."""
+        calls (a sweep's cells; it keeps only clean and the current condition). ``keep_ranks`` (sweeps: on):
+        ``extra["ranks"] = {direction: [1-based rank of each query's ground truth]}``, from which the report's
+        bootstrap intervals are computed (not for adaptation cells)."""
         conds = as_conditions(conditions)
         self.check_dataset(dataset)
         check_model(model, dataset.kind)
@@ -488,12 +498,14 @@ class RetrievalTask(Task):
                 out.append(make_result(self.name, model, dataset, c, len(dataset), m, texts=len(bench._texts0),
                                        adapt=info))
                 continue
-            m = bench.metrics(vc, tc, ks=ks, progress=prog)
+            rk = bench.ranks(vc, tc, progress=prog)
+            m = {d: summarize_ranks(r, ks) for d, r in rk.items()}
             if order:
                 m.update(bench.order_metrics(vc, tc))
             bad = bench.worst_examples(vc, tc, int(worst)) if worst and (not vc.clean or not tc.clean) else None
             out.append(make_result(self.name, model, dataset, c, len(dataset), m, texts=len(bench._texts0),
-                                   worst=bad))
+                                   worst=bad, ranks={d: [int(x) for x in r] for d, r in rk.items()}
+                                   if keep_ranks else None))
         return out
 
     @staticmethod
