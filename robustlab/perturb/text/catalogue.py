@@ -3,8 +3,9 @@
 Each row: (paper, the paper's name or code key, robustlab name, variant, severities that reproduce the paper's
 setting). [P1] rows use [C1]'s ``datasets/perturbations.json`` keys (35 on MSRVTT-P; YouCook2-P skips the 4 Bias
 ones); [P2] rows are Table 8's 16 types (60 variants: 11 x 5 levels + 5 single-level); MLVP rows are the 15
-query shifts of ``config/msrvtt_text_pertrubation.json`` with their benchmark severities (char 7 -> robustlab
-severity 5 of ``qiu_nlpaug``; word 2 -> severity 2 of ``mlvp``; sentence 1 -> any severity).
+query shifts of ``config/msrvtt_text_pertrubation.json``, each as its ``mlvp`` variant: MLVP's benchmark level
+(char severity 7 = ratio 0.35, word severity 2 = ratio 0.10, sentence level 1) at every robustlab severity 1-5,
+with the paper's drop-on-failure similarity gate on the word-level and style perturbations.
 """
 from __future__ import annotations
 
@@ -67,22 +68,22 @@ CATALOGUE: tuple[tuple[str, str, str, str, tuple], ...] = (
     ("P2", "Passive", "passive", "styleformer", _ALL),
     ("P2", "Active", "active", "styleformer", _ALL),
     ("P2", "Back Translation", "back_translation", "wmt19", _ALL),
-    # ---- MLVP text query shifts (15)
-    ("MLVP", "ocr", "ocr", "qiu_nlpaug", (5,)),
-    ("MLVP", "char_insert", "char_insert", "qiu_nlpaug", (5,)),
-    ("MLVP", "char_replace", "char_substitute", "qiu_nlpaug", (5,)),
-    ("MLVP", "char_swap", "char_swap", "qiu_nlpaug", (5,)),
-    ("MLVP", "char_delete", "char_delete", "qiu_nlpaug", (5,)),
-    ("MLVP", "synonym_replace", "synonym_replacement", "mlvp", (2,)),
-    ("MLVP", "word_insert", "word_insertion", "mlvp", (2,)),
-    ("MLVP", "word_swap", "word_swap", "mlvp", (2,)),
-    ("MLVP", "word_delete", "word_deletion", "mlvp", (2,)),
-    ("MLVP", "insert_punctuation", "insert_punctuation", "mlvp", (2,)),
-    ("MLVP", "back_translation", "back_translation", "wmt19", _ALL),
-    ("MLVP", "formal", "formal", "gated", _ALL),
-    ("MLVP", "casual", "casual", "gated", _ALL),
-    ("MLVP", "passive", "passive", "gated", _ALL),
-    ("MLVP", "active", "active", "gated", _ALL),
+    # ---- MLVP text query shifts (15): the mlvp variants run MLVP's one level at every severity
+    ("MLVP", "ocr", "ocr", "mlvp", _ALL),
+    ("MLVP", "char_insert", "char_insert", "mlvp", _ALL),
+    ("MLVP", "char_replace", "char_substitute", "mlvp", _ALL),
+    ("MLVP", "char_swap", "char_swap", "mlvp", _ALL),
+    ("MLVP", "char_delete", "char_delete", "mlvp", _ALL),
+    ("MLVP", "synonym_replace", "synonym_replacement", "mlvp", _ALL),
+    ("MLVP", "word_insert", "word_insertion", "mlvp", _ALL),
+    ("MLVP", "word_swap", "word_swap", "mlvp", _ALL),
+    ("MLVP", "word_delete", "word_deletion", "mlvp", _ALL),
+    ("MLVP", "insert_punctuation", "insert_punctuation", "mlvp", _ALL),
+    ("MLVP", "back_translation", "back_translation", "mlvp", _ALL),
+    ("MLVP", "formal", "formal", "mlvp", _ALL),
+    ("MLVP", "casual", "casual", "mlvp", _ALL),
+    ("MLVP", "passive", "passive", "mlvp", _ALL),
+    ("MLVP", "active", "active", "mlvp", _ALL),
 )
 
 

@@ -45,6 +45,19 @@ def _table(defaults: dict, **extra) -> dict:
     return {s: {**extra, "aug_word_p": p, **defaults} for s, p in enumerate(LEVELS, start=1)}
 
 
+MLVP_RATIO = 0.35  # MLVP's t2v benchmark: character level at its severity 7, ratio = 0.05 x 7 (App. B.4)
+# parameters that describe the level and are not nlpaug constructor arguments (dropped before the call)
+_LEVEL_KEYS = ("level_scheme", "mlvp_severity", "paper_level")
+
+
+def mlvp_table(defaults: dict, **extra) -> dict:
+    """MLVP's one character-level setting at every severity 1..5: aug_word_p = 0.35 (its severity 7), no gate
+    (``do_text_perturbation.py`` gates only the word-level and style perturbations)."""
+    p = {**extra, "aug_word_p": MLVP_RATIO, **defaults, "mlvp_severity": 7,
+         "level_scheme": "fixed: MLVP's benchmark runs one level per family; severities 1-5 all run ratio 0.35"}
+    return {s: dict(p) for s in range(1, 6)}
+
+
 @functools.lru_cache(maxsize=64)
 def _augmenter(cls_name: str, frozen: tuple):
     import nlpaug.augmenter.char as nac
@@ -65,7 +78,7 @@ def _has_augmentable_word(aug, text: str) -> bool:
 def run_nlpaug(cls_name: str, text: str, params: dict, rng: np.random.Generator) -> str:
     if not text or not text.strip():
         return text
-    aug = _augmenter(cls_name, tuple(sorted(params.items())))
+    aug = _augmenter(cls_name, tuple(sorted((k, v) for k, v in params.items() if k not in _LEVEL_KEYS)))
     if not _has_augmentable_word(aug, text.strip()):
         return text
     py_seed = int(rng.integers(0, 2 ** 63))
@@ -106,7 +119,9 @@ _P1_NOTE = ("[P1] Schiappa et al. via TextFlint 0.1.0 (reimplemented, see textfl
             "clamp(int(trans_p*#tokens), 1, 10) tokens, one character each; trans_p = 0.2 x s/3 "
             "(the paper's single level at severity 3)")
 _MLVP_NOTE = "MLVP uses this op at its severity 7 (ratio 0.35) = robustlab severity 5 of qiu_nlpaug"
-_NOTE_MLVP = {"qiu_nlpaug": f"{_NOTE['qiu_nlpaug']}; {_MLVP_NOTE}"}
+_NOTE_MLVP = {"qiu_nlpaug": f"{_NOTE['qiu_nlpaug']}; {_MLVP_NOTE}",
+              "mlvp": "MLVP's t2v benchmark setting: aug_word_p 0.35 (its severity 7) at every severity 1-5, "
+                      "other arguments nlpaug defaults, ungated (as do_text_perturbation.py)"}
 
 
 @register("keyboard", source=f"{P2}; nlpaug 1.1.11 KeyboardAug; [P1] Schiappa et al. 2022 (TextFlint Keyboard)",
@@ -122,7 +137,8 @@ def keyboard(text: str, params: dict, rng: np.random.Generator) -> str:
 
 
 @register("ocr", source=f"{P2}; nlpaug 1.1.11 OcrAug; [P1] Schiappa et al. 2022 (TextFlint Ocr); MLVP",
-          severity_table=_table(OCR_DEFAULTS), variants={"schiappa_textflint": TF_OCR},
+          severity_table=_table(OCR_DEFAULTS),
+          variants={"schiappa_textflint": TF_OCR, "mlvp": mlvp_table(OCR_DEFAULTS)},
           variant_notes={**_NOTE_MLVP, "schiappa_textflint": _P1_NOTE},
           description="Substitute characters by predefined OCR confusions (nlpaug OcrAug, e.g. 0->o, l->1); "
           "aug_word_p = fraction of words changed. [P1 ChangeChar, Natural] as variant schiappa_textflint.",
@@ -138,7 +154,7 @@ def _random_char(action: str, what: str):
 
     @register(name, source=f"{P2}; nlpaug 1.1.11 RandomCharAug(action='{action}'); MLVP",
               severity_table=_table(RANDOM_CHAR_DEFAULTS, action=action),
-              variant_notes=_NOTE_MLVP,
+              variants={"mlvp": mlvp_table(RANDOM_CHAR_DEFAULTS, action=action)}, variant_notes=_NOTE_MLVP,
               description=f"{what} (nlpaug RandomCharAug '{action}'); aug_word_p = fraction of words changed.",
               **{**_COMMON, "tags": _COMMON["tags"] + ("mlvp",)})
     def fn(text: str, params: dict, rng: np.random.Generator) -> str:

@@ -27,9 +27,12 @@ augmenting, an extra normalisation on top of the nominal perturbation):
 * ``qiu_gated``: the same with the semantic-similarity gate (cosine >= 0.9, <= 100 tries, see ``gate.py``);
 * ``qiu_eda_code``: [C2] exactly -- EDA's ``get_only_chars`` normalisation (lower-case, letters only) -- plus the
   gate, as [C2] ran it (SR/WI/WS/WD only);
-* ``mlvp``: MLVP's ``do_text_perturbation.py`` -- EDA's functions on ``sentence.split()`` exactly (no
-  normalisation: "The" is not a stop word there, "apples." has no synonym), ratio = 0.05 x severity (its t2v
-  benchmark uses severity 2), gated.
+* ``mlvp``: MLVP's t2v benchmark setting -- EDA's functions on ``sentence.split()`` exactly as
+  ``do_text_perturbation.py`` calls them (no normalisation: "The" is not a stop word there, "apples." has no
+  synonym) at its word-level severity 2, ratio 0.10, at *every* severity 1-5 (the paper fixes one level per
+  family), gated, and a sample whose 100 attempts all fail is dropped (the paper; see ``gate.py``);
+* ``mlvp_code``: the released code's own scale -- ratio = 0.05 x severity (its severities 1-5 of 1-7), gated,
+  keeping the last attempt after 100 failures as the code does.
 """
 from __future__ import annotations
 
@@ -43,7 +46,7 @@ from robustlab.perturb.text import resources as R
 from robustlab.perturb.text._common import (
     C2, MLVP, MLVP_CODE, MLVP_LEVELS, P2, QIU_LEVELS, STOP_WORDS, py_rng,
 )
-from robustlab.perturb.text.gate import GATE_PARAMS, gated
+from robustlab.perturb.text.gate import GATE_PARAMS, MLVP_GATE_PARAMS, gated
 
 PUNCTUATIONS = [".", ",", "!", "?", ";", ":"]
 _LETTERS = set("qwertyuiopasdfghjklzxcvbnm ")
@@ -193,6 +196,12 @@ def _run_eda(text: str, params: dict, r) -> str:
     return get_only_chars(out) if mode == "eda_code" else out
 
 
+MLVP_WORD_RATIO = 0.10  # MLVP's t2v benchmark: word level at its severity 2, ratio = 0.05 x 2 (App. B.4)
+_MLVP_TOKENS = "whitespace tokens as they are (EDA functions on sentence.split(), as MLVP calls them)"
+_MLVP_FIXED = {"mlvp_severity": 2,
+               "level_scheme": "fixed: MLVP's benchmark runs one level per family; severities 1-5 all run ratio 0.10"}
+
+
 def _eda_tables(op: str, levels_key: str = "level") -> dict:
     def t(levels, **kw):
         return {s: {"op": op, levels_key: lv, **kw} for s, lv in enumerate(levels, start=1)}
@@ -206,10 +215,11 @@ def _eda_tables(op: str, levels_key: str = "level") -> dict:
         "qiu_gated": t(QIU_LEVELS, mode="paper", tokens=paper, **GATE_PARAMS, **common, **count),
         "qiu_eda_code": t(QIU_LEVELS, mode="eda_code", tokens="EDA get_only_chars (lower-case, letters only)",
                           **GATE_PARAMS, **common, **count),
-        "mlvp": t(MLVP_LEVELS, mode="mlvp", tokens="whitespace tokens as they are (EDA functions on "
-                  "sentence.split(), as MLVP calls them)", **GATE_PARAMS,
-                  mlvp_severity_note="ratio = 0.05 x severity; MLVP's t2v benchmark uses severity 2", **common,
-                  **count),
+        "mlvp": t((MLVP_WORD_RATIO,) * 5, mode="mlvp", tokens=_MLVP_TOKENS, **MLVP_GATE_PARAMS, **_MLVP_FIXED,
+                  **common, **count),
+        "mlvp_code": t(MLVP_LEVELS, mode="mlvp", tokens=_MLVP_TOKENS, **GATE_PARAMS,
+                       mlvp_severity_note="ratio = 0.05 x severity; MLVP's t2v benchmark uses severity 2", **common,
+                       **count),
     }
     return tables
 
@@ -218,7 +228,9 @@ _VNOTES = {
     "qiu": "[P2] Table 8 semantics on the caption's own tokens, l = .15-.35, ungated (default)",
     "qiu_gated": "as qiu, with the similarity gate (MiniLM cosine >= 0.9, <= 100 tries; [C2] gates EDA/IP)",
     "qiu_eda_code": "[C2] eda(): lower-cased, letters-only normalisation before and after, gated",
-    "mlvp": "MLVP do_text_perturbation.py: EDA functions on whitespace tokens, ratio 0.05 x s, gated",
+    "mlvp": "MLVP's t2v benchmark: EDA functions on whitespace tokens, ratio 0.10 at every severity, gated, a "
+            "sample no attempt passes is dropped (the paper)",
+    "mlvp_code": "MLVP do_text_perturbation.py's scale: ratio 0.05 x s, gated, the last attempt kept (the code)",
 }
 
 
@@ -257,8 +269,10 @@ def _ip_tables() -> dict:
     return {
         "qiu": t(QIU_LEVELS, "qiu", gate=False, count="q ~ U{1 .. int(l*#words + 1)}"),
         "qiu_gated": t(QIU_LEVELS, "qiu", count="q ~ U{1 .. int(l*#words + 1)}", **GATE_PARAMS),
-        "mlvp": t(MLVP_LEVELS, "mlvp", count="q = max(1, int(ratio*#words))", **GATE_PARAMS,
-                  mlvp_severity_note="ratio = 0.05 x severity; MLVP's t2v benchmark uses severity 2"),
+        "mlvp": t((MLVP_WORD_RATIO,) * 5, "mlvp", count="q = max(1, int(ratio*#words))", **MLVP_GATE_PARAMS,
+                  **_MLVP_FIXED),
+        "mlvp_code": t(MLVP_LEVELS, "mlvp", count="q = max(1, int(ratio*#words))", **GATE_PARAMS,
+                       mlvp_severity_note="ratio = 0.05 x severity; MLVP's t2v benchmark uses severity 2"),
     }
 
 
@@ -267,7 +281,9 @@ def _ip_tables() -> dict:
           variants=_ip_tables(), default_variant="qiu",
           variant_notes={"qiu": "[C2] AEDA, q ~ U{1..int(l*#words+1)}, ungated (default)",
                          "qiu_gated": "as qiu, with the similarity gate ([C2] gates IP)",
-                         "mlvp": "MLVP: q = max(1, int(ratio*#words)), ratio 0.05 x s, gated"},
+                         "mlvp": "MLVP's benchmark: q = max(1, int(ratio*#words)), ratio 0.10 at every severity, "
+                                 "gated, dropped when no attempt passes",
+                         "mlvp_code": "MLVP's code: q = max(1, int(ratio*#words)), ratio 0.05 x s, gated"},
           tags=("p2", "mlvp", "aeda", "alg"),
           description="Insert Punctuation (IP) [P2 word level]: insert random marks from . , ! ? ; : before "
                       "random words.")

@@ -2,10 +2,15 @@
 
 A perturbation is re-drawn until the cosine similarity between the sentence embeddings of the original and the
 perturbed text reaches ``threshold`` (α_0 = 0.9 in [C2] and MLVP), for at most ``max_tries`` attempts (100). After
-the last failure [C2] and MLVP keep the last attempt (the paper says the sample is dropped); robustlab keeps it
-too and records the failure. The papers embed with ``paraphrase-mpnet-base-v2``; offline, robustlab uses
-all-MiniLM-L6-v2 (mean pooling, L2 normalisation, as sentence-transformers does) and labels it so in the
-parameters. Thresholds calibrated for mpnet are not calibrated for MiniLM: the gate's pass rate differs.
+the last failure [C2] and MLVP's released code keep the last attempt (``gate_on_failure`` "keep last attempt", the
+``qiu_gated`` / ``gated`` / ``mlvp_code`` variants); the MLVP paper drops the sample, which the ``mlvp`` variants do
+(``gate_on_failure`` "drop"): the output is still the last attempt (so the record regenerates it), and
+``info["gate"]`` says ``dropped: true`` with the reason -- a task leaves that query out of its perturbed query set
+and counts it (:func:`robustlab.perturb.condition.dropped_reason`). The papers embed with
+``paraphrase-mpnet-base-v2``; offline, robustlab uses all-MiniLM-L6-v2 (mean pooling, L2 normalisation, as
+sentence-transformers does) and labels it so in the parameters. Thresholds calibrated for mpnet are not calibrated
+for MiniLM: the gate's pass rate differs (``gate_threshold`` is a parameter; docs/perturbations.md, "MLVP query
+shifts", says what could and could not be measured).
 
 Seeding (so that ``regenerate`` is bit for bit): the call's generator draws one integer ``base``; attempt ``k``
 (0-based) draws all its randomness from ``random.Random`` seeded by ``SeedSequence([base, k])`` -- attempts are
@@ -29,6 +34,11 @@ from robustlab.perturb.text._common import annotate
 GATE_MODEL = f"{R.MINILM_LABEL}, mean pooling (substitute for paraphrase-mpnet-base-v2)"
 GATE_PARAMS = {"gate": True, "gate_threshold": 0.9, "gate_max_tries": 100, "gate_model": GATE_MODEL,
                "gate_on_failure": "keep last attempt ([C2], MLVP)"}
+DROP = "drop"
+# MLVP's paper setting: the sample is dropped when no attempt passes. The threshold stays mpnet's 0.9: no honest
+# MiniLM equivalent could be derived offline (docs/perturbations.md, "MLVP query shifts"); it is a parameter.
+MLVP_GATE_PARAMS = {**GATE_PARAMS, "gate_on_failure": DROP,
+                    "gate_threshold_note": "paraphrase-mpnet-base-v2's 0.9 (MLVP), not recalibrated for MiniLM"}
 BATCH = 8
 
 
@@ -67,5 +77,9 @@ def gated(text: str, make: Callable[[random.Random, int], str], rng: np.random.G
             if s >= thr:
                 return annotate(c, gate={"similarity": s, "attempts": k + 1, "passed": True, "threshold": thr,
                                          "max_tries": n, "model": GATE_MODEL})
-    return annotate(last, gate={"similarity": last_sim, "attempts": n, "passed": False, "threshold": thr,
-                                "max_tries": n, "model": GATE_MODEL})
+    info = {"similarity": last_sim, "attempts": n, "passed": False, "threshold": thr, "max_tries": n,
+            "model": GATE_MODEL}
+    if params.get("gate_on_failure") == DROP:
+        info.update(dropped=True, reason=f"no attempt of {n} reached similarity {thr:g} (last {last_sim:.3f}): "
+                                         "dropped from the perturbed set, as the MLVP paper does")
+    return annotate(last, gate=info)

@@ -18,7 +18,9 @@ ever faked. :func:`refresh_availability` re-checks the cache (e.g. after ``huggi
 
 Sentence-level perturbations have a single level in every paper: severities 1-5 all run that one level (the
 parameters say so: ``level_scheme``). The ``gated`` variants add the Qiu/MLVP similarity gate ([C2] and MLVP gate
-the style transfers, neither gates back-translation).
+the style transfers, neither gates back-translation), keeping the last attempt as the released code does; the
+``mlvp`` variants are MLVP's benchmark setting (its sentence level 1): the style transfers gated with the sample
+dropped when no attempt passes (the paper), back-translation ungated (``do_text_perturbation.py``).
 """
 from __future__ import annotations
 
@@ -33,7 +35,7 @@ from robustlab.perturb.text._common import (
     C1, MLVP, MLVP_CODE, P1, P2, STOP_WORDS, TEXTFLINT, is_punct, py_rng, replace_spans, scaled_p, single_level,
     tokens_with_spans, trans_count,
 )
-from robustlab.perturb.text.gate import GATE_PARAMS, gated
+from robustlab.perturb.text.gate import GATE_PARAMS, MLVP_GATE_PARAMS, gated
 
 BT_MODELS = ("facebook/wmt19-en-de", "facebook/wmt19-de-en")
 ADEQUACY = "prithivida/parrot_adequacy_on_BART"
@@ -102,6 +104,10 @@ _SENT_TAGS = ("p1", "p2", "mlvp", "sentence", "hub_weights")
           source=f"{P2} Table 8 (nlpaug BackTranslationAug); {MLVP} ({MLVP_CODE}); {P1} BackTrans ({TEXTFLINT}); "
                  "models facebook/wmt19-en-de + facebook/wmt19-de-en",
           severity_table=single_level({"from_model": BT_MODELS[0], "to_model": BT_MODELS[1], "max_length": 300}),
+          variants={"mlvp": single_level({"from_model": BT_MODELS[0], "to_model": BT_MODELS[1], "max_length": 300,
+                                          "mlvp_severity": 1}, "MLVP's sentence level 1, ungated as its code")},
+          variant_notes={"wmt19": "nlpaug BackTranslationAug's models and generation ([P1], [P2], MLVP)",
+                         "mlvp": "MLVP's t2v benchmark setting (sentence level 1, ungated): the same translation"},
           default_variant="wmt19", tags=_SENT_TAGS + ("p1:SwapText", "type:Machine"),
           check=lambda: R.hf_weights_reason(*BT_MODELS),
           description="Back-translation [P2 sentence level; P1 SwapText, Machine]: translate to German and back "
@@ -154,7 +160,9 @@ def _style_op(name: str):
             "on_none": "keep the original ([C1], [C2])"}
     if filtered:
         base.update(adequacy_model=ADEQUACY, quality_filter=0.95, max_candidates=5)
-    tables = {"styleformer": single_level(dict(base)), "gated": single_level({**base, **GATE_PARAMS})}
+    tables = {"styleformer": single_level(dict(base)), "gated": single_level({**base, **GATE_PARAMS}),
+              "mlvp": single_level({**base, **MLVP_GATE_PARAMS, "mlvp_severity": 1},
+                                   "MLVP's sentence level 1; gated, dropped when no attempt passes")}
     in_p1 = name != "active"
 
     @register(name, modality="text", category="sentence",
@@ -162,7 +170,8 @@ def _style_op(name: str):
                      + (f"; {P1} TextStyle ({C1} key '{c1_key}')" if in_p1 else "") + "; Styleformer (Damodaran)",
               variants=tables, default_variant="styleformer", check=lambda: _style_reason(name),
               variant_notes={"styleformer": "Styleformer as [P1]/[P2] ran it, ungated (default)",
-                             "gated": "with the Qiu/MLVP similarity gate ([C2] and MLVP gate style transfers)"},
+                             "gated": "with the Qiu/MLVP similarity gate ([C2] and MLVP gate style transfers)",
+                             "mlvp": "MLVP's t2v benchmark: gated, a sample no attempt passes is dropped (the paper)"},
               tags=_SENT_TAGS[1:] + (("p1", "p1:TextStyle", "type:Natural") if in_p1 else ()),
               description=f"{name.capitalize()} [P2 sentence level" + ("; P1 TextStyle, Natural" if in_p1 else "")
                           + f"]: Styleformer '{prefix.strip()[9:-1]}' transfer. Single level.")
