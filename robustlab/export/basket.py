@@ -120,7 +120,8 @@ def peeling_record(test, config, image=None) -> dict:
     scorer = c.get("synonym_scorer", "minilm")
     params = {"stages": [s for s in requested if s not in dropped], "requested_stages": requested,
               "synonym_mode": c.get("synonym_mode", "paper"), "synonym_scorer": scorer,
-              "synonym_threshold": c.get("synonym_threshold"), "short_len": c.get("short_len")}
+              "synonym_threshold": c.get("synonym_threshold"), "short_len": c.get("short_len"),
+              "synonym_senses": c.get("synonym_senses", 0), "synonym_derived": c.get("synonym_derived", True)}
     info = {"kind": "text", "chars": len(t["Reducetext"])}
     if image is not None:
 

@@ -60,7 +60,10 @@ Paper-vs-code choices (the digest's §7 rows 16-19 and what this module adds), a
   eligibility, the first-lemma rule, the 0.6 threshold and the sole-synonym rule are the released code's.
   phrase-bert is not available offline: the similarity is all-MiniLM-L6-v2 sentence-embedding cosine, a
   *substitute* named in every stage record (``synonym_scorer=None`` takes the first lemma unfiltered). The
-  replacement is the lemma as WordNet spells it (no re-inflection, as in the released code).
+  replacement is the lemma as WordNet spells it (no re-inflection, as in the released code). Unlike the released
+  code, the candidates keep the word's sense: only lemmas of the word's most frequent WordNet sense of the tagged
+  part of speech (``synonym_senses=1``) and never a morphological relative (``synonym_derived=False``), since
+  every-sense lemmas drift ("ring" → "ringing", "star" → "superstar"); ``PeelingConfig.released()`` restores both.
 * **Short expressions.** In the released code, expressions of ≤ 5 characters get only the synonym stage; so here
   (``short_len``, applied to the text entering P2).
 * **Seeds.** Test ``k`` of expression ``r`` of item ``i`` gets ``seed_for(seed, 1000 * i + r, k)`` (recorded in the
@@ -98,8 +101,9 @@ from robustlab.diagnostics.peeling.extraction import (  # noqa: F401
     parse_llm_answer,
 )
 from robustlab.diagnostics.peeling.p2 import (  # noqa: F401
-    KEYBOARD_PARAMS, MINILM_SCORER, P2_STAGES, PHRASE_BERT, SHORT_LEN, SYNONYM_TAGS, SYNONYM_THRESHOLD, P2Result,
-    StageRecord, back_translation_reason, minilm_similarity, p2_chain, seed_for, synonym_for,
+    KEYBOARD_PARAMS, MINILM_SCORER, P2_STAGES, PHRASE_BERT, SHORT_LEN, SYNONYM_SENSES, SYNONYM_TAGS,
+    SYNONYM_THRESHOLD, P2Result, StageRecord, back_translation_reason, is_derivation, minilm_similarity, p2_chain,
+    seed_for, synonym_candidates, synonym_for,
 )
 from robustlab.diagnostics.peeling.records import (  # noqa: F401
     IOU_THRESHOLD, SKIP_REASONS, PeelingConfig, PeelingItem, PeelingRun, PeelingTest, _box, _config, _iou,
@@ -190,7 +194,8 @@ def _run_units(model, units: list[_Unit], cfg: PeelingConfig, extractor: Extract
             s = seed_for(cfg.seed, u.item * 1000 + u.ref, n_t)
             p2 = p2_chain(reduce_text, s, cfg.stages, synonym_mode=cfg.synonym_mode,
                           synonym_scorer=cfg.synonym_scorer, synonym_threshold=cfg.synonym_threshold,
-                          short_len=cfg.short_len)
+                          short_len=cfg.short_len, synonym_senses=cfg.synonym_senses,
+                          synonym_derived=cfg.synonym_derived)
             pending.append((k, j, n_t, reduce_text, p2, s))
             g_images += [u.image, u.image]
             g_texts += [reduce_text, p2.text]
@@ -326,6 +331,8 @@ class PeelingTask(Task):
                "stages": "the P2 stages, comma-separated: back_translation,synonym,keyboard",
                "synonym_mode": "paper (one word) or code (every eligible word)",
                "synonym_threshold": "the synonym's minimum similarity (default 0.6)",
+               "synonym_senses": "WordNet senses a synonym may come from, most frequent first (default 1; 0 = all)",
+               "synonym_derived": "allow morphological relatives as synonyms, e.g. ring -> ringing (default false)",
                "short_len": "expressions this short get only the synonym stage (default 5)",
                "seed": "the tests' base seed (default 0)", "chunk": "items per batched model call"}
 
@@ -404,6 +411,8 @@ __all__ = ["PeelingTask", "TASK",
     "seed_for",
     "summarize",
     "synonym_for",
+    "synonym_candidates",
+    "is_derivation",
     "uniqueness",
     "uniqueness_many",
     "vqa_function",

@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from robustlab.diagnostics.peeling.p2 import P2_STAGES, SHORT_LEN, SYNONYM_THRESHOLD
+from robustlab.diagnostics.peeling.p2 import P2_STAGES, SHORT_LEN, SYNONYM_SENSES, SYNONYM_THRESHOLD
 from robustlab.diagnostics.peeling.uniqueness import CHUNK
 from robustlab.metrics import mmi
 
@@ -101,17 +101,20 @@ class PeelingConfig:
     synonym_mode: str = "paper"
     synonym_scorer: Any = "minilm"
     synonym_threshold: float = SYNONYM_THRESHOLD
+    synonym_senses: int = SYNONYM_SENSES  # WordNet's most frequent sense only; 0 = every sense (released)
+    synonym_derived: bool = False  # allow morphological relatives ("ring" -> "ringing"; released: yes)
     short_len: int | None = SHORT_LEN
     seed: int = 0
     chunk: int = CHUNK
 
     @classmethod
     def released(cls, **kw) -> PeelingConfig:
-        """The released code's behaviour: substring answers, its template string, every eligible word replaced.
+        """The released code's behaviour: substring answers, its template string, every eligible word replaced by
+        a lemma of any sense, derivations included ("ring" -> "ringing").
 
         Not reproduced: with a single property the released code also tests object + property (the full
         expression); here the full set is never a candidate (the paper's rule)."""
-        return cls(**{"compat": True, "synonym_mode": "code", **kw})
+        return cls(**{"compat": True, "synonym_mode": "code", "synonym_senses": 0, "synonym_derived": True, **kw})
 
     def to_dict(self) -> dict:
         d = asdict(self)

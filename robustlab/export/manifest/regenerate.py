@@ -70,7 +70,9 @@ def _regenerate_p2(clean: str, record: dict) -> str:
             VersionMismatchWarning, stacklevel=2)
     res = p2_chain(clean, int(record["seed"]), stages, synonym_mode=p.get("synonym_mode", "paper"),
                    synonym_scorer=scorer, synonym_threshold=float(p.get("synonym_threshold", 0.6)),
-                   short_len=p.get("short_len"))
+                   short_len=p.get("short_len"),  # records from before the sense rule: every sense, derivations
+                   synonym_senses=int(p.get("synonym_senses", 0) or 0),
+                   synonym_derived=bool(p.get("synonym_derived", True)))
     before = {s.get("stage"): s for s in record.get("stages") or [] if isinstance(s, dict)}
     for st in res.stages:
         old = before.get(st.stage)
