@@ -15,9 +15,12 @@ frame every visual token comes from. (ViLT checkpoints were trained on single im
 extension, used by the video analyses.)
 
 Attention capture/replacement patches each layer's ``ViltSelfAttention.forward`` (on the instance, restored on
-exit) with a copy of the installed math plus the recorder hook between softmax and value mixing. The visual
-tokens are put in canonical row-major patch order (ViLT's ``visual_embed`` returns them randomly permuted; with
-patch position embeddings added the output is the same up to float rounding), so layouts are reproducible.
+exit) with a copy of the installed math plus the recorder hook between softmax and value mixing; under a
+QUAG-attention intervention (Rawal et al. §2.4) the patched forward shrinks the keys and values instead (the
+averaged modality's layer input, before the key/value projections) and records the equivalent N × N attention.
+The visual tokens are put in canonical row-major patch order (ViLT's ``visual_embed`` returns them randomly
+permuted; with patch position embeddings added the output is the same up to float rounding), so layouts are
+reproducible.
 """
 from __future__ import annotations
 
@@ -35,6 +38,7 @@ from robustlab.models.base import Fingerprinted, ModelInfo
 from robustlab.models.hf_base import HFParts, bert_byte_tokenizer, random_init_description
 from robustlab.models.hub import seeded, unavailable
 from robustlab.models.protocols import as_frames
+from robustlab.models.quag import TokenLayout as QuagLayout
 from robustlab.models.registry import register_backend
 
 HEADS = {"ViltForQuestionAnswering": "vqa", "ViltForImageAndTextRetrieval": "itm",
@@ -52,10 +56,36 @@ def vilt_image_processor(size: int, patch_size: int):
     return cls(size={"shortest_edge": size}, size_divisor=patch_size)
 
 
+def _vilt_quag_attention(mod, layer_idx: int, hook, qa, hidden_states, output_attentions: bool):
+    """QUAG-attention (Rawal et al. §2.4) in one ViltSelfAttention: keys and values from the layer's (already
+    layer-normed) input with a modality averaged over its valid tokens (:class:`robustlab.models.quag.QuagAttention`),
+    queries full length; padding is masked through the effective sizes (size 0), so ViLT's additive mask is not
+    needed. The recorder gets the equivalent N × N attention."""
+    B, N, _ = hidden_states.shape
+    hd = mod.attention_head_size
+    lay = hook.layout if isinstance(hook.layout, QuagLayout) else QuagLayout.from_model(hook.layout)
+    q = mod.query(hidden_states).view(B, N, -1, hd).transpose(1, 2)
+    yk, sizes, cols = qa.keys_values(hidden_states, lay)
+    k = mod.key(yk).view(B, yk.shape[1], -1, hd).transpose(1, 2)
+    v = mod.value(yk).view(B, yk.shape[1], -1, hd).transpose(1, 2)
+    scores = qa.correct(torch.matmul(q, k.transpose(-1, -2)) / math.sqrt(hd), sizes.to(q.dtype), cols)
+    probs = mod.dropout(torch.softmax(scores, dim=-1))
+    ctx = torch.matmul(probs, v).permute(0, 2, 1, 3).contiguous()
+    ctx = ctx.view(*ctx.shape[:-2], mod.all_head_size)
+    full = qa.expand(probs, cols, N)
+    if getattr(hook, "records", False):
+        hook(layer_idx, full)
+    return (ctx, full) if output_attentions else (ctx,)
+
+
 def _vilt_attention_forward(mod, layer_idx: int, hook):
-    """The installed ViltSelfAttention.forward math, with ``hook(layer_idx, probs)`` after softmax+dropout."""
+    """The installed ViltSelfAttention.forward math, with ``hook(layer_idx, probs)`` after softmax+dropout (or
+    QUAG-attention's shrunk keys and values when the hook's intervention is one)."""
 
     def forward(hidden_states, attention_mask=None, output_attentions=False, *args, **kwargs):
+        qa = getattr(getattr(hook, "replace", None), "quag_attention", None)
+        if qa is not None and qa.applies(layer_idx):
+            return _vilt_quag_attention(mod, layer_idx, hook, qa, hidden_states, output_attentions)
         input_shape = hidden_states.shape[:-1]
         hidden_shape = (*input_shape, -1, mod.attention_head_size)
         q = mod.query(hidden_states).view(hidden_shape).transpose(1, 2)
@@ -147,6 +177,24 @@ class HFViltModel(HFParts, Fingerprinted):
     # ---- info -----------------------------------------------------------------------------------
     def fingerprint_config(self) -> dict:
         return {"head": self.head, "image_size": self.image_size, "max_text": self.max_text, **self.parts_identity()}
+
+    @property
+    def quag_attention_refusal(self) -> Optional[str]:
+        """Why QUAG-attention cannot run on this model (one line), or None when it can."""
+        if self.head == "nlvr2":
+            return "the NLVR2 head runs its two images through the model directly, where no intervention reaches"
+        bad = [i for i, m in enumerate(self._self_attentions())
+               if not all(hasattr(m, a) for a in ("query", "key", "value", "attention_head_size", "all_head_size"))]
+        if bad:
+            return (f"the self-attention of layer {bad[0]} has no separate query/key/value projections in this "
+                    f"transformers version")
+        return None
+
+    @property
+    def supports_quag_attention(self) -> bool:
+        """QUAG-attention runs in the patched self-attention forward (the key/value projections of the averaged
+        layer input); see :attr:`quag_attention_refusal`."""
+        return self.quag_attention_refusal is None
 
     @property
     def supported_tasks(self) -> tuple[str, ...]:

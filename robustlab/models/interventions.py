@@ -15,7 +15,8 @@ Names are ``kind:name``:
 An intervention is scoped to the calling context (:func:`robustlab.models.attention.intervention`): a dashboard
 session ablating a cached model never changes what another session's call computes. Which models can take it:
 the hook-based ones need ``forward_with_attention`` (fusion models: builtin:tiny-vilt, hf-vilt); QUAG-attention
-needs a model that can shrink its keys and values (builtin:tiny-vilt); input ablations work on any model.
+needs a model that can shrink its keys and values (builtin:tiny-vilt, hf-vilt with a VQA, ITM or SNLI-VE head;
+not the NLVR2 head, whose two-image forward no intervention reaches); input ablations work on any model.
 In a sweep the axis is ``--interventions``; the condition is ``Condition(name, severity=1)`` on axis
 ``"intervention"`` (an intervention has no severity; 1 means "on").
 """
@@ -37,7 +38,7 @@ KINDS = {
     "input": "classical input ablation of Table 1 (not QUAG): the model without its visual or its text input",
 }
 INPUTS = ("language-only", "video-only")
-QUAG_ATTENTION_MODELS = "builtin:tiny-vilt"
+QUAG_ATTENTION_MODELS = "builtin:tiny-vilt and hf-vilt (VQA, ITM and SNLI-VE heads)"
 EMPTY_TEXT = "\u200b"  # passes the models' "type a few words" check; tokenizers drop it -> [CLS] [SEP]
 
 
@@ -127,9 +128,10 @@ def check(text, model=None) -> Intervention:
         raise InterventionError(f"{iv.spec} needs a fusion model whose attention robustlab can reach "
                                 f"(builtin:tiny-vilt, hf-vilt:...); {mid} has none")
     if iv.kind == "quag-attention" and not getattr(model, "supports_quag_attention", False):
+        why = getattr(model, "quag_attention_refusal", None)
         raise InterventionError(f"{iv.spec}: QUAG-attention changes a layer's keys and values, which robustlab "
                                 f"implements for {QUAG_ATTENTION_MODELS}; {mid} takes the QUAG short-circuits "
-                                f"(quag:...) only")
+                                f"(quag:...) only" + (f" ({why})" if why else ""))
     return iv
 
 

@@ -108,8 +108,9 @@ def test_which_models_and_tasks_take_interventions():
         get("retrieval").evaluate(clip, ds, [{"intervention": "input:language-only"}])
     hf = _random_vilt()
     assert I.check("quag:crossmodal", hf).spec == "quag:crossmodal"
+    assert I.check("quag-attention:video-avg", hf).spec == "quag-attention:video-avg"  # hf-vilt takes it too
     with pytest.raises(I.InterventionError, match="QUAG-attention .* implements for builtin:tiny-vilt"):
-        I.check("quag-attention:video-avg", hf)
+        I.check("quag-attention:video-avg", type("Fusion", (), {"forward_with_attention": lambda *a: None})())
     # hf-vilt answers one question per forward: the intervention reaches it through forward_with_attention
     img = np.random.default_rng(0).integers(0, 256, (40, 56, 3), dtype=np.uint8)
     base = hf.vqa(img, "is it red?")[1]
