@@ -28,7 +28,7 @@ from typing import Callable, Optional, Sequence
 
 import numpy as np
 
-from robustlab.perturb.registry import get_perturbation, list_perturbations, perturb
+from robustlab.perturb.registry import get_perturbation, list_perturbations, perturb, split_variant
 
 ProgressFn = Optional[Callable[[int, int], None]]
 MIX_SALT = 0x6D6978  # "mix": the per-item mix draws never share a stream with the perturbation's own seed
@@ -105,6 +105,12 @@ class Condition:
     seed: int = 0
     variant: Optional[str] = None
     mix: Optional[Mix] = None
+
+    def __post_init__(self):  # "shot_noise/schiappa_video" is name + variant, as everywhere else
+        if isinstance(self.name, str) and "/" in self.name:
+            name, variant = split_variant(self.name, self.variant)
+            object.__setattr__(self, "name", name)
+            object.__setattr__(self, "variant", variant)
 
     @property
     def clean(self) -> bool:
@@ -269,23 +275,35 @@ def perturb_many(items: Sequence, cond: Condition, kind: str, progress: Progress
     if cond.clean:
         return items, None
     check(cond, kind)
-    plan = mix_plan(cond, total if total is not None else offset + len(items))[offset:] if cond.mix else None
+    plan = item_plan(cond, total if total is not None else offset + len(items))
     outs, recs = [], []
     for i, x in enumerate(items):
-        if plan is None:
-            r = perturb(x, cond.name, int(cond.severity), seed=int(cond.seed) + offset + i, variant=cond.variant)
-            rec = r.record
-        else:
-            p = plan[i]
-            r = perturb(x, p["name"], p["severity"], seed=p["seed"], variant=p["variant"])
-            rec = dict(r.record, mix={"label": cond.label(), "index": offset + i, "of": offset + len(plan),
-                                      "corrupted": p["severity"] > 0})
+        p = plan[offset + i]
+        r = perturb(x, p["name"], p["severity"], seed=p["seed"], variant=p["variant"])
         outs.append(r.output)
-        recs.append(rec)
+        recs.append(mix_record(r.record, cond, offset + i, len(plan)))
         if progress:
             progress(i + 1, len(items))
     return outs, recs
 
 
-__all__ = ["Condition", "Mix", "check", "dropped_reason", "mix_plan", "mix_pool", "mixed_severities", "perturb_many", "random_types",
-           "RANDOM_TYPES"]
+def item_plan(cond: Condition, total: int) -> list[dict]:
+    """What item ``j`` of ``total`` runs under a perturbed condition: ``{"name", "variant", "severity", "seed"}``
+    (plain: the condition itself with seed ``seed + j``; mixed: :func:`mix_plan`)."""
+    if cond.mix is not None:
+        return mix_plan(cond, total)
+    return [{"name": cond.name, "variant": cond.variant, "severity": int(cond.severity), "seed": int(cond.seed) + j}
+            for j in range(int(total))]
+
+
+def mix_record(record: dict, cond: Condition, index: int, total: int) -> dict:
+    """``record`` with ``mix`` (the mix's label, the item's index, N, whether it was corrupted) under a mixed
+    condition; unchanged otherwise."""
+    if cond.mix is None:
+        return record
+    return dict(record, mix={"label": cond.label(), "index": int(index), "of": int(total),
+                             "corrupted": int(record.get("severity", 0)) > 0})
+
+
+__all__ = ["Condition", "Mix", "check", "dropped_reason", "item_plan", "mix_plan", "mix_pool", "mix_record",
+           "mixed_severities", "perturb_many", "random_types", "RANDOM_TYPES"]
