@@ -2,10 +2,13 @@
 
 ``rl.adapt.run(model, dataset, method="hat-vtr", direction="t2v", condition="keyboard:3") -> AdaptResult`` runs one
 method online over the shifted query stream (:mod:`robustlab.adapt.loop`); :func:`list_methods` gives every
-method's parameters and defaults (the papers', else the released HAT-VTR configs: ``bingqingzhang/vtr_tta``, MIT).
+method's parameters and defaults (the papers', else the released HAT-VTR configs: ``bingqingzhang/vtr_tta``, MIT);
+:mod:`robustlab.adapt.analyses` gives HAT-VTR's analyses of runs (R@1 vs severity before and after, the time
+breakdown, the Reliable Memory's accuracy, the adapted top-k and score heatmap).
 """
 import sys
 
+from robustlab.adapt.analyses import SeverityCurve, heatmap, memory_accuracy, severity_curve, time_breakdown, top_k
 from robustlab.adapt.loop import QUERY_SIDE, AdaptResult, run
 from robustlab.adapt.methods import METHODS, get_method, list_methods, resolve
 from robustlab.adapt.towers import AdaptError, check, tower_for
@@ -15,4 +18,5 @@ from robustlab.tasks.base import register_adaptation
 register_adaptation(sys.modules[__name__])
 
 __all__ = ["run", "AdaptResult", "AdaptError", "list_methods", "get_method", "resolve", "METHODS", "tower_for",
-           "check", "QUERY_SIDE"]
+           "check", "QUERY_SIDE", "severity_curve", "SeverityCurve", "time_breakdown", "memory_accuracy", "top_k",
+           "heatmap"]

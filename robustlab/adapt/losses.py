@@ -13,6 +13,7 @@ B×T×D. Features arrive L2-normalised (per frame for frames).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Optional
 
 import torch
 import torch.nn.functional as F
@@ -61,7 +62,13 @@ def noise_robust_entropy(q: torch.Tensor, g: torch.Tensor, threshold: torch.Tens
     pseudo-positives, weighted by max(1 − η_i / (E_m + ε), 0) with E_m = ``threshold`` (the largest entropy in the
     memory), averaged over the queries with η_i ≤ E_m. No such query: 0 (the released code takes the mean of an
     empty tensor, NaN, which would poison the weights)."""
-    ent = softmax_entropy(frame_mean(q) @ frame_mean(g).t() / temperature)
+    return noise_robust_entropy_logits(frame_mean(q) @ frame_mean(g).t() / temperature, threshold, eps)
+
+
+def noise_robust_entropy_logits(logits: torch.Tensor, threshold: torch.Tensor, eps: float = 1e-3) -> torch.Tensor:
+    """L_NA (Eq. 11) on given logits: B × B for the released code's batch form (:func:`noise_robust_entropy`), or
+    the scores over the whole gallery / τ (B × N_G: Eq. 3 as written, HAT-VTR's ``na_over="gallery"``)."""
+    ent = softmax_entropy(logits)
     w = torch.clamp(1.0 - ent.detach() / (threshold + eps), min=0.0)
     keep = ent <= threshold
     if not bool(keep.any()):
@@ -97,6 +104,8 @@ class Entry:
     query: torch.Tensor  # D (frame mean for frames)
     gallery: torch.Tensor  # D (frame mean for frames)
     entropy: torch.Tensor  # scalar
+    index: int = -1  # the pseudo-positive's gallery index (-1: not given)
+    correct: Optional[bool] = None  # whether it is one of the query's true items (a diagnostic; None: unknown)
 
 
 @dataclass
@@ -114,12 +123,16 @@ class ReliableMemory:
     def __len__(self) -> int:
         return len(self.entries)
 
-    def update(self, q: torch.Tensor, g: torch.Tensor) -> list[int]:
-        """Add the batch's chosen pairs; returns the chosen batch indices."""
+    def update(self, q: torch.Tensor, g: torch.Tensor, index=None, correct=None,
+               logits: Optional[torch.Tensor] = None) -> list[int]:
+        """Add the batch's chosen pairs; returns the chosen batch indices. ``index`` / ``correct``: per query of
+        the batch, its pseudo-positive's gallery index and whether that is a true item (kept with each entry for
+        the memory's accuracy, a diagnostic; never used by the method); ``logits``: what the entropies are taken
+        over (default: the B × B batch form, q · gᵀ / τ)."""
         with torch.no_grad():
             q, g = frame_mean(q).detach(), frame_mean(g).detach()
             k = int(self.ratio * q.shape[0])
-            ent = softmax_entropy(q @ g.t() / self.temperature)
+            ent = softmax_entropy(q @ g.t() / self.temperature if logits is None else logits.detach())
             div_q = torch.norm(q - q.mean(0), dim=1)
             if self.rule == "tcr":  # TCR: 2·‖q − g‖ − div(q) − div(g), smallest first
                 score = 2 * torch.norm(q - g, dim=1) - div_q - torch.norm(g - g.mean(0), dim=1)
@@ -128,11 +141,18 @@ class ReliableMemory:
                 score = div_q
                 order = torch.argsort(score, descending=True)[:k]
             for i in order.tolist():
-                self.entries.append(Entry(float(score[i]), q[i].clone(), g[i].clone(), ent[i].clone()))
+                self.entries.append(Entry(float(score[i]), q[i].clone(), g[i].clone(), ent[i].clone(),
+                                          -1 if index is None else int(index[i]),
+                                          None if correct is None else bool(correct[i])))
             if len(self.entries) >= self.capacity:
                 self.entries.sort(key=lambda e: e.score, reverse=self.rule != "tcr")
                 del self.entries[self.capacity:]
             return order.tolist()
+
+    def accuracy(self) -> Optional[float]:
+        """The share of the kept pairs whose pseudo-positive is a true item (None when unknown or empty)."""
+        known = [e.correct for e in self.entries if e.correct is not None]
+        return float(sum(known) / len(known)) if known else None
 
     def threshold(self) -> torch.Tensor:
         return torch.stack([e.entropy for e in self.entries]).max()
@@ -181,4 +201,5 @@ class HubnessMemory:
 
 
 __all__ = ["softmax_entropy", "tent_loss", "uniformity", "multigranular_uniformity", "modality_gap",
-           "noise_robust_entropy", "cross_modal_multigranular", "ReliableMemory", "HubnessMemory", "hsm_weights"]
+           "noise_robust_entropy", "noise_robust_entropy_logits",
+           "cross_modal_multigranular", "ReliableMemory", "HubnessMemory", "hsm_weights"]

@@ -11,8 +11,9 @@ config sets none and the code falls back to the batch size; the paper's App. C.1
 from __future__ import annotations
 
 import fnmatch
+import time
 from dataclasses import dataclass, field
-from typing import Optional
+from typing import Callable, Optional
 
 import torch
 import torch.nn.functional as F
@@ -80,7 +81,11 @@ METHODS: dict[str, Method] = {
          Param("memory", None, "int", "HSM: batch matrices remembered (default: the released max(1, ⌊0.1·N_G⌋))",
                1, 10**9),
          Param("select", True, "bool", "choose pseudo-positives through HSM (Table 6's target selection)"),
-         Param("rerank", True, "bool", "rerank the output scores with HSM (Table 6's posterior reranking)"))),
+         Param("rerank", True, "bool", "rerank the output scores with HSM (Table 6's posterior reranking)"),
+         Param("na_over", "batch", "choice", "L_NA's softmax: over the batch's B pseudo-positives (the released "
+                                             "code, which made the paper's tables) or the whole gallery (Eq. 3 "
+                                             "as written); the Reliable Memory's entropies follow",
+               choices=("batch", "gallery")))),
     "oracle": Method(
         "oracle", "Supervised LayerNorm ceiling (diagnostic)", "robustlab (not in the papers)",
         "Not test-time adaptation: the same LayerNorms trained online with the ground truth (cross-entropy to each "
@@ -152,8 +157,13 @@ class Runner:
     """One method's state over one run (memories), reset by making a new one."""
 
     def __init__(self, method: str, params: dict, gallery: torch.Tensor, gallery_frames: Optional[torch.Tensor],
-                 query_side: str):
+                 query_side: str, sync: Optional[Callable[[], None]] = None):
         self.method, self.p, self.side = method, params, query_side
+        # seconds in HSM (target selection and output reranking) and in the Reliable Memory's update (HAT-VTR
+        # §5.5's breakdown); ``sync`` waits for the device before each clock reading (CUDA runs asynchronously)
+        self.timer = {"hsm": 0.0, "memory": 0.0}
+        self.sync = sync or (lambda: None)
+        self.memory_log: list[dict] = []  # per batch: the Reliable Memory's accuracy (a diagnostic, ground truth)
         self.gallery = gallery  # N_G × D, normalised
         self.gallery_frames = gallery_frames  # N_G × T × D (text queries, HAT-VTR) or None
         if method == "tcr":
@@ -163,10 +173,35 @@ class Runner:
             self.hsm = L.HubnessMemory(int(params["memory"]), params["alpha"], params["beta"], params["m"])
         self.rm_sizes: list[int] = []
 
+    def _clock(self, key: str, t0: float) -> float:
+        self.sync()
+        t = time.perf_counter()
+        self.timer[key] += t - t0
+        return t
+
+    def _update_memory(self, q, g, idx: torch.Tensor, truth, batch: int, logits=None) -> None:
+        """The Reliable Memory's update at a batch's first step, and its log: the accuracy of the batch's
+        pseudo-positives, of the pairs added and of all the pairs kept (``truth``: the true gallery items per
+        query; used only for this record)."""
+        self.sync()
+        t0 = time.perf_counter()
+        ids = idx.tolist()
+        correct = None if truth is None else [int(i) in set(t) for i, t in zip(ids, truth)]
+        added = self.rm.update(q, g, ids, correct, logits) if (self.method != "tcr" or batch < int(
+            self.p["update_batches"])) else []
+        self._clock("memory", t0)
+        if correct is not None:
+            self.memory_log.append({
+                "batch": batch, "size": len(self.rm), "added": len(added),
+                "batch_accuracy": float(sum(correct) / max(1, len(correct))),
+                "added_accuracy": float(sum(correct[i] for i in added) / len(added)) if added else None,
+                "accuracy": self.rm.accuracy()})
+
     def step(self, q: torch.Tensor, scores: torch.Tensor, step: int, batch: int,
-             targets: Optional[torch.Tensor] = None) -> StepOut:
+             targets: Optional[torch.Tensor] = None, truth: Optional[list] = None) -> StepOut:
         """The loss of one step from the batch's features ``q`` (B×D or B×T×D) and scores (B×N_G); ``targets``:
-        the true gallery index per query (the oracle only)."""
+        the true gallery index per query (the oracle only); ``truth``: per query, its true gallery items (the
+        Reliable Memory's accuracy log only; no method sees it)."""
         tau = self.p["temperature"]
         if self.method == "oracle":
             loss = F.cross_entropy(scores / tau, targets)
@@ -178,8 +213,8 @@ class Runner:
             qg = L.frame_mean(q)
             idx = scores.detach().argmax(1)
             g = self.gallery[idx]
-            if step == 0 and batch < int(self.p["update_batches"]):
-                self.rm.update(qg, g)
+            if step == 0:
+                self._update_memory(qg, g, idx, truth, batch)
             mq, mg = self.rm.features()
             rem = L.noise_robust_entropy(qg, g, self.rm.threshold(), tau)
             uni = L.uniformity(qg, self.p["t"])
@@ -188,7 +223,11 @@ class Runner:
                                              "emg": float(emg.detach())})
         # HAT-VTR
         s = scores.detach()
+        self.sync()
+        t0 = time.perf_counter()
         idx = (self.hsm.refine(s) if self.p["select"] else s.cpu()).argmax(1).to(s.device)
+        self._clock("hsm", t0)
+        full = self.p.get("na_over") == "gallery"  # Eq. 3: the softmax over the whole gallery
         if self.side == "text":
             text = q
             g = self.gallery_frames[idx] if self.gallery_frames is not None else self.gallery[idx].unsqueeze(1)
@@ -197,10 +236,11 @@ class Runner:
             text, g = self.gallery[idx], self.gallery[idx]
             video = q if q.dim() == 3 else q.unsqueeze(1)
         if step == 0:
-            self.rm.update(q, g)
+            self._update_memory(q, g, idx, truth, batch, scores / tau if full else None)
         mq, mg = self.rm.features()
         mem_video, mem_text = (mg, mq) if self.side == "text" else (mq, mg)
-        na = L.noise_robust_entropy(q, g, self.rm.threshold(), tau)
+        na = L.noise_robust_entropy_logits(scores / tau, self.rm.threshold()) if full \
+            else L.noise_robust_entropy(q, g, self.rm.threshold(), tau)
         uni = L.multigranular_uniformity(q, self.p["t"])
         cm = L.cross_modal_multigranular(video, text, mem_video, mem_text)
         return StepOut(na + uni + cm, {"na": float(na.detach()), "mguni": float(uni.detach()),
@@ -211,8 +251,10 @@ class Runner:
         s = scores.detach().float().cpu()
         if self.method != "hat-vtr":
             return s
+        t0 = time.perf_counter()
         out = self.hsm.refine(s) if self.p["rerank"] else s
         self.hsm.push(s)
+        self._clock("hsm", t0)
         return out
 
 

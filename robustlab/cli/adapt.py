@@ -74,19 +74,34 @@ def cmd_adapt(args) -> int:
         resolve(method.name, side, len(dataset), params)
     except AdaptError as e:
         return err(str(e))
+    sevs, code = _severities(args)
+    if code is not None:
+        return code
+    for flag, v, lo in (("--query", args.query, 0), ("--top-k", args.top_k, 1), ("--heatmap", args.heatmap, 1)):
+        if v is not None and v < lo:
+            return err(f"{flag} must be at least {lo}, got {v}")
     model, code = inputs.load_model(args)
     if model is None:
         return code
+    if sevs:
+        return _curve(args, model, dataset, method, direction, params, sevs)
     bar, progress = counting_bar(args, f"{method.name} {direction}", unit="batch")
+    arrays = args.query is not None or args.heatmap is not None
     try:
-        res = adapt.run(model, dataset, method.name, direction, cond, progress=progress, keep_arrays=False,
-                        **params)
+        res = adapt.run(model, dataset, method.name, direction, cond, progress=progress, keep_arrays=arrays,
+                        mdr=args.mdr, **params)
+        extra = {}
+        if args.query is not None:
+            extra["top_k"] = adapt.top_k(res, args.query, args.top_k)
+        if args.heatmap is not None:
+            extra["heatmap"] = adapt.heatmap(res, args.heatmap)
     except (ValueError, TypeError) as e:  # AdaptError (a model or side with nothing to adapt, a bad setting), ...
         bar.close()
         return err(str(e))
     bar.close()
     payload = {"model": getattr(model, "model_id", args.model), "dataset": dataset.name,
-               "split": getattr(dataset, "split", None), "n": len(dataset), "label": method.label, **res.to_json()}
+               "split": getattr(dataset, "split", None), "n": len(dataset), "label": method.label, **res.to_json(),
+               **extra}
     if args.out:
         path = Path(args.out)
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -96,7 +111,81 @@ def cmd_adapt(args) -> int:
         print(json.dumps(payload))
         return 0
     _print_result(res, payload, method, dataset, direction, side, cond)
+    if "top_k" in extra:
+        _print_top_k(extra["top_k"], dataset, direction)
+    if "heatmap" in extra:
+        h = extra["heatmap"]
+        print(f"heatmap: {len(h['queries'])} queries × {len(h['items'])} items (shifted and adapted scores) in the "
+              "JSON (--json / --out)")
     return 0
+
+
+def _severities(args) -> tuple[list, int | None]:
+    """--severities as a sorted list (empty when not given), or an exit code after a one-line message."""
+    if args.severities is None:
+        return [], None
+    try:
+        sevs = sorted({int(x) for x in str(args.severities).split(",") if x.strip()})
+    except ValueError:
+        return [], err(f"--severities must be integers 1..5 separated by commas, got {args.severities!r}")
+    if not sevs or sevs[0] < 1 or sevs[-1] > 5:
+        return [], err(f"--severities must be integers 1..5 separated by commas, got {args.severities!r}")
+    if not args.perturb:
+        return [], err("--severities needs --perturb (the query shift whose severities to sweep)")
+    if args.query is not None or args.heatmap is not None:
+        return [], err("--query and --heatmap show one run: leave out --severities")
+    return sevs, None
+
+
+def _curve(args, model, dataset, method, direction: str, params: dict, sevs: list) -> int:
+    """R@K before and after adaptation at each severity of --perturb (HAT-VTR Fig. 13)."""
+    bar, progress = counting_bar(args, f"{method.name} {direction} severities", unit="severity")
+    try:
+        curve = adapt.severity_curve(model, dataset, method.name, direction, args.perturb, sevs,
+                                     seed=args.perturb_seed, progress=progress, mdr=args.mdr, **params)
+    except (ValueError, TypeError) as e:
+        bar.close()
+        return err(str(e))
+    bar.close()
+    payload = {"model": getattr(model, "model_id", args.model), "dataset": dataset.name,
+               "split": getattr(dataset, "split", None), "n": len(dataset), "label": method.label,
+               "severity_curve": curve.to_json()}
+    if args.out:
+        path = Path(args.out)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(payload, indent=1) + "\n")
+        print(f"wrote {path}", file=sys.stderr)
+    if args.json:
+        print(json.dumps(payload))
+        return 0
+    print(f"{method.name} ({method.label}) · {payload['model']} · {dataset.name} (n={len(dataset)}) · {direction} · "
+          f"{args.perturb} at severities {', '.join(map(str, sevs))}")
+    print(f"{'severity':<9}" + "".join(f"{k:>10}" for k in ("clean R@1", "before", "after", "change")))
+    for r in curve.rows:
+        b, a = r["shifted"]["R@1"], r["adapted"]["R@1"]
+        print(f"{r['severity']:<9}{r['clean']['R@1']:>10.3f}{b:>10.3f}{a:>10.3f}{a - b:>+10.3f}")
+    print("before: the shifted queries, unadapted model; after: the same queries adapted online (a fresh copy of "
+          "the model at each severity)")
+    return 0
+
+
+def _print_top_k(t: dict, dataset, direction: str) -> None:
+    """Query I's top-k before and after adaptation, side by side, with the captions where the items are texts."""
+    texts = dataset.texts()
+    q_text = direction[0] == "t"
+
+    def name(i: int, text: bool) -> str:
+        s = f"caption {i}: {texts[i]}" if text and 0 <= i < len(texts) else f"{dataset.kind} {i}"
+        return s if len(s) <= 48 else s[:47] + "…"
+
+    print(f"query {t['query']} ({name(t['query'], True) if q_text else dataset.kind + ' query'}); "
+          f"true items {t['positives']}; rank of the truth: before {t['before']['gt_rank']}, after "
+          f"{t['after']['gt_rank']}")
+    print(f"{'rank':<5}{'before (shifted)':<58}{'after (adapted)':<58}")
+    for b, a in zip(t["before"]["items"], t["after"]["items"]):
+        cell = [f"{'*' if x['positive'] else ' '} {name(x['item'], not q_text):<48} {x['score']:+.3f}" for x in (b, a)]
+        print(f"{b['rank']:<5}" + "".join(f"{c:<58}" for c in cell))
+    print("* a true item")
 
 
 def _print_result(res, payload: dict, method, dataset, direction: str, side: str, cond: Condition) -> None:
@@ -113,5 +202,15 @@ def _print_result(res, payload: dict, method, dataset, direction: str, side: str
     sec = res.seconds
     print(f"time: {sec['per_1000_queries']:.2f} s per 1,000 queries (adaptation), {sec['total']:.2f} s in all; "
           f"{res.adapted_parameters:,} LayerNorm parameters adapted")
+    rows = adapt.time_breakdown(res)
+    if rows:
+        print("time per 1,000 queries: " + ", ".join(f"{r['phase']} {r['per_1000_queries']:.3f} s "
+                                                    f"({100 * r['share']:.1f} %)" for r in rows))
+    acc = [a for a in res.memory_curve("accuracy") if a is not None]
+    if acc:
+        print(f"Reliable Memory: pseudo-label accuracy {acc[0]:.3f} after the first batch, {acc[-1]:.3f} after the "
+              f"last ({len(res.memory)} batches; --json: per batch)")
+    if res.mdr != "median":
+        print(f"MdR: the {res.mdr} of the two middle ranks (--mdr {res.mdr})")
     if res.params:
         print("params: " + " ".join(f"{k}={v}" for k, v in res.params.items()))
