@@ -127,6 +127,16 @@ def _adapt_args(ad) -> None:
     ad.add_argument("--method", default="hat-vtr", metavar="|".join(METHODS), help="default hat-vtr")
     ad.add_argument("--param", action="append", metavar="KEY=VALUE",
                     help="a method parameter, repeatable (e.g. --param steps=1 --param lr=1e-4)")
+    ad.add_argument("--mdr", default="median", choices=("median", "lower"),
+                    help="median-rank convention: median (default) or lower, the lower middle rank as HAT-VTR's "
+                         "released code (torch.median)")
+    ad.add_argument("--severities", default=None, metavar="LIST",
+                    help="R@K before and after adaptation at each severity of --perturb (e.g. 1,2,3,4,5)")
+    ad.add_argument("--query", type=int, default=None, metavar="I",
+                    help="print query I's top-k before and after adaptation")
+    ad.add_argument("--top-k", type=int, default=5, metavar="K", help="with --query: how many items (default 5)")
+    ad.add_argument("--heatmap", type=int, default=None, metavar="N",
+                    help="add the first N queries' score matrix (shifted and adapted) to the JSON")
     ad.add_argument("--device", default=None)
     ad.add_argument("--json", action="store_true", help="print the result as JSON (with the per-step losses)")
     ad.add_argument("--out", default=None, metavar="FILE", help="also write the result as JSON to FILE")
