@@ -10,6 +10,7 @@ from typing import Optional, Sequence
 
 import robustlab.diagnostics.peeling  # noqa: F401 - registers the PEELING task (diagnostics layer)
 from robustlab.adapt import METHODS, QUERY_SIDE, AdaptError, get_method
+from robustlab.bench.mixes import mixed_conditions, parse_fractions
 from robustlab.datasets import registry as dataset_registry  # looked up at call time (tests patch build)
 from robustlab.io.params import ParamError, parse_kv
 from robustlab.models import interventions as iv
@@ -89,7 +90,7 @@ def parse_perturbations(text, kind: str) -> list[str]:
 def condition_grid(visual: Sequence[str] = (), visual_severities: Sequence[int] = (1, 2, 3, 4, 5),
                    text: Sequence[str] = (), text_severities: Sequence[int] = (1, 2, 3, 4, 5), seed: int = 0,
                    combine="auto", interventions: Sequence[str] = (), adapt: Sequence = (),
-                   directions: Optional[Sequence[str]] = None) -> list[dict]:
+                   directions: Optional[Sequence[str]] = None, mixes: Sequence = ()) -> list[dict]:
     """Clean, every visual (perturbation, severity), every text one, and — when both axes are swept — their
     combinations (Schiappa et al.'s paired perturbations): ``combine="auto"`` pairs them at severity 3 (the paper's
     choice; on each axis the middle swept severity when 3 is not swept), an int at that severity, ``"all"`` at every
@@ -99,6 +100,8 @@ def condition_grid(visual: Sequence[str] = (), visual_severities: Sequence[int] 
     ``adapt`` (method names, ``"tent/steps=1"`` or conditions from :func:`parse_adapt`; ``"none"`` is the shifted
     cell itself) add, right after every single-axis shift, one condition set per method with that shift (HAT-VTR
     Tables 1–5) — for the shifts whose queries one of ``directions`` (None: all) uses.
+    ``mixes``: ``(axis, Condition)`` of mixed settings (:func:`robustlab.bench.mixes.mixed_conditions`), single-axis
+    shifts after the others (with their adaptation cells).
     Each condition set is ``{axis: Condition}`` (clean = ``{}``)."""
     out: list[dict] = [{}]
     vis = [Condition(p, s, seed) for p in visual for s in visual_severities]
@@ -110,6 +113,7 @@ def condition_grid(visual: Sequence[str] = (), visual_severities: Sequence[int] 
             return [{axis: c}]
         return [{axis: c}] + [{axis: c, ADAPT: a} for a in methods]
     out += [d for c in vis for d in with_adapt("visual", c)] + [d for c in txt for d in with_adapt("text", c)]
+    out += [d for axis, c in mixes for d in with_adapt(axis, c)]
     if vis and txt and combine not in (None, "none", False):
         if combine == "all":
             pairs = [(v, t) for v in vis for t in txt]
@@ -281,7 +285,8 @@ def build_spec(*, models: Sequence[str], dataset: dict, tasks: Sequence[str] = (
                perturbations=None, text_perturbations=None, severities="1-5", text_severities=None,
                combine="auto", interventions=None, adapt=None, adapt_params: Sequence[str] = (),
                directions: Optional[Sequence[str]] = None, perturb_seed: int = 0, worst: int = 3,
-               device: Optional[str] = None, name: str = "", kind: Optional[str] = None) -> SweepSpec:
+               device: Optional[str] = None, name: str = "", kind: Optional[str] = None,
+               mix_severities: bool = False, corrupt_fractions=None) -> SweepSpec:
     """A :class:`SweepSpec` from the options a user gives (``robustlab bench``'s flags, the Benchmark page's
     widgets), checked: unknown tasks, perturbations, methods and parameters are one-line :class:`SweepError` s.
 
@@ -289,7 +294,8 @@ def build_spec(*, models: Sequence[str], dataset: dict, tasks: Sequence[str] = (
     recorded in the spec). Perturbation forms: see :func:`parse_perturbations`; the visual ones apply to the
     dataset's kind (images for a task that takes images only). ``combine``: ``"auto"``, ``"all"``, ``"none"`` or a
     severity (:func:`condition_grid`). ``kind``: the dataset's ("image" / "video") when the caller knows it; else
-    the registry's, and a dataset registered for any kind (a local folder) is opened to find out."""
+    the registry's, and a dataset registered for any kind (a local folder) is opened to find out.
+    ``mix_severities`` / ``corrupt_fractions`` (``"0.2,0.4"``): MLVP's mixed settings (:mod:`robustlab.bench.mixes`)."""
     # the --adapt methods and their parameters first: a bad value (steps=inf) is one line before any other work
     methods = parse_adapt(adapt, adapt_params or [])
     try:
@@ -325,8 +331,14 @@ def build_spec(*, models: Sequence[str], dataset: dict, tasks: Sequence[str] = (
         except ValueError:
             raise SweepError(f"combine {combine!r}: auto, all, none or a severity") from None
     directions = list(directions) if directions else None
+    try:
+        mixes = mixed_conditions(vis, sev, txt, tsev, mix_severities=bool(mix_severities),
+                                 fractions=parse_fractions(corrupt_fractions), seed=perturb_seed)
+    except ValueError as e:
+        raise SweepError(str(e)) from None
     conds = condition_grid(vis, sev, txt, tsev, seed=perturb_seed, combine=combine,
-                           interventions=parse_interventions(interventions), adapt=methods, directions=directions)
+                           interventions=parse_interventions(interventions), adapt=methods, directions=directions,
+                           mixes=mixes)
     if methods and not any(ADAPT in c for c in conds):
         raise SweepError("test-time adaptation adapts the queries of a perturbed side: choose visual or text "
                          "perturbations (--perturbations, --text-perturbations)"
