@@ -33,7 +33,7 @@ from robustlab.engine.cache import (
 from robustlab.io.files import clean_caption
 from robustlab.metrics import ranks, retrieval
 from robustlab.metrics.retrieval import summarize_ranks
-from robustlab.perturb.condition import Condition, check, perturb_many
+from robustlab.perturb.condition import Condition, check, dropped_reason, item_plan, mix_record, perturb_many
 from robustlab.perturb.lazy import ArraySource, perturb_sampled
 from robustlab.tasks.base import (
     ADAPT,
@@ -191,15 +191,17 @@ class RetrievalBench:
         from_files = callable(getattr(ds, "frame_source", None))
         items = None if from_files else ds.visuals()
         outs, recs = [], []
+        plan = None if cond.clean else item_plan(cond, len(ds))  # a mixed condition draws per video
         for i in range(len(ds)):
             src = ds.frame_source(i) if from_files else ArraySource(items[i])
             if cond.clean:
                 outs.append(src.read(sampler(int(src.n_frames))))
             else:
-                r = perturb_sampled(src, cond.name, int(cond.severity), seed=int(cond.seed) + i,
-                                    variant=cond.variant, indices=sampler)
+                p = plan[i]
+                r = perturb_sampled(src, p["name"], p["severity"], seed=p["seed"], variant=p["variant"],
+                                    indices=sampler)
                 outs.append(r.output)
-                recs.append(r.record)
+                recs.append(mix_record(r.record, cond, i, len(ds)))
             if progress:
                 progress(i + 1, len(ds))
         return outs, (None if cond.clean else recs)
@@ -234,7 +236,7 @@ class RetrievalBench:
         if key in self._texts:
             outs, recs, emb = self._texts[key]
             return outs[j], (recs[j] if recs else None), emb[j]
-        outs, recs = perturb_many([self._texts0[j]], cond, "text", offset=int(j))
+        outs, recs = perturb_many([self._texts0[j]], cond, "text", offset=int(j), total=len(self._texts0))
         emb = cached_encode_texts(self.model, outs, cache=self.cache, records=recs)
         return outs[0], (recs[0] if recs else None), np.asarray(emb[0], np.float32)
 
@@ -269,10 +271,22 @@ class RetrievalBench:
         """``{direction: 1-based rank of each query's ground truth}`` (query order of :meth:`score_matrix`), from
         which every R@K, MdR, MnR and RSUM follows (:mod:`robustlab.metrics.bootstrap` resamples them)."""
         out = {}
+        drop = self.dropped_texts(text_cond)
         for d in self.directions:
             m = self.score_matrix(d, visual_cond, text_cond, progress)
-            out[d] = ranks(m.scores, m.positives)
+            r = ranks(m.scores, m.positives)
+            if drop and d[0] == "t":  # MLVP drops a text query no similarity-gate attempt passed (the paper)
+                r = np.delete(r, drop)
+            out[d] = r
         return out
+
+    def dropped_texts(self, text_cond: Condition = Condition()) -> list[int]:
+        """Indices of the captions the text condition dropped (the MLVP similarity gate passed no attempt): left
+        out of the text-query directions' metrics and ranks; as gallery texts (i2t / v2t) they stay, last attempt."""
+        if text_cond.clean:
+            return []
+        _, recs, _ = self.texts(text_cond)
+        return [j for j, r in enumerate(recs or []) if dropped_reason(r)]
 
     def condition_metrics(self, visual_cond: Condition, text_cond: Condition) -> dict:
         """The metrics of clean, visual perturbed, text perturbed and both (what the pages chart)."""
@@ -503,7 +517,11 @@ class RetrievalTask(Task):
             if order:
                 m.update(bench.order_metrics(vc, tc))
             bad = bench.worst_examples(vc, tc, int(worst)) if worst and (not vc.clean or not tc.clean) else None
+            drop = bench.dropped_texts(tc)
             out.append(make_result(self.name, model, dataset, c, len(dataset), m, texts=len(bench._texts0),
+                                   dropped={"n": len(drop), "of": len(bench._texts0), "queries": drop,
+                                            "why": "MLVP similarity gate: no attempt passed; left out of the "
+                                                   "text queries"} if drop else None,
                                    worst=bad, ranks={d: [int(x) for x in r] for d, r in rk.items()}
                                    if keep_ranks else None))
         return out
