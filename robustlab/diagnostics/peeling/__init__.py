@@ -100,6 +100,10 @@ from robustlab.diagnostics.peeling.extraction import (  # noqa: F401
     LLM_EXAMPLES, LLM_INSTRUCTION, Extraction, Extractor, LLMExtractor, SpacyExtractor, llm_prompt, looks_plural,
     parse_llm_answer,
 )
+from robustlab.diagnostics.peeling.extraction_eval import (  # noqa: F401
+    MATCHES, PRF, ExtractionScore, Labelled, gold_labels, parse_labels, read_labels, score_extraction,
+)
+from robustlab.diagnostics.peeling.gold import GOLD, GOLD_NAME  # noqa: F401
 from robustlab.diagnostics.peeling.p2 import (  # noqa: F401
     KEYBOARD_PARAMS, MINILM_SCORER, P2_STAGES, PHRASE_BERT, SHORT_LEN, SYNONYM_SENSES, SYNONYM_TAGS,
     SYNONYM_THRESHOLD, P2Result, StageRecord, back_translation_reason, is_derivation, minilm_similarity, p2_chain,
@@ -412,6 +416,14 @@ __all__ = ["PeelingTask", "TASK",
     "summarize",
     "synonym_for",
     "synonym_candidates",
+    "GOLD",
+    "ExtractionScore",
+    "Labelled",
+    "PRF",
+    "gold_labels",
+    "parse_labels",
+    "read_labels",
+    "score_extraction",
     "is_derivation",
     "uniqueness",
     "uniqueness_many",
