@@ -271,7 +271,7 @@ class Cell:
         h = hashlib.blake2b(ident.encode(), digest_size=5).hexdigest()
         # axes in name order, the adaptation method (no severity) last; keys without it are what they were
         cond = "_".join(f"{a}-{c.name}{'-' + c.variant if c.variant else ''}"
-                        + ("" if a == ADAPT else f"-s{c.severity}")
+                        + ("" if a == ADAPT else f"-s{c.severity}") + (f"-{c.mix.slug()}" if c.mix else "")
                         for a, c in sorted(self.conditions.items(), key=lambda ac: (ac[0] == ADAPT, ac[0]))
                         if not c.clean) or "clean"
         return f"{self.task}__{_slug(self.model)}__{_slug(cond)}__{h}"

@@ -25,7 +25,8 @@ def cmd_bench(args) -> int:
                           text_severities=args.text_severities, combine=args.combine,
                           interventions=args.interventions, adapt=args.adapt, adapt_params=args.adapt_param or [],
                           directions=split(args.directions) or None, perturb_seed=args.perturb_seed,
-                          worst=args.worst, device=args.device)
+                          worst=args.worst, device=args.device, mix_severities=args.mix_severities,
+                          corrupt_fractions=args.corrupt_fraction)
     except (KeyError, ValueError, OSError) as e:
         return err(msg(e))
     bar = tqdm(total=0, desc=f"bench {args.out}", unit="cell", disable=args.quiet, file=sys.stderr,

@@ -68,6 +68,12 @@ def _bench_parser(sub) -> None:
                         "METHOD.KEY=VALUE for one (e.g. steps=1, hat-vtr.capacity=50)")
     b.add_argument("--severities", default="1-5", help="e.g. 1-5 or 1,3,5")
     b.add_argument("--text-severities", default=None, help="default: --severities")
+    b.add_argument("--mix-severities", action="store_true",
+                   help="MLVP Table 17: per swept perturbation, one more cell whose items each draw a severity from "
+                        "--severities (--text-severities); with --corrupt-fraction, the corrupted items draw theirs")
+    b.add_argument("--corrupt-fraction", default=None, metavar="P[,P...]",
+                   help="MLVP Table 18: cells with exactly round(P*N) items corrupted by a type drawn from the swept "
+                        "perturbations of each axis, e.g. 0.2,0.4,0.6,0.8 (or 20%%,40%%)")
     b.add_argument("--combine", default="auto",
                    help="visual × text pairs when both are swept: auto (at severity 3), all, none, or a severity")
     b.add_argument("--directions", default=None, help="retrieval directions to report, e.g. t2v,v2t (default all)")

@@ -72,6 +72,11 @@ class Mix:
     def key(self) -> tuple:
         return (self.severities, self.fraction, self.types, self.tag)
 
+    def slug(self) -> str:
+        """A short file-name-safe name of the mix (sweep cell keys): ``mixed-s1-5``, ``p40``, ``p40-mixed-s1-5``."""
+        parts = [] if self.fraction is None else [f"p{round(100 * self.fraction, 2):g}"]
+        return "-".join(parts + ([f"mixed-{_severity_label(self.severities)}"] if self.severities else [])) or "mix"
+
     def to_dict(self) -> dict:
         d: dict = {}
         if self.severities:
