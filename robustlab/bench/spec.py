@@ -210,6 +210,9 @@ class SweepSpec:
     worst: int = 3
     name: str = ""
     device: Optional[str] = None
+    protocol: Optional[dict] = None  # the protocol a sweep runs (robustlab.bench.protocol): name, source, data
+    fields: dict = field(default_factory=dict)  # per-model report fields, e.g. {"regime": {model: "zero-shot"}}
+    report: dict = field(default_factory=dict)  # report options, e.g. {"headline": "R@5"} (bench.report)
 
     def __post_init__(self):
         self.models = [str(m) for m in self.models]
@@ -239,13 +242,16 @@ class SweepSpec:
     def to_json(self) -> dict:
         return {"schema": SCHEMA, "name": self.name, "models": list(self.models), "dataset": self.dataset_key(),
                 "tasks": list(self.tasks), "conditions": [conditions_json(c) for c in self.conditions],
-                "directions": self.directions, "worst": int(self.worst), "versions": versions()}
+                "directions": self.directions, "worst": int(self.worst), "versions": versions()} \
+            | ({"protocol": self.protocol} if self.protocol else {}) \
+            | ({"fields": self.fields} if self.fields else {}) | ({"report": self.report} if self.report else {})
 
     @classmethod
     def from_json(cls, d: dict) -> "SweepSpec":
         return cls(models=d["models"], dataset=d["dataset"], tasks=d.get("tasks", ["retrieval"]),
                    conditions=d.get("conditions", [{}]), directions=d.get("directions"), worst=d.get("worst", 3),
-                   name=d.get("name", ""))
+                   name=d.get("name", ""), protocol=d.get("protocol"), fields=dict(d.get("fields") or {}),
+                   report=dict(d.get("report") or {}))
 
     def cells(self) -> list["Cell"]:
         return [Cell(m, t, c) for m in self.models for t in self.tasks for c in self.conditions]

@@ -54,7 +54,7 @@ COMMANDS = {
     "datasets": "listing:cmd_datasets", "tasks": "listing:cmd_tasks", "train": "train:cmd_train",
     "eval": "evaluate:cmd_eval", "perturb": "perturb:cmd_perturb", "regenerate": "regenerate:cmd_regenerate",
     "hubness": "hubness:cmd_hubness", "bench": "bench:cmd_bench", "bench-report": "bench:cmd_bench_report",
-    "adapt": "adapt:cmd_adapt",
+    "adapt": "adapt:cmd_adapt", "protocols": "protocols:cmd_protocols",
 }
 # names robustlab.cli had as one module -> where they live now ("module:name"); read and set through the package
 # (a test that replaces robustlab.cli._load replaces what the commands call)

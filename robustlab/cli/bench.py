@@ -8,8 +8,37 @@ import sys
 from tqdm.auto import tqdm
 
 from robustlab.bench import SweepError, build_spec, run_sweep
+from robustlab.bench.protocol import dry_run_lines, load_protocol
 from robustlab.cli.common import err, msg, split
 from robustlab.io.params import parse_kv
+
+
+def _spec(args):
+    """The sweep's spec from the flags: a protocol's (the flags given override it) or the plain grid's."""
+    dataset = {"name": args.dataset, "root": args.root, "split": args.split, "n": args.n, "seed": args.seed,
+               "options": {"trust_pickle": True} if args.trust_pickle else {}}
+    if args.protocol:
+        proto = load_protocol(args.protocol)
+        ds = {k: v for k, v in dataset.items() if v not in (None, {})} if (args.dataset or args.root) else None
+        if ds is None and any(v is not None for v in (args.split, args.n, args.seed)):
+            ds = {k: dataset[k] for k in ("split", "n", "seed") if dataset[k] is not None}
+        return proto, proto.build_spec(
+            models=split(args.models) or None, dataset=ds, tasks=split(args.tasks) or None,
+            directions=split(args.directions) or None, perturbations=args.perturbations,
+            text_perturbations=args.text_perturbations, severities=args.severities,
+            text_severities=args.text_severities, combine=args.combine, adapt=args.adapt,
+            adapt_params=args.adapt_param or [], perturb_seed=args.perturb_seed, worst=args.worst, device=args.device)
+    if not args.models:
+        raise ValueError("--models is required (or --protocol NAME: `robustlab protocols` lists them)")
+    dataset["name"] = dataset["name"] or "builtin"
+    return None, build_spec(models=split(args.models), dataset=dataset, tasks=split(args.tasks or "retrieval"),
+                            perturbations=args.perturbations if args.perturbations is not None else "all",
+                            text_perturbations=args.text_perturbations, severities=args.severities or "1-5",
+                            text_severities=args.text_severities, combine=args.combine or "auto",
+                            interventions=args.interventions, adapt=args.adapt, adapt_params=args.adapt_param or [],
+                            directions=split(args.directions) or None, perturb_seed=args.perturb_seed,
+                            worst=args.worst, device=args.device, mix_severities=args.mix_severities,
+                            corrupt_fractions=args.corrupt_fraction)
 
 
 def cmd_bench(args) -> int:
@@ -17,18 +46,20 @@ def cmd_bench(args) -> int:
         # the --adapt parameters first: a bad value (steps=inf) is one line before any work
         parse_kv(args.adapt_param or [], "--adapt-param", example="steps=1, tent.lr=1e-4",
                  form="KEY=VALUE or METHOD.KEY=VALUE")
-        spec = build_spec(models=split(args.models),
-                          dataset={"name": args.dataset, "root": args.root, "split": args.split, "n": args.n,
-                                   "seed": args.seed, "options": {"trust_pickle": True} if args.trust_pickle else {}},
-                          tasks=split(args.tasks), perturbations=args.perturbations,
-                          text_perturbations=args.text_perturbations, severities=args.severities,
-                          text_severities=args.text_severities, combine=args.combine,
-                          interventions=args.interventions, adapt=args.adapt, adapt_params=args.adapt_param or [],
-                          directions=split(args.directions) or None, perturb_seed=args.perturb_seed,
-                          worst=args.worst, device=args.device, mix_severities=args.mix_severities,
-                          corrupt_fractions=args.corrupt_fraction)
+        proto, spec = _spec(args)
     except (KeyError, ValueError, OSError) as e:
         return err(msg(e))
+    if args.protocol and args.interventions:
+        return err("--interventions with --protocol: write a protocol file with the interventions you want")
+    if args.dry_run:
+        print("\n".join(dry_run_lines(spec, proto)))
+        return 0
+    if not args.out:
+        return err("--out DIR is required (the run folder; rerun with the same folder to resume), or --dry-run")
+    if spec.protocol and spec.protocol.get("not_run"):
+        nr = spec.protocol["not_run"]
+        print(f"protocol {spec.name}: {len(nr)} of its perturbations cannot run here and are left out (the report "
+              f"lists them): " + "; ".join(f"{x['perturbation']} ({x['reason']})" for x in nr), file=sys.stderr)
     bar = tqdm(total=0, desc=f"bench {args.out}", unit="cell", disable=args.quiet, file=sys.stderr,
                bar_format="{l_bar}{bar}| {n:.2f}/{total} cells [{elapsed}<{remaining}]")
 

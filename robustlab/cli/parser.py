@@ -48,11 +48,17 @@ def add_dataset_args(p, default: str | None = "builtin") -> None:
 def _bench_parser(sub) -> None:
     b = sub.add_parser("bench", help="a robustness sweep (one Result per cell, resumable); "
                                      "`robustlab bench report DIR` writes its report")
-    b.add_argument("--models", required=True, help="comma-separated model specs (see `robustlab models`)")
-    add_dataset_args(b)
-    b.add_argument("--tasks", default="retrieval", help="comma-separated tasks (see `robustlab tasks`)")
-    b.add_argument("--perturbations", default="all",
-                   help="visual perturbations: all | category:NAME | tag:NAME | NAME,NAME | none")
+    b.add_argument("--protocol", default=None, metavar="NAME|FILE",
+                   help="a paper's protocol (`robustlab protocols`) or a protocol file: its datasets, perturbations "
+                        "with variants and severities, combinations and report; the options below override it")
+    b.add_argument("--dry-run", action="store_true", help="print every cell with its resolved parameters, run nothing")
+    b.add_argument("--models", default=None,
+                   help="comma-separated model specs (see `robustlab models`; default: the protocol's)")
+    add_dataset_args(b, default=None)
+    b.add_argument("--tasks", default=None, help="comma-separated tasks (see `robustlab tasks`; default retrieval)")
+    b.add_argument("--perturbations", default=None,
+                   help="visual perturbations: all | category:NAME | tag:NAME | NAME[/VARIANT],... | none "
+                        "(default all; with --protocol: the protocol's)")
     b.add_argument("--text-perturbations", default=None, help="text perturbations, same forms (default none)")
     b.add_argument("--interventions", default=None,
                    help="model interventions, each a condition on clean inputs: quag:unimodal|crossmodal|video|text"
@@ -66,7 +72,7 @@ def _bench_parser(sub) -> None:
     b.add_argument("--adapt-param", action="append", metavar="KEY=VALUE",
                    help="an adaptation parameter, repeatable: KEY=VALUE for every --adapt method that has it, "
                         "METHOD.KEY=VALUE for one (e.g. steps=1, hat-vtr.capacity=50)")
-    b.add_argument("--severities", default="1-5", help="e.g. 1-5 or 1,3,5")
+    b.add_argument("--severities", default=None, help="e.g. 1-5 or 1,3,5 (default 1-5; with --protocol: its own)")
     b.add_argument("--text-severities", default=None, help="default: --severities")
     b.add_argument("--mix-severities", action="store_true",
                    help="MLVP Table 17: per swept perturbation, one more cell whose items each draw a severity from "
@@ -74,12 +80,13 @@ def _bench_parser(sub) -> None:
     b.add_argument("--corrupt-fraction", default=None, metavar="P[,P...]",
                    help="MLVP Table 18: cells with exactly round(P*N) items corrupted by a type drawn from the swept "
                         "perturbations of each axis, e.g. 0.2,0.4,0.6,0.8 (or 20%%,40%%)")
-    b.add_argument("--combine", default="auto",
-                   help="visual × text pairs when both are swept: auto (at severity 3), all, none, or a severity")
+    b.add_argument("--combine", default=None,
+                   help="visual × text pairs when both are swept: auto (at severity 3, the default), all, none, or a "
+                        "severity; with --protocol: the protocol's pairs, or none")
     b.add_argument("--directions", default=None, help="retrieval directions to report, e.g. t2v,v2t (default all)")
     b.add_argument("--perturb-seed", type=int, default=0)
     b.add_argument("--worst", type=int, default=3, help="worst examples kept per perturbed cell and direction")
-    b.add_argument("--out", required=True, help="the run folder (rerun with the same folder to resume)")
+    b.add_argument("--out", default=None, help="the run folder (rerun with the same folder to resume)")
     b.add_argument("--engine", default="local", choices=["local", "ray"])
     b.add_argument("--address", default=None, help="Ray: 'auto' or a cluster address (default: start a local Ray)")
     b.add_argument("--num-cpus", type=int, default=None, help="Ray: CPUs of the local Ray it starts")
@@ -173,6 +180,10 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("--out", default=None, help="checkpoint path (default: assets/NAME.safetensors)")
     t.add_argument("--stage3-from", default=None, metavar="CHECKPOINT",
                    help="tiny-vilt only: run the last stage (PEELING's uniqueness questions) on a stage-2 checkpoint")
+
+    pr = sub.add_parser("protocols", help="list the papers' benchmark protocols (robustlab bench --protocol NAME)")
+    pr.add_argument("name", nargs="?", default=None, help="show one protocol (a shipped name or a .toml/.json file)")
+    pr.add_argument("--json", action="store_true")
 
     d = sub.add_parser("datasets", help="list the datasets and what each needs")
     d.add_argument("pattern", nargs="?", default=None, help="a wildcard, e.g. 'ref*'")
