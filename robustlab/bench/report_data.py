@@ -46,6 +46,8 @@ from robustlab.perturb import get_perturbation
 from robustlab.perturb.condition import Condition
 from robustlab.tasks.base import ADAPT, AXES, INTERVENTION, Result, adapt_label, intervention_label
 
+from robustlab.bench.report_ci import Replicates, add_columns, column_order, model_differences
+
 RETRIEVAL_PAIRS = (("t2v", "v2t"), ("t2i", "i2t"))
 UNNATURAL_TAGS = ("p1:Positional", "p1:DropText")
 ID_COLUMNS = ["model", "dataset", "split", "task", "axes", "condition", "visual", "visual_category",
@@ -208,11 +210,14 @@ def _numeric(v) -> bool:
     return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
 
 
-def headline(result: Result, preferred_dirs=None) -> Optional[str]:
-    """The task's headline metric key in :meth:`Result.flat` form (``t2v_R@1``, ``accuracy``, ``acc``...)."""
+def headline(result: Result, preferred_dirs=None, name: Optional[str] = None) -> Optional[str]:
+    """The task's headline metric key in :meth:`Result.flat` form (``t2v_R@1``, ``accuracy``, ``acc``...);
+    ``name`` (retrieval: ``R@5``, ``MdR``, ``RSUM``...) picks another retrieval metric of the first direction."""
     dirs = directions(result.metrics, preferred_dirs)
     if dirs:
-        return f"{dirs[0]}_R@1"
+        if name == "RSUM" and _numeric(run_rsum(result.metrics)):
+            return "RSUM"
+        return f"{dirs[0]}_{name}" if name and _numeric(result.metrics[dirs[0]].get(name)) else f"{dirs[0]}_R@1"
     flat = result.flat()
     for k in ("accuracy", "acc"):
         if _numeric(flat.get(k)):
@@ -290,23 +295,35 @@ def _sorted(df: pd.DataFrame, run: RunData) -> pd.DataFrame:
     return df.loc[key.sort_values(list(key.columns), kind="stable").index]
 
 
-def results_table(run: RunData, metric: Optional[str] = None) -> pd.DataFrame:
+def headline_of(run: RunData, headline: Optional[str] = None) -> Optional[str]:
+    """The report's headline retrieval metric: ``headline``, else the spec's ``report = {"headline": ...}``."""
+    rep = run.sweep.get("report") if isinstance(run.sweep.get("report"), dict) else {}
+    return headline or (str(rep["headline"]) if rep.get("headline") else None)
+
+
+def results_table(run: RunData, metric: Optional[str] = None, headline: Optional[str] = None,
+                  reps: Optional[Replicates] = None) -> pd.DataFrame:
     """The D01 table: one row per cell — identity, visual / text perturbation with category, modality and
-    severity, every flat metric, RSUM (retrieval, 0..6) and γᵃ / γʳ / MMI of the metric (``metric`` or the task's
-    headline, column ``metric``) against the same model's clean cell in this run."""
+    severity, every flat metric, RSUM (retrieval, 0..6) and γᵃ / γʳ / MMI of the metric (``metric``, else the
+    task's headline — ``headline`` such as ``R@5`` or ``RSUM`` (:func:`headline_of`) for retrieval — column
+    ``metric``) against the same model's clean cell in this run; then the bootstrap intervals, the comparisons
+    with clean, R@K Error and the model fields (:func:`robustlab.bench.report_ci.add_columns`)."""
     if not run.results:
         return pd.DataFrame(columns=ID_COLUMNS + SCORE_COLUMNS)
     dirs = run.sweep.get("directions") if isinstance(run.sweep.get("directions"), list) else None
-    rows = [_row(r, f) | {"_headline": headline(r, dirs)} for r, f in zip(run.results, run.files)]
+    name = headline_of(run, headline)
+    rows = [_row(r, f) | {"_headline": _headline(r, dirs, name)} for r, f in zip(run.results, run.files)]
     df = pd.DataFrame(rows)
     if metric and metric not in df:
         avail = sorted(c for c in df.columns if c not in ID_COLUMNS and not c.startswith("_") and c != "cell")
         raise ValueError(f"no cell has the metric {metric!r}; metrics: {', '.join(avail)}")
     parts = [_score_group(g, metric) for _, g in df.groupby(["model", "task", "dataset"], sort=False,
                                                                    dropna=False)]
-    df = _sorted(pd.concat(parts).drop(columns="_headline"), run)
-    metric_cols = [c for c in df.columns if c not in ID_COLUMNS + SCORE_COLUMNS + ["cell"]]
-    return df[ID_COLUMNS + SCORE_COLUMNS + metric_cols + ["cell"]].reset_index(drop=True)
+    df = add_columns(run, _sorted(pd.concat(parts).drop(columns="_headline"), run), reps)
+    return df[column_order(df, ID_COLUMNS + SCORE_COLUMNS)].reset_index(drop=True)
+
+
+_headline = headline  # results_table's parameter of that name hides the function
 
 
 # ---------------------------------------------------------------------------------------- aggregations
@@ -399,8 +416,8 @@ def combination_grid(df: pd.DataFrame) -> pd.DataFrame:
 def clean_table(df: pd.DataFrame) -> pd.DataFrame:
     """Clean metrics per model (section 1): the clean cells' flat metrics."""
     clean = df[df["axes"] == "clean"]
-    drop = [c for c in clean.columns if c.startswith(("visual", "text", INTERVENTION, ADAPT)) or c in (
-        "axes", "condition", "clean_score", "scale", "gamma_a", "gamma_r", "mmi", "cell")]
+    drop = [c for c in clean.columns if c.startswith(("visual", "text", INTERVENTION, ADAPT, "delta")) or c in (
+        "axes", "condition", "clean_score", "scale", "gamma_a", "gamma_r", "mmi", "cell", "holds")]
     return clean.drop(columns=drop).dropna(axis=1, how="all").reset_index(drop=True)
 
 
@@ -534,15 +551,18 @@ def _mean(vals) -> float:
     return sum(v) / len(v) if v else math.nan
 
 
-def report_tables(run: RunData, metric: Optional[str] = None) -> dict:
+def report_tables(run: RunData, metric: Optional[str] = None, headline: Optional[str] = None) -> dict:
     """The report's tables as DataFrames: ``results`` (D01), ``clean``, ``robustness`` (per perturbation, category,
     overall, natural), ``effective`` (A09), ``combinations`` (M01/A08 grid, long form), ``interventions`` (Rawal et
-    al.'s Table 1), ``adaptation`` (HAT-VTR Tables 1–5, :func:`adapt_table`)."""
-    df = results_table(run, metric)
+    al.'s Table 1), ``adaptation`` (HAT-VTR Tables 1–5, :func:`adapt_table`), ``models`` (paired bootstrap
+    between models per condition, :func:`~robustlab.bench.report_ci.model_differences`)."""
+    reps = Replicates(run)
+    df = results_table(run, metric, headline, reps)
     rob = robustness_rows(df) if not df.empty else pd.DataFrame()
     return {"results": df, "clean": clean_table(df) if not df.empty else df, "robustness": rob,
             "effective": effective(rob), "combinations": combination_grid(df) if not df.empty else pd.DataFrame(),
-            "interventions": intervention_table(df), "adaptation": adapt_table(df, run)}
+            "interventions": intervention_table(df), "adaptation": adapt_table(df, run),
+            "models": model_differences(run, df, reps)}
 
 
 DIRECTIONS = {"t2i": "text→image", "i2t": "image→text", "t2v": "text→video", "v2t": "video→text"}
@@ -567,7 +587,7 @@ def axis_noun(axis: str, df: pd.DataFrame, dataset: str) -> str:
 
 
 
-__all__ = ["RunData", "load_run", "results_table", "report_tables", "describe",
+__all__ = ["RunData", "load_run", "results_table", "report_tables", "describe", "headline_of",
            "headline", "directions", "run_rsum", "metric_scale", "natural", "robustness_rows", "effective",
            "combination_grid", "clean_table", "intervention_table", "adapt_table", "DROP_FLAG", "ADAPT_ID",
            "DIRECTIONS", "metric_label", "axis_noun"]

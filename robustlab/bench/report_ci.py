@@ -1,0 +1,218 @@
+"""The sweep report's confidence columns (:mod:`robustlab.bench.report_data` adds them to the results table):
+bootstrap intervals of every retrieval metric, the paired bootstrap between conditions and between models, the
+R@K Error columns and the per-model fields (parameter count, training regime).
+
+* **Intervals.** A retrieval cell keeps the 1-based rank of every query's ground truth per direction
+  (``extra["ranks"]``); :mod:`robustlab.metrics.bootstrap` resamples the queries (1,000 resamples, seed 0, the
+  percentile method, 95 %) and every metric ``D_M`` (``t2v_R@1``, ``v2t_MdR``...) gets ``D_M_lo`` / ``D_M_hi``,
+  RSUM ``RSUM_lo`` / ``RSUM_hi`` (each direction resampled on its own queries) and the row's headline ``score``
+  ``score_lo`` / ``score_hi``. A cell without ranks (other tasks, adaptation cells, runs made before ranks were
+  kept) has no interval (empty).
+* **Which differences hold.** The resamples are a function of (number of queries, seed) only, so two cells over
+  the same queries are resampled with the same query indices: the per-resample difference of their metric is the
+  paired bootstrap (:func:`robustlab.metrics.bootstrap.paired`) and a difference *holds* when its 95 % interval
+  excludes 0. Each perturbed cell is compared with its model's clean cell (``delta`` = perturbed − clean,
+  ``delta_lo`` / ``delta_hi``, ``holds``), and every pair of models on each condition (:func:`model_differences`).
+* **R@K Error** (Schiappa et al.): ``D_R@K_error`` = 1 − R@K, for every R@K column.
+* **Fields**: ``n_params`` (recorded by the task from the model) and ``regime`` (zero-shot / fine-tuned / scratch):
+  the sweep spec's ``fields = {"regime": {model: value}}`` when it names the model (a regime depends on the data
+  the model is evaluated on, so the sweep's word wins), else what the model itself declared (``extra["regime"]``),
+  else empty. Any other key of ``fields`` becomes a column too.
+"""
+from __future__ import annotations
+
+import math
+import re
+from itertools import combinations
+from pathlib import Path
+from typing import Optional
+
+import numpy as np
+import pandas as pd
+
+from robustlab.metrics import bootstrap as bs
+
+_KEY = re.compile(r"^(t2v|v2t|t2i|i2t)_(R@\d+|MdR|MnR)$")
+RSUM_KS = ("R@1", "R@5", "R@10")
+DIFF_COLUMNS = ["metric", "condition", "model_a", "model_b", "score_a", "score_b", "delta", "delta_lo", "delta_hi",
+                "holds", "n"]
+
+
+def rank_metric(key) -> Optional[tuple]:
+    """``("t2v", "R@1")`` for ``t2v_R@1``, ``("RSUM", None)`` for RSUM, None for anything the ranks do not give."""
+    if key == "RSUM":
+        return ("RSUM", None)
+    m = _KEY.match(str(key))
+    return (m.group(1), m.group(2)) if m else None
+
+
+def cell_ranks(result) -> dict:
+    """``{direction: int array}`` of a Result's ``extra["ranks"]``; ``{}`` when absent or malformed."""
+    raw = result.extra.get("ranks") if isinstance(getattr(result, "extra", None), dict) else None
+    if not isinstance(raw, dict):
+        return {}
+    out = {}
+    for d, r in raw.items():
+        try:
+            a = np.asarray(r, dtype=np.int64)
+        except (TypeError, ValueError, OverflowError):
+            return {}
+        if a.ndim != 1 or a.size == 0 or a.min() < 1:
+            return {}
+        out[str(d)] = a
+    return out
+
+
+class Replicates:
+    """Bootstrap replicates of every cell's metrics, computed once per (cell, direction) and shared by the
+    intervals and the paired comparisons."""
+
+    def __init__(self, run, n_boot: int = bs.N_BOOT, seed: int = bs.SEED, level: float = bs.LEVEL):
+        self.n_boot, self.seed, self.level = n_boot, seed, level
+        self.ranks = {r.extra.get("cell") or Path(f).stem: cell_ranks(r) for r, f in zip(run.results, run.files)}
+        self._reps: dict = {}
+
+    def of(self, cell: str, key: str) -> Optional[np.ndarray]:
+        """The replicates of metric ``key`` (``t2v_R@1``, ``RSUM``...) of a cell; None when it has no ranks."""
+        rm = rank_metric(key)
+        rk = self.ranks.get(cell) or {}
+        if rm is None or not rk:
+            return None
+        d, m = rm
+        if d == "RSUM":
+            if len(rk) != 2:
+                return None
+            return sum(self._direction(cell, x)[k] for x in rk for k in RSUM_KS)
+        return self._direction(cell, d)[m] if d in rk else None
+
+    def _direction(self, cell: str, d: str) -> dict:
+        if (cell, d) not in self._reps:
+            self._reps[(cell, d)] = bs.replicates(self.ranks[cell][d], bs.METRICS, self.n_boot, self.seed)
+        return self._reps[(cell, d)]
+
+    def n(self, cell: str, key: str) -> Optional[tuple]:
+        """The query counts behind a metric of a cell (what must match for a paired comparison)."""
+        rm = rank_metric(key)
+        rk = self.ranks.get(cell) or {}
+        if rm is None or not rk:
+            return None
+        return tuple(sorted((d, len(r)) for d, r in rk.items())) if rm[0] == "RSUM" else \
+            ((rm[0], len(rk[rm[0]])) if rm[0] in rk else None)
+
+    def interval(self, cell: str, key: str) -> tuple:
+        v = self.of(cell, key)
+        return bs.interval(v, self.level) if v is not None else (math.nan, math.nan)
+
+    def paired(self, cell_a: str, cell_b: str, key: str) -> Optional[dict]:
+        """The paired bootstrap of ``key``(a) − ``key``(b) over the same queries; None when either has no ranks
+        or they are not over the same number of queries."""
+        a, b = self.of(cell_a, key), self.of(cell_b, key)
+        if a is None or b is None or self.n(cell_a, key) != self.n(cell_b, key):
+            return None
+        lo, hi = bs.interval(a - b, self.level)
+        return {"delta_lo": lo, "delta_hi": hi, "holds": bool(lo > 0 or hi < 0)}
+
+
+def _order(cols: list, have: set) -> list:
+    out = []
+    for c in cols:
+        out.append(c)
+        out += [x for x in (f"{c}_lo", f"{c}_hi", f"{c}_error") if x in have]
+    return out
+
+
+def add_columns(run, df: pd.DataFrame, reps: Optional[Replicates] = None) -> pd.DataFrame:
+    """The results table with the intervals, the comparisons against clean, the R@K Error columns and the model
+    fields (see the module docstring); ``df`` is :func:`robustlab.bench.report_data.results_table`'s."""
+    if df.empty or "cell" not in df:
+        return df
+    reps = reps or Replicates(run)
+    df = df.copy()
+    keys = [c for c in df.columns if rank_metric(c) is not None]
+    new: dict = {}
+    for k in keys:
+        iv = [reps.interval(c, k) for c in df["cell"]]
+        new[f"{k}_lo"], new[f"{k}_hi"] = [x[0] for x in iv], [x[1] for x in iv]
+        if rank_metric(k)[1] and rank_metric(k)[1].startswith("R@"):
+            new[f"{k}_error"] = 1.0 - pd.to_numeric(df[k], errors="coerce")
+    sc = [reps.interval(c, m) for c, m in zip(df["cell"], df["metric"])]
+    new["score_lo"], new["score_hi"] = [x[0] for x in sc], [x[1] for x in sc]
+    delta, dlo, dhi, holds = [], [], [], []
+    clean = {}
+    for (m, t, d), g in df[df["axes"] == "clean"].groupby(["model", "task", "dataset"], sort=False, dropna=False):
+        clean[(m, t, d)] = g["cell"].iloc[0]
+    for _, r in df.iterrows():
+        c = clean.get((r["model"], r["task"], r["dataset"]))
+        p = reps.paired(r["cell"], c, r["metric"]) if c is not None and r["axes"] != "clean" else None
+        delta.append(r["score"] - r["clean_score"] if p else math.nan)
+        dlo.append(p["delta_lo"] if p else math.nan)
+        dhi.append(p["delta_hi"] if p else math.nan)
+        holds.append(p["holds"] if p else None)
+    new.update(delta=delta, delta_lo=dlo, delta_hi=dhi, holds=holds)
+    df = pd.concat([df, pd.DataFrame(new, index=df.index)], axis=1)
+    for name, val in model_fields(run).items():
+        df[name] = df["model"].map(val)
+    return df
+
+
+def column_order(df: pd.DataFrame, first: list) -> list:
+    """``first`` (identity and score columns), the score's interval and comparison with clean, every metric
+    followed by its interval and error, the model fields, ``cell``."""
+    have = set(df.columns)
+    ci = [c for c in ("score_lo", "score_hi", "delta", "delta_lo", "delta_hi", "holds") if c in have]
+    fields = [c for c in ("regime", "n_params") if c in have]
+    derived = {c for c in have if c.endswith(("_lo", "_hi", "_error"))} | set(ci)
+    rest = [c for c in df.columns if c not in set(first) | derived | set(fields) | {"cell"}]
+    extra_fields = [c for c in rest if c.startswith("field_")]
+    rest = [c for c in rest if c not in extra_fields]
+    return [c for c in first if c in have] + ci + _order(rest, have) + fields + extra_fields + \
+        (["cell"] if "cell" in have else [])
+
+
+def model_fields(run) -> dict:
+    """``{column: {model: value}}``: ``n_params`` and ``regime`` (see the module docstring) and any other key of
+    the spec's ``fields`` (as ``field_KEY``)."""
+    models = list(dict.fromkeys(r.model for r in run.results))
+    spec = run.sweep.get("fields") if isinstance(run.sweep.get("fields"), dict) else {}
+    out: dict = {"n_params": {}, "regime": {}}
+    for r in run.results:
+        n = r.extra.get("n_params")
+        if isinstance(n, int) and not isinstance(n, bool) and r.model not in out["n_params"]:
+            out["n_params"][r.model] = n
+        g = r.extra.get("regime")
+        if isinstance(g, str) and g and r.model not in out["regime"]:
+            out["regime"][r.model] = g
+    given = spec.get("regime") if isinstance(spec.get("regime"), dict) else {}
+    out["regime"].update({m: str(v) for m, v in given.items() if m in models})
+    for key, val in spec.items():
+        if key != "regime" and isinstance(val, dict):
+            out[f"field_{key}"] = {m: v for m, v in val.items() if m in models}
+    for m in models:  # always both columns (empty when unknown): results.csv keeps one schema
+        out["n_params"].setdefault(m, None)
+        out["regime"].setdefault(m, None)
+    return out
+
+
+def model_differences(run, df: pd.DataFrame, reps: Optional[Replicates] = None) -> pd.DataFrame:
+    """Between every pair of models (sweep order) on each condition they share: the headline metric of each, the
+    difference a − b with its paired-bootstrap 95 % interval and whether it holds (interval excludes 0)."""
+    if df.empty or "cell" not in df or df["model"].nunique() < 2:
+        return pd.DataFrame(columns=["task", "dataset"] + DIFF_COLUMNS)
+    reps = reps or Replicates(run)
+    out = []
+    for (t, d, cond), g in df.groupby(["task", "dataset", "condition"], sort=False, dropna=False):
+        rows = list(g.drop_duplicates("model").itertuples(index=False))
+        for a, b in combinations(rows, 2):
+            if a.metric != b.metric:
+                continue
+            p = reps.paired(a.cell, b.cell, a.metric)
+            if p is None:
+                continue
+            out.append({"task": t, "dataset": d, "metric": a.metric, "condition": cond, "model_a": a.model,
+                        "model_b": b.model, "score_a": a.score, "score_b": b.score, "delta": a.score - b.score,
+                        **p, "n": a.n})
+    return pd.DataFrame(out, columns=["task", "dataset"] + DIFF_COLUMNS)
+
+
+__all__ = ["rank_metric", "cell_ranks", "Replicates", "add_columns", "column_order", "model_fields",
+           "model_differences", "DIFF_COLUMNS"]
