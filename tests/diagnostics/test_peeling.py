@@ -414,6 +414,75 @@ def test_extraction_score_of_the_spacy_extractor_on_the_shipped_labels():
     assert s.objects.f1 >= 0.95 and s.properties.f1 >= 0.8
 
 
+# ---- ATCR from manual labels ------------------------------------------------------------------------------------
+def test_atcr_by_hand_and_the_papers_rounds():
+    labels = {f"{k}-0-0": "valid" if k < 9 else "invalid" for k in range(10)}
+    r = P.compute_atcr(labels)
+    assert (r.valid, r.invalid, r.unlabelled, r.atcr) == (9, 1, 0, 0.9) and r.complete  # RefCOCO's 90.0
+    lo, hi = r.interval  # Wilson 95 % for 9 / 10
+    assert lo == pytest.approx(0.5958, abs=1e-4) and hi == pytest.approx(0.9821, abs=1e-4)
+    part = P.compute_atcr({"a": "valid", "b": None, "c": "invalid"}, total=5)
+    assert (part.labelled, part.unlabelled, part.atcr, part.complete) == (2, 3, 0.5, False)
+    assert P.compute_atcr([]).atcr is None and P.compute_atcr([]).interval is None
+    # the paper repeats three rounds and averages: RefCOCO+ 93.3 = mean(93, 94, 93)
+    rounds = [P.compute_atcr(["valid"] * v + ["invalid"] * (100 - v)) for v in (93, 94, 93)]
+    assert P.atcr_rounds(rounds)["mean"] == pytest.approx(0.933333, abs=1e-6)
+    with pytest.raises(ValueError):
+        P.compute_atcr({"a": "maybe"})
+    with pytest.raises(ValueError):
+        P.compute_atcr({"a": "valid", "b": "valid"}, total=1)
+
+
+def test_atcr_sample_is_seeded_and_in_run_order():
+    tests = [_test(k, True) for k in range(250)]
+    a, b = P.sample_tests(tests, 100, seed=3), P.sample_tests(tests, 100, seed=3)
+    assert [t.uniq_id for t in a] == [t.uniq_id for t in b] and len(a) == 100 == len({t.uniq_id for t in a})
+    assert [t.item for t in a] == sorted(t.item for t in a)
+    assert [t.uniq_id for t in P.sample_tests(tests, 100, seed=4)] != [t.uniq_id for t in a]
+    assert P.sample_tests(tests[:7], 100) == tests[:7]
+
+
+def test_atcr_labels_round_trip_and_stale_labels(tmp_path):
+    tests = [_test(k, True, text=f"cup {k}") for k in range(4)]
+    labels = {tests[0].uniq_id: "valid", tests[1].uniq_id: "invalid", tests[2].uniq_id: "valid"}
+    doc = P.labels_document(tests, labels, {"model": "m"})
+    assert doc["atcr"]["atcr"] == pytest.approx(2 / 3, abs=1e-6) and doc["atcr"]["unlabelled"] == 1
+    f = tmp_path / "atcr.json"
+    f.write_text(P.labels_json(tests, labels, {"model": "m"}))
+    loaded = P.read_atcr_labels(f)
+    assert {k: v["label"] for k, v in loaded.items()} == {**labels, tests[3].uniq_id: None}
+    got = P.apply_labels(tests, loaded)
+    assert got.labels == labels and (got.matched, got.unknown, got.stale) == (3, 0, 0)
+    assert P.compute_atcr(got.labels, total=len(tests)).to_dict() == doc["atcr"]
+    # another run: test 1's final expression differs (its label no longer applies), test 9 is not in this set
+    other = [_test(k, True, text=f"cup {k}") for k in (0, 2, 3)] + [_test(1, True, text="mug"), _test(9, True)]
+    loaded["9-0-0"] = {"label": "valid"}
+    got = P.apply_labels(other, loaded)
+    assert got.labels == {tests[0].uniq_id: "valid", tests[2].uniq_id: "valid", "9-0-0": "valid"}
+    assert got.stale == 1 and got.unknown == 0
+    assert P.apply_labels(tests[:1], loaded).unknown == 4
+
+
+@pytest.mark.parametrize("content,msg", [
+    ("", "empty"), ("[1", "not valid JSON"), ("[]", "not a PEELING ATCR labels file"),
+    ('{"format": "robustlab-peeling-atcr", "version": 7, "labels": []}', "version 7"),
+    ('{"format": "robustlab-peeling-atcr", "version": 1, "labels": {}}', "must be a list"),
+    ('{"format": "robustlab-peeling-atcr", "version": 1, "labels": [{"label": "valid"}]}', "uniq_id"),
+    ('{"format": "robustlab-peeling-atcr", "version": 1, "labels": [{"uniq_id": "a", "label": "yes"}]}',
+     "must be one of valid, invalid"),
+    ('{"format": "robustlab-peeling-atcr", "version": 1, "labels": [{"uniq_id": "a", "MRtext": 3}]}', "text"),
+    ('{"format": "robustlab-peeling-atcr", "version": 1, "labels": [{"uniq_id": "a"}, {"uniq_id": "a"}]}',
+     "twice"),
+    (b"\xff\xfe", "UTF-8"),
+])
+def test_atcr_bad_label_files_give_one_line(content, msg):
+    from robustlab.io.files import InputError
+
+    with pytest.raises(InputError) as e:
+        P.parse_atcr_labels(content, "my.json")
+    assert msg in str(e.value) and "\n" not in str(e.value) and str(e.value).startswith("my.json")
+
+
 # ---- the synonym step keeps the part of speech and the sense (issue 26) ------------------------------------------
 DRIFT = [("ring", "n", "ringing"), ("star", "n", "superstar")]  # what every-sense lemmas gave (released code)
 

@@ -92,6 +92,10 @@ from dataclasses import dataclass
 from typing import Any
 
 # the package's names, re-exported: ``from robustlab.diagnostics.peeling import X`` works for every X it ever had
+from robustlab.diagnostics.peeling.atcr import (  # noqa: F401
+    ATCR, LABELS, SAMPLE, Applied, apply_labels, atcr_rounds, compute_atcr, labels_document, labels_json,
+    parse_atcr_labels, read_atcr_labels, sample_tests,
+)
 from robustlab.diagnostics.peeling.candidates import Candidate, candidates, determiner  # noqa: F401
 from robustlab.diagnostics.peeling.export_files import (  # noqa: F401
     EXPORT_FORMATS, OFA_COLUMNS, PAPER_COLUMNS, export_tests, read_ofa_tsv,
@@ -424,6 +428,15 @@ __all__ = ["PeelingTask", "TASK",
     "parse_labels",
     "read_labels",
     "score_extraction",
+    "ATCR",
+    "apply_labels",
+    "atcr_rounds",
+    "compute_atcr",
+    "labels_document",
+    "labels_json",
+    "parse_atcr_labels",
+    "read_atcr_labels",
+    "sample_tests",
     "is_derivation",
     "uniqueness",
     "uniqueness_many",
