@@ -30,6 +30,8 @@
                                                        test-time adaptation of the query side under a query
                                                        shift: clean / shifted / adapted R@K and the time
     robustlab adapt --list [--json]                    the adaptation methods, their parameters and defaults
+    robustlab peeling extraction [--labels FILE]       PEELING's extraction precision / recall / F1 (RQ4)
+    robustlab peeling atcr LABELS.json                 the ATCR of tests labelled on the Grounding page
 
 Layout: :mod:`~robustlab.cli.parser` (every flag and help text), one module per command or small group, each thin
 over the library (:mod:`~robustlab.cli.listing` for models / perturbations / datasets / tasks, ``train``,
@@ -55,6 +57,7 @@ COMMANDS = {
     "eval": "evaluate:cmd_eval", "perturb": "perturb:cmd_perturb", "regenerate": "regenerate:cmd_regenerate",
     "hubness": "hubness:cmd_hubness", "bench": "bench:cmd_bench", "bench-report": "bench:cmd_bench_report",
     "adapt": "adapt:cmd_adapt", "protocols": "protocols:cmd_protocols",
+    "peeling": "peeling:cmd_peeling",
 }
 # names robustlab.cli had as one module -> where they live now ("module:name"); read and set through the package
 # (a test that replaces robustlab.cli._load replaces what the commands call)

@@ -155,6 +155,23 @@ def _adapt_args(ad) -> None:
     ad.add_argument("--out", default=None, metavar="FILE", help="also write the result as JSON to FILE")
 
 
+def _peeling_parser(sub) -> None:
+    pl = sub.add_parser("peeling", help="PEELING's extraction P/R/F1 (RQ4) and the ATCR of labelled tests",
+                        description="`robustlab peeling extraction [--labels FILE]`: precision, recall and F1 of "
+                                    "the object & property extraction against labelled expressions (default the "
+                                    "shipped set; FILE: JSON or CSV with expression, object, properties and "
+                                    "optionally pred_object / pred_properties). `robustlab peeling atcr "
+                                    "LABELS.json`: the ATCR of tests labelled valid / invalid on the Grounding "
+                                    "page (its exported labels file).")
+    pl.add_argument("what", choices=["extraction", "atcr"])
+    pl.add_argument("file", nargs="?", default=None, help="atcr: the labels file exported by the Grounding page")
+    pl.add_argument("--labels", default=None, help="extraction: a labelled JSON or CSV file (default: shipped set)")
+    pl.add_argument("--match", default="exact", choices=["exact", "overlap"],
+                    help="extraction: properties equal after normalising (exact) or by contained words (overlap)")
+    pl.add_argument("--rows", action="store_true", help="extraction: also list the expressions with an error")
+    pl.add_argument("--json", action="store_true")
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="robustlab", description="Perturb, compare and diagnose vision-language models.")
     sub = p.add_subparsers(dest="cmd", required=True, parser_class=_Parser)
@@ -248,6 +265,7 @@ def build_parser() -> argparse.ArgumentParser:
     hb.add_argument("--device", default=None)
     hb.add_argument("--json", action="store_true")
     _bench_parser(sub)
+    _peeling_parser(sub)
 
     sub.add_parser("adapt", help="test-time adaptation of a retrieval model's query side under a query shift",
                    build=_adapt_args)

@@ -483,6 +483,34 @@ def test_atcr_bad_label_files_give_one_line(content, msg):
     assert msg in str(e.value) and "\n" not in str(e.value) and str(e.value).startswith("my.json")
 
 
+# ---- the command line: robustlab peeling extraction | atcr ------------------------------------------------------
+def test_cli_peeling_extraction_and_atcr(tmp_path, capsys):
+    from robustlab.cli import main
+
+    f = tmp_path / "labels.json"
+    f.write_text(json.dumps([{"expression": "the tall man in a hat", "object": "man",
+                              "properties": ["tall", "in a hat"], "pred_object": "man",
+                              "pred_properties": ["tall", "hat"]}]))
+    assert main(["peeling", "extraction", "--labels", str(f), "--json"]) == 0
+    d = json.loads(capsys.readouterr().out)
+    assert d["objects"]["f1"] == 1.0 and (d["properties"]["precision"], d["properties"]["recall"]) == (0.5, 0.5)
+    assert main(["peeling", "extraction", "--labels", str(f), "--match", "overlap"]) == 0
+    out = capsys.readouterr().out
+    assert "property   100.0 100.0 100.0   2 / 2 / 2" in out and "overall" in out
+    tests = [_test(k, True) for k in range(4)]
+    g = tmp_path / "atcr.json"
+    g.write_text(P.labels_json(tests, {t.uniq_id: "valid" for t in tests[:3]} | {tests[3].uniq_id: "invalid"}))
+    assert main(["peeling", "atcr", str(g)]) == 0
+    assert capsys.readouterr().out.startswith("ATCR 75.0 % (3 valid / 4 labelled")
+    assert main(["peeling", "atcr", str(g), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["atcr"] == 0.75
+    g.write_text("{")  # a bad file: one line on stderr, exit 2
+    assert main(["peeling", "atcr", str(g)]) == 2
+    e = capsys.readouterr().err
+    assert e.startswith("robustlab: atcr.json: not valid JSON") and e.count("\n") == 1
+    assert main(["peeling", "atcr"]) == 2 and "needs a labels file" in capsys.readouterr().err
+
+
 # ---- the synonym step keeps the part of speech and the sense (issue 26) ------------------------------------------
 DRIFT = [("ring", "n", "ringing"), ("star", "n", "superstar")]  # what every-sense lemmas gave (released code)
 
