@@ -100,6 +100,11 @@ class CachedSource:
     def __len__(self) -> int:
         return self.n_frames
 
+    @property
+    def identity(self):
+        """The wrapped source's identity (None if it has none): see :func:`robustlab.perturb.share.source_identity`."""
+        return getattr(self.source, "identity", None)
+
     def read(self, indices) -> np.ndarray:
         idx = [int(t) for t in np.asarray(indices, dtype=np.int64).reshape(-1)]
         have = {t: self.cache.get((self.item, t)) for t in set(idx)}

@@ -148,6 +148,13 @@ class ClipSource:
     def n_frames(self) -> int:
         return len(self.order)
 
+    @property
+    def identity(self) -> tuple:
+        """What the frames read depend on (the file's path, size and modification time, the segment, the frame
+        size), known without decoding: whole-clip work is shared by it (:mod:`robustlab.perturb.share`)."""
+        st = self.path.stat()
+        return (str(self.path.resolve()), int(st.st_size), int(st.st_mtime_ns), self.lo, self.hi, self.max_side)
+
     def __len__(self) -> int:
         return self.n_frames
 

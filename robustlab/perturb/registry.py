@@ -53,6 +53,7 @@ from typing import Optional
 import numpy as np
 
 from robustlab.perturb import record as _rec
+from robustlab.perturb import share as _share
 from robustlab.perturb.frames import (IndexSpec, _as_source, _frame_shape, _resolve_indices, frame_call, frame_rng,
                                       index_plan, plan_for, whole_clip_reason)
 from robustlab.perturb.specs import (  # noqa: F401  (re-exported: the registry's public names and _REGISTRY)
@@ -188,6 +189,13 @@ def _run(spec: PerturbationSpec, x, params: dict, rng: np.random.Generator, seed
     return np.ascontiguousarray(out)
 
 
+def _run_checked(spec: PerturbationSpec, x, params: dict, seed: int, seeding: str = FRAME_SEEDING):
+    try:
+        return _run(spec, x, params, np.random.default_rng(seed), seeding)
+    except ImportError as e:  # a dependency found on disk but broken at import
+        raise RuntimeError(f"perturbation {spec.name!r} is unavailable: {e}") from e
+
+
 def perturb(x, name: str, severity: int, seed: int = 0, variant: str | None = None, *,
             frame_seeding: str | None = None) -> PerturbResult:
     """Apply perturbation ``name`` (or ``name/variant``) at ``severity`` (0 = clean, 1..5) with ``seed``; see module
@@ -215,10 +223,14 @@ def perturb(x, name: str, severity: int, seed: int = 0, variant: str | None = No
             out = arr
             note = "empty or whitespace-only text: returned unchanged"
         else:
-            try:
-                out = _run(spec, arr, params, np.random.default_rng(seed), frame_seeding or FRAME_SEEDING)
-            except ImportError as e:  # a dependency found on disk but broken at import
-                raise RuntimeError(f"perturbation {name!r} is unavailable: {e}") from e
+            keyed = _share.output_key(spec, v, s, seed, input_hash) if info["kind"] == "video" else None
+            out = _share.MEMO.get(keyed, s)  # a severity whose effective parameters another one computed
+            if out is None:
+                out = _run_checked(spec, arr, params, seed, frame_seeding or FRAME_SEEDING)
+                if keyed is not None:
+                    _share.MEMO.put(keyed, s, out.copy(), out.nbytes)
+            else:
+                out = out.copy()
             if spec.modality == "text" and out == arr:
                 note = "no augmentable words (or nothing changed): returned unchanged"
     details = None
@@ -266,16 +278,7 @@ def perturb_sampled(source, name: str, severity: int, seed: int = 0, variant: Op
     sampled: dict = {"lazy": plan is not None}
     note = "severity 0: clean pass-through (output == input)" if s == 0 else ""
     if plan is None:  # whole clip, then sample
-        clip = src.read(np.arange(n))
-        res = perturb(clip, spec.name, s, seed=seed, variant=v)
-        idx = _resolve_indices(indices, res.output.shape[0])
-        out = np.ascontiguousarray(res.output[idx])
-        sampled.update(why=whole_clip_reason(spec), n_out=int(res.output.shape[0]), indices=idx.tolist(),
-                       frames_read=n)
-        record = dict(res.record, output_hash=_rec.hash_value(out), output={"shape": list(out.shape)})
-        record["input"] = dict(record["input"], hash_of="the whole clip")
-        record["sampled"] = sampled
-        return PerturbResult(out, record)
+        return _whole_clip_sampled(spec, src, v, s, seed, params, indices)
     idx = _resolve_indices(indices, plan.n_out)
     need = sorted({int(i) for t in idx for i in plan.needs(int(t))})
     if need and (need[0] < 0 or need[-1] >= n):
@@ -294,6 +297,34 @@ def perturb_sampled(source, name: str, severity: int, seed: int = 0, variant: Op
     if spec.modality == "image":
         record["frame_seeding"] = FRAME_SEEDING
     record["sampled"] = sampled
+    return PerturbResult(out, record)
+
+
+def _whole_clip_sampled(spec: PerturbationSpec, src, v: str, s: int, seed: int, params: dict,
+                        indices: IndexSpec) -> PerturbResult:
+    """A whole-clip op's sampled frames: the clip read whole (once for the severities asked in turn,
+    ``share.CLIPS``) and perturbed, then sampled; severities with equal effective parameters share the sampled
+    output (``share.MEMO``, keyed by the source's identity and the indices), so a hit decodes and encodes nothing."""
+    n = int(src.n_frames)
+    ident = _share.source_identity(src) if spec.effective or getattr(src, "identity", None) else None
+    keyed = None
+    if ident is not None and not spec.output_note:  # the output has the clip's length: the indices are known now
+        keyed = _share.output_key(spec, v, s, seed, ident, _resolve_indices(indices, n).tolist())
+    got = _share.MEMO.get(keyed, s)
+    if got is None:
+        clip, input_hash = _share.CLIPS.read_whole(src, ident if ident and ident[0] == "source" else None)
+        whole = _run_checked(spec, clip, params, seed)
+        idx = _resolve_indices(indices, whole.shape[0])
+        got = (input_hash, list(clip.shape), int(whole.shape[0]), idx, np.ascontiguousarray(whole[idx]))
+        _share.MEMO.put(keyed, s, got, got[-1].nbytes)
+    input_hash, shape, n_out, idx, out = got
+    out = out.copy()
+    info = {"kind": "video", "shape": shape, "hash_of": "the whole clip"}
+    record = _rec.build_record(name=spec.name, modality=spec.modality, variant=v, severity=s, seed=seed,
+                               params=params, input_info=info, input_hash=input_hash,
+                               output_hash=_rec.hash_value(out), note="", output_info={"shape": list(out.shape)})
+    record["sampled"] = {"lazy": False, "why": whole_clip_reason(spec), "n_out": n_out, "indices": idx.tolist(),
+                         "frames_read": n}
     return PerturbResult(out, record)
 
 

@@ -79,6 +79,9 @@ class PerturbationSpec:
     # video ops: (shape T×H×W×3, params, rng) -> robustlab.perturb.frames.FramePlan (which input frames each output
     # frame needs and how to render it); None: the op needs the whole clip (codecs, event insertion)
     plan: Callable | None = dataclasses.field(default=None, repr=False, compare=False)
+    # params -> the parameters fn really uses (e.g. a codec's quantiser after the encoder's clamp); severities with
+    # equal effective parameters give byte-identical outputs and share one (robustlab.perturb.share); None: unknown
+    effective: Callable | None = dataclasses.field(default=None, repr=False, compare=False)
     _static_reason: str = dataclasses.field(default="", repr=False, compare=False)
 
     @property
@@ -93,7 +96,7 @@ class PerturbationSpec:
 
     def to_dict(self) -> dict:
         d = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)
-             if f.name not in ("fn", "check", "plan") and not f.name.startswith("_")}
+             if f.name not in ("fn", "check", "plan", "effective") and not f.name.startswith("_")}
         return _rec.jsonable(d)
 
     def refresh(self) -> "PerturbationSpec":
@@ -179,7 +182,7 @@ def register(name: str, *, modality: str, category: str, source: str, severity_t
              variants: dict | None = None, default_variant: str = "default", description: str = "",
              tags=(), requires=(), variant_notes: dict | None = None, batched: bool = False,
              applies_to=None, override: bool = False, requires_perturbations=(), check: Callable | None = None,
-             output_note: str = "", chunk_elements: int = 0):
+             output_note: str = "", chunk_elements: int = 0, effective: Callable | None = None):
     """Decorator registering ``fn(x, params, rng) -> output`` as perturbation ``name``.
 
     ``severity_table`` is the default variant's table ({1..5: params}); ``variants`` maps further variant
@@ -192,6 +195,9 @@ def register(name: str, *, modality: str, category: str, source: str, severity_t
     function's output length or size may differ from its input's. ``chunk_elements`` (batched image ops only)
     replaces ``VIDEO_CHUNK_ELEMENTS`` for this op's video chunks, for functions whose per-call Python overhead
     outweighs the cache cost of bigger chunks (it fixes the chunks, so it is part of what a seed produces).
+    ``effective`` (``params -> dict``): the parameters the function really uses, where the table's can differ
+    from them (an encoder's clamp); severities with equal effective parameters share one output
+    (:mod:`robustlab.perturb.share`), so it must be exact: equal effective parameters, equal bytes.
     """
     if modality not in MODALITIES:
         raise ValueError(f"modality must be one of {', '.join(MODALITIES)}, got {modality!r}")
@@ -227,7 +233,7 @@ def register(name: str, *, modality: str, category: str, source: str, severity_t
             tags=tuple(tags), variant_notes=dict(variant_notes or {}), requires=tuple(requires),
             applies_to=tuple(applies_to), batched=bool(batched),
             requires_perturbations=tuple(tuple(p) if isinstance(p, list) else p for p in requires_perturbations),
-            output_note=output_note, chunk_elements=int(chunk_elements), fn=fn, check=check,
+            output_note=output_note, chunk_elements=int(chunk_elements), fn=fn, check=check, effective=effective,
             _static_reason=static_reason,
         )
         _REGISTRY[name] = spec

@@ -33,6 +33,14 @@ def _encode(x: np.ndarray, params: dict, rng: np.random.Generator) -> np.ndarray
     return encode_decode(frames_of(x), params["codec"], qscale=int(params["qscale"]), fps=float(params["fps"]))
 
 
+def _effective(params: dict) -> dict:
+    """What the encoder is given: the quantiser after its clamp to [2, 31] (severities with equal ones share one
+    output, robustlab.perturb.share), the codec and the frame rate."""
+    from robustlab.io.media import effective_qscale  # the encoder's own clamp; PIL/av stay out of `import`
+
+    return {"codec": params["codec"], "qscale": effective_qscale(params["qscale"]), "fps": float(params["fps"])}
+
+
 _NOTE = ("deterministic: one-threaded encoder, bit-exact DCT/IDCT; RGB→YUV 4:2:0 (BT.601) by robustlab, odd sizes "
          "padded with edge pixels and cropped back")
 
@@ -49,7 +57,7 @@ register(
     },
     description="Whole-video MPEG-2 encode → decode at a fixed quantiser (FFmpeg's mpeg2video, GOP 12, no "
                 f"B-frames, as `ffmpeg -q:v`); {_NOTE}.",
-    tags=("p1", "digital", "codec", "video-only", "deterministic"), requires=("av",),
+    tags=("p1", "digital", "codec", "video-only", "deterministic"), requires=("av",), effective=_effective,
 )(_encode)
 
 register(
@@ -61,5 +69,5 @@ register(
                             "-> effective 15/30/31/31/31 (s3–s5 identical)"},
     description="Whole-video MPEG-4 Part 2 encode → decode at a fixed quantiser (FFmpeg's mpeg4, GOP 12, no "
                 f"B-frames, as `ffmpeg -q:v`); {_NOTE}.",
-    tags=("p1", "digital", "codec", "video-only", "deterministic"), requires=("av",),
+    tags=("p1", "digital", "codec", "video-only", "deterministic"), requires=("av",), effective=_effective,
 )(_encode)
