@@ -11,14 +11,16 @@ from robustlab.bench import SweepError, SweepSpec, build_spec
 from robustlab.models.interventions import names as intervention_names
 from robustlab.perturb import list_perturbations
 from robustlab.tasks.registry import get, names  # (robustlab.bench registers the PEELING task)
-from ui import bench
+from ui import bench, bench_protocol
 
 st.header("Benchmark — a robustness sweep")
 st.caption("Every (model, perturbation, severity) cell over one dataset, one result file per cell in a run folder "
            "in the server's runs folder (resumable), then the report: heatmap, severity curves, γ per category, "
            "worst examples.")
-mode = st.radio("Mode", ["New sweep", "Open a run"], key="bench_mode", horizontal=True,
-                label_visibility="collapsed")
+mode = st.radio("Mode", ["New sweep", "A paper's protocol", "Open a run"], key="bench_mode", horizontal=True,
+                label_visibility="collapsed",
+                help="A paper's protocol: MSRVTT-P, Qiu et al., MLVP, HAT-VTR... with the paper's parameters, "
+                     "combinations and tables (robustlab protocols).")
 
 
 def configure() -> tuple[SweepSpec, str] | None:
@@ -51,7 +53,7 @@ def configure() -> tuple[SweepSpec, str] | None:
     else:
         n = int(c3.number_input("Items (0 = all)", 0, 10**7, 0, step=100, key="bench_n")) or None
     specs = [s for s in list_perturbations(kind) if s.available]
-    texts = [s.name for s in list_perturbations("text") if s.available]
+    texts = bench.with_variants([s for s in list_perturbations("text") if s.available])
     p1, p2 = st.columns([1, 2])
     how = p1.radio("Perturbations", ["all", "a category", "chosen names", "none"], key="bench_pmode")
     with p2:
@@ -60,7 +62,8 @@ def configure() -> tuple[SweepSpec, str] | None:
             ui.valid("bench_cat", cats)
             sel = "category:" + st.selectbox(f"Category ({kind})", cats, key="bench_cat")
         elif how == "chosen names":
-            sel = st.multiselect(f"{kind.capitalize()} perturbations", [s.name for s in specs], key="bench_pnames")
+            sel = st.multiselect(f"{kind.capitalize()} perturbations", bench.with_variants(specs), key="bench_pnames",
+                                 help="NAME/VARIANT: another paper's parameters (e.g. shot_noise/schiappa_video).")
         elif how == "none":
             sel = ""
         else:
@@ -88,8 +91,8 @@ def configure() -> tuple[SweepSpec, str] | None:
         st.warning(f"{e}." if sev else "Pick at least one severity.")
         return None
     conds = spec.conditions
-    n_vis = len({c["visual"].name for c in conds if "visual" in c and "text" not in c})
-    n_txt = len({c["text"].name for c in conds if "text" in c and "visual" not in c})
+    n_vis = len({(c["visual"].name, c["visual"].variant) for c in conds if "visual" in c and "text" not in c})
+    n_txt = len({(c["text"].name, c["text"].variant) for c in conds if "text" in c and "visual" not in c})
     if not n_vis and not n_txt and not ivs:
         st.warning("Pick at least one perturbation" + (" or intervention." if get(task).takes_interventions else "."))
         return None
@@ -103,8 +106,8 @@ def configure() -> tuple[SweepSpec, str] | None:
     return spec, name
 
 
-if mode == "New sweep":
-    got = configure()
+if mode != "Open a run":
+    got = configure() if mode == "New sweep" else bench_protocol.configure()
     job = st.session_state.get(bench.JOB)
     busy = job is not None and job.running
     out = bench.run_path(got[1]) if got else None

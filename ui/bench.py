@@ -92,6 +92,11 @@ def conflict(spec: SweepSpec, out: Path) -> str | None:
     return None
 
 
+def with_variants(specs) -> list[str]:
+    """Each perturbation's name (its default variant) followed by ``name/variant`` for its other variants."""
+    return [n for s in specs for n in [s.name] + [f"{s.name}/{v}" for v in s.variants if v != s.default_variant]]
+
+
 # ---- the sweep's dataset ----------------------------------------------------------------------------------
 def sweep_dataset() -> tuple[dict, str] | None:
     """(SweepSpec dataset dict without ``n``, kind) for the sidebar's dataset. Uploads live in this session's
@@ -310,8 +315,13 @@ def show_report(run_dir: Path) -> None:
                        mime="text/html", key="bench_dl_html", on_click="ignore", icon=":material/description:")
     d2.download_button("Download results.csv", lambda: report_file(run_dir, 0), file_name=f"{run.name}-results.csv",
                        mime="text/csv", key="bench_dl_csv", on_click="ignore", icon=":material/table_chart:")
+    for i, (title, note, t) in enumerate(tables.get("protocol") or []):  # the paper's own tables, its layout
+        st.markdown(f"**{md_escape(title)}**")
+        st.caption(safe_md(note))
+        st.dataframe(t, hide_index=True, width="stretch", key=f"bench_protocol_table_{i}")
+    ci_tables(tables)
     iv = tables.get("interventions")
-    if iv is not None and not iv.empty:
+    if iv is not None and not iv.empty and not tables.get("protocol"):
         st.markdown("**Model interventions** (Rawal et al.'s Table 1, clean inputs; ↓: a drop of at least 2 points)")
         st.dataframe(iv.dropna(axis=1, how="all"), hide_index=True, width="stretch", key="bench_table1")
     ad = tables.get("adaptation")
@@ -329,6 +339,26 @@ def show_report(run_dir: Path) -> None:
         worst_examples(run)
     except (ValueError, TypeError, KeyError, AttributeError, OSError) as e:  # a malformed cell's examples
         st.error(f"Cannot show the worst examples of {safe_md(run_dir.name)}: {type(e).__name__}: {safe_md(e)}")
+
+
+def ci_tables(tables: dict) -> None:
+    """The clean scores with their 95 % bootstrap intervals and which differences hold (paired bootstrap), the
+    same tables as report.html's (:func:`robustlab.bench.report_html.holds_tables`)."""
+    from robustlab.bench.report_html import CI_NOTE, holds_tables, with_ci
+
+    clean = tables.get("clean")
+    held = holds_tables(tables)
+    if (clean is None or clean.empty or "score_lo" not in clean) and not held:
+        return
+    with st.expander("Confidence: 95 % intervals and which differences hold", expanded=False):
+        st.caption(CI_NOTE)
+        if clean is not None and not clean.empty:
+            st.markdown("**Clean scores** (value [lo, hi])")
+            st.dataframe(with_ci(clean).dropna(axis=1, how="all"), hide_index=True, width="stretch",
+                         key="bench_ci_clean")
+        for i, (title, t) in enumerate(held):
+            st.markdown(f"**{md_escape(title)}**")
+            st.dataframe(t, hide_index=True, width="stretch", key=f"bench_ci_{i}")
 
 
 def show_summary(run, tables: dict) -> None:

@@ -200,6 +200,7 @@ class Protocol:
         # the plain builder checks the dataset, tasks and models exactly as a grid sweep does (no perturbations)
         base = build_spec(models=models, dataset=ds, tasks=tasks, perturbations=None, directions=dirs,
                           perturb_seed=perturb_seed, worst=worst, device=device, name=self.name)
+        self._check_kind(base, dirs)
         keep = _selection(self, perturbations, text_perturbations, base)
         sev = _sev(severities)
         tsev = _sev(text_severities)
@@ -211,7 +212,22 @@ class Protocol:
         base.conditions = [c for c in dict.fromkeys(_freeze(c) for c in conds)]
         base.conditions = [dict(c) for c in base.conditions]
         base.protocol = self.record(not_run=self.not_run())
+        base.fields = self.fields
+        base.report = {k: v for k, v in self.report.items() if k == "headline"}
         return base
+
+    def _check_kind(self, base: SweepSpec, directions) -> None:
+        """A video protocol on an image dataset (or the reverse) is one line, before any work."""
+        from robustlab.tasks.retrieval import DIRECTIONS
+
+        kind = _kind(base)
+        bad = [e.spec for e in self.entries("visual") if e.available
+               and kind not in get_perturbation(e.name).applies_to]
+        wrong_dirs = [d for d in directions or [] if "retrieval" in base.tasks and d not in DIRECTIONS.get(kind, ())]
+        if bad or wrong_dirs:
+            what = f"perturbation {bad[0]!r}" if bad else f"direction {wrong_dirs[0]!r}"
+            raise ProtocolError(f"protocol {self.name!r} is for {native_kind(self)} data ({what}); the dataset "
+                                f"{base.dataset['name']} holds {kind}s")
 
     def record(self, **extra) -> dict:
         """What a sweep's spec.json keeps of the protocol: its name, source and resolved data."""
@@ -399,6 +415,16 @@ def _kind(base: SweepSpec) -> str:
         return "image"
     kind = dataset_registry.get_entry(base.dataset["name"])["kind"]
     return kind if kind in ("image", "video") else "video"
+
+
+def native_kind(p: Protocol) -> str:
+    """The kind of data ("image" / "video") the protocol's own dataset holds."""
+    from robustlab.datasets import registry as dataset_registry
+
+    try:
+        return dataset_registry.get_entry(p.dataset["name"])["kind"]
+    except KeyError:
+        return "other"
 
 
 def _freeze(c: dict):

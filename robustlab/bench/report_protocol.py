@@ -1,0 +1,242 @@
+"""The paper's own tables for a sweep that ran a protocol (:mod:`robustlab.bench.protocol`), in the paper's layout.
+
+* ``schiappa`` (MSRVTT-P, YouCook2-P): Tables 2 and 3 — per model, γʳ mean ± SD over each category's perturbations
+  (video: Noise, Blur, Camera, Digital, Temporal; text: the seven categories), on the headline metric (R@5);
+  Table 4 — γᵃ and γʳ ± σ per modality, the text aggregate over the natural shifts only (the protocol's
+  ``text_aggregate_exclude``: Positional, DropText). Each perturbation's γ is the mean over its severities; σ is
+  the population standard deviation over the perturbations (the paper does not say which; ``numpy.std``).
+* ``qiu`` (Flickr30K / COCO -IP / -TP): Table 1 — per model, RSUM (on the paper's 0–600 scale) per perturbation type
+  (mean over its levels), the clean RSUM, "ave" (the unweighted mean over types) and ↓MMI = (clean − ave) / clean.
+* ``mlvp``: R@1 per perturbation and severity, grouped by level, with each level's mean.
+* ``hat-vtr``: Tables 1–5 — per model and shifted side, R@1 per shift type for no adaptation and each method, with
+  the average over types.
+* ``quag``: Table 1 — accuracy per configuration with Δ from the baseline and ↓ where it drops by ≥ 2 points.
+
+Every table names the perturbations the protocol lists but which could not run here (``not run``); a category whose
+members all failed to run is shown as such, never as a number.
+"""
+from __future__ import annotations
+
+import math
+from typing import Optional
+
+import numpy as np
+import pandas as pd
+
+from robustlab.bench.protocol import Protocol
+
+AXIS_NOUN = {"visual": "video / image", "text": "text"}
+
+
+def protocol_of(run) -> Optional[Protocol]:
+    """The protocol a run's ``sweep.json`` recorded (its resolved data), else None."""
+    p = run.sweep.get("protocol") if isinstance(getattr(run, "sweep", None), dict) else None
+    if not isinstance(p, dict) or not isinstance(p.get("data"), dict):
+        return None
+    try:
+        return Protocol(name=str(p.get("name") or p["data"].get("name")), data=p["data"], source=str(p.get("source")))
+    except (KeyError, TypeError, ValueError):
+        return None
+
+
+def _pm(values) -> str:
+    vals = [float(v) for v in values if v is not None and math.isfinite(float(v))]
+    if not vals:
+        return "—"
+    return f"{np.mean(vals):.3f} ± {np.std(vals):.3f}"
+
+
+def _per_perturbation(df: pd.DataFrame, axis: str) -> pd.DataFrame:
+    """Per (model, perturbation on ``axis`` alone): the severity-mean score, γᵃ and γʳ."""
+    sub = df[(df["axes"] == axis) & df["score"].notna()]
+    if sub.empty:
+        return pd.DataFrame(columns=["model", "perturbation", "score", "gamma_a", "gamma_r"])
+    g = sub.groupby(["model", axis], sort=False)[["score", "gamma_a", "gamma_r"]].mean().reset_index()
+    return g.rename(columns={axis: "perturbation"})
+
+
+def _regime(df: pd.DataFrame) -> dict:
+    if "regime" not in df:
+        return {}
+    return {m: r for m, r in zip(df["model"], df["regime"]) if isinstance(r, str) and r}
+
+
+def _category_table(df: pd.DataFrame, p: Protocol, axis: str) -> pd.DataFrame:
+    per = _per_perturbation(df, axis)
+    cats = p.categories(axis)
+    regime = _regime(df)
+    rows = []
+    for m in dict.fromkeys(df["model"]):
+        pm = per[per["model"] == m].set_index("perturbation")
+        row = {"model": m, "regime": regime.get(m, "—")}
+        for c, members in cats.items():
+            have = [pm.loc[s, "gamma_r"] for s in members if s in pm.index]
+            row[c] = _pm(have) if have else "not run"
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def _modality_table(df: pd.DataFrame, p: Protocol) -> pd.DataFrame:
+    exclude = set(p.report.get("text_aggregate_exclude") or [])
+    regime = _regime(df)
+    rows = []
+    for m in dict.fromkeys(df["model"]):
+        row = {"model": m, "regime": regime.get(m, "—")}
+        for axis, label in (("visual", "video"), ("text", "text")):
+            per = _per_perturbation(df[df["model"] == m], axis).set_index("perturbation")
+            keep = [e.spec for e in p.entries(axis) if axis != "text" or e.category not in exclude]
+            got = per.loc[[s for s in keep if s in per.index]]
+            row[f"{label} γᵃ"] = _pm(got["gamma_a"]) if len(got) else "not run"
+            row[f"{label} γʳ"] = _pm(got["gamma_r"]) if len(got) else "not run"
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def _qiu_table(df: pd.DataFrame, p: Protocol) -> pd.DataFrame:
+    regime = _regime(df)
+    rows = []
+    for m in dict.fromkeys(df["model"]):
+        g = df[df["model"] == m]
+        clean = g.loc[g["axes"] == "clean", "score"].dropna()
+        c = float(clean.mean()) * 100 if len(clean) else math.nan
+        row = {"model": m, "regime": regime.get(m, "—"), "clean": round(c, 1)}
+        types = []
+        for axis in ("visual", "text"):
+            per = _per_perturbation(g, axis).set_index("perturbation")
+            for e in p.entries(axis):
+                if e.spec in per.index:
+                    v = float(per.loc[e.spec, "score"]) * 100
+                    row[e.spec] = round(v, 1)
+                    types.append(v)
+                else:
+                    row[e.spec] = "not run"
+        ave = float(np.mean(types)) if types else math.nan
+        row["ave"] = round(ave, 1) if types else "—"
+        row["↓MMI"] = f"{100 * (c - ave) / c:.1f}%" if types and c > 0 else "—"
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def _mlvp_table(df: pd.DataFrame, p: Protocol) -> pd.DataFrame:
+    rows = []
+    df = _side_scores(df, p)
+    for m in dict.fromkeys(df["model"]):
+        g = df[df["model"] == m]
+        g = g[g["adapt"] == "none"] if "adapt" in g else g
+        for axis in ("visual", "text"):
+            for cat, members in p.categories(axis).items():
+                for s in members:
+                    sub = g[(g["axes"] == axis) & (g[axis] == s)]
+                    row = {"model": m, "side": axis, "level": cat, "perturbation": s}
+                    for sev in (1, 2, 3, 4, 5):
+                        v = sub.loc[sub[f"{axis}_severity"] == sev, "_side_score"].dropna()
+                        if len(v):
+                            row[f"s{sev}"] = round(float(v.mean()), 4)
+                    v = sub["_side_score"].dropna()
+                    row["mean"] = round(float(v.mean()), 4) if len(v) else "not run"
+                    rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def _adapt_pivot(df: pd.DataFrame, p: Protocol) -> pd.DataFrame:
+    """HAT-VTR's tables: rows model × side × method, columns the shift types at the protocol's severity, + avg."""
+    if "adapt" not in df:
+        return pd.DataFrame()
+    rows = []
+    for m in dict.fromkeys(df["model"]):
+        g = df[df["model"] == m]
+        for axis in ("visual", "text"):
+            shifted = g[g["axes"].isin([axis, f"{axis}+adapt"])]
+            if shifted.empty:
+                continue
+            for method in dict.fromkeys(shifted["adapt"]):
+                sub = shifted[shifted["adapt"] == method]
+                row = {"model": m, "side": axis, "method": "no adaptation" if method == "none" else method}
+                vals = []
+                for e in p.entries(axis):
+                    v = sub.loc[sub[axis] == e.spec, "_side_score"].dropna()
+                    if len(v):
+                        row[e.spec] = round(float(v.mean()), 4)
+                        vals.append(float(v.mean()))
+                    elif not e.available:
+                        row[e.spec] = "not run"
+                row["avg"] = round(float(np.mean(vals)), 4) if vals else "—"
+                rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def _side_scores(df: pd.DataFrame, p: Protocol) -> pd.DataFrame:
+    """The score of the direction whose queries the shifted side makes (visual: v2t / i2t, text: t2v / t2i), on the
+    protocol's headline metric: what the adaptation tables compare."""
+    name = p.report.get("headline") or "R@1"
+    df = df.copy()
+
+    def pick(r):
+        side = "visual" if str(r["axes"]).startswith("visual") else "text" if str(r["axes"]).startswith("text") \
+            else None
+        for d in (("v2t", "i2t") if side == "visual" else ("t2v", "t2i") if side == "text" else ()):
+            v = r.get(f"{d}_{name}")
+            if v is not None and isinstance(v, (int, float)) and math.isfinite(v):
+                return float(v)
+        return math.nan
+    df["_side_score"] = df.apply(pick, axis=1) if len(df) else []
+    return df
+
+
+def _quag_table(df: pd.DataFrame) -> pd.DataFrame:
+    rows = []
+    for m in dict.fromkeys(df["model"]):
+        g = df[df["model"] == m]
+        base = g.loc[g["axes"] == "clean", "score"].dropna()
+        b = float(base.mean()) if len(base) else math.nan
+        rows.append({"model": m, "configuration": "baseline", "accuracy": round(b * 100, 1), "Δ": 0.0, "↓": ""})
+        for _, r in g[g["axes"] == "intervention"].iterrows():
+            a = float(r["score"]) * 100
+            d = a - b * 100
+            rows.append({"model": m, "configuration": r["intervention"], "accuracy": round(a, 1),
+                         "Δ": round(d, 1), "↓": "↓" if d <= -2.0 else ""})
+    return pd.DataFrame(rows)
+
+
+def not_run_table(run) -> pd.DataFrame:
+    nr = ((run.sweep.get("protocol") or {}).get("not_run") or []) if isinstance(run.sweep, dict) else []
+    return pd.DataFrame(nr, columns=["axis", "perturbation", "category", "reason"]) if nr else pd.DataFrame()
+
+
+def protocol_tables(run, df: pd.DataFrame) -> list[tuple[str, str, pd.DataFrame]]:
+    """``[(title, note, table)]``: the protocol's tables in the paper's layout (empty when the run ran none)."""
+    p = protocol_of(run)
+    if p is None or df is None or df.empty:
+        return []
+    head = p.report.get("headline") or "the task's headline"
+    metric = ", ".join(dict.fromkeys(str(m) for m in df["metric"].dropna())) or head
+    out: list[tuple[str, str, pd.DataFrame]] = []
+    lay = p.layout
+    if lay == "schiappa":
+        note = (f"γʳ on {metric} per perturbation (mean over its severities), then mean ± SD over the category's "
+                "perturbations (population SD)")
+        out.append(("Table 2 — video perturbations by category (γʳ)", note, _category_table(df, p, "visual")))
+        out.append(("Table 3 — text perturbations by category (γʳ)", note, _category_table(df, p, "text")))
+        excl = ", ".join(p.report.get("text_aggregate_exclude") or []) or "none"
+        out.append(("Table 4 — robustness per modality (γᵃ, γʳ ± σ)",
+                    f"{metric}; text aggregates natural shifts only (without {excl})", _modality_table(df, p)))
+    elif lay == "qiu":
+        out.append(("Table 1 — RSUM per perturbation type, ave and ↓MMI",
+                    "RSUM on the paper's 0–600 scale; each type's mean over its levels; ave = the unweighted mean "
+                    "over types; MMI = (clean − ave) / clean, lower is more robust", _qiu_table(df, p)))
+    elif lay == "mlvp":
+        out.append(("MLVP — score per perturbation and severity, by level", f"{metric} of the shifted side's "
+                    "direction (video queries: v2t, text queries: t2v)", _mlvp_table(df, p)))
+    elif lay == "hat-vtr":
+        out.append((f"HAT-VTR Tables 1–5 — {head} per shift type, without and with adaptation",
+                    f"{head} of the direction whose queries are shifted (video: v2t, text: t2v)",
+                    _adapt_pivot(_side_scores(df, p), p)))
+    elif lay == "quag":
+        out.append(("QUAG Table 1 — accuracy per configuration", "↓: a drop of 2 points or more from the baseline",
+                    _quag_table(df)))
+    nr = not_run_table(run)
+    if not nr.empty:
+        out.append((f"Not run here ({len(nr)} of the protocol's perturbations)",
+                    "named by the protocol but unavailable on this machine (weights or dependencies missing); no "
+                    "score is shown for them", nr))
+    return [(t, n, d) for t, n, d in out if d is not None and not d.empty]
