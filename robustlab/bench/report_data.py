@@ -46,6 +46,7 @@ from robustlab.perturb import get_perturbation
 from robustlab.perturb.condition import Condition
 from robustlab.tasks.base import ADAPT, AXES, INTERVENTION, Result, adapt_label, intervention_label
 
+from robustlab.bench.report_protocol import protocol_tables
 from robustlab.bench.report_ci import Replicates, add_columns, column_order, model_differences
 
 RETRIEVAL_PAIRS = (("t2v", "v2t"), ("t2i", "i2t"))
@@ -555,14 +556,16 @@ def report_tables(run: RunData, metric: Optional[str] = None, headline: Optional
     """The report's tables as DataFrames: ``results`` (D01), ``clean``, ``robustness`` (per perturbation, category,
     overall, natural), ``effective`` (A09), ``combinations`` (M01/A08 grid, long form), ``interventions`` (Rawal et
     al.'s Table 1), ``adaptation`` (HAT-VTR Tables 1–5, :func:`adapt_table`), ``models`` (paired bootstrap
-    between models per condition, :func:`~robustlab.bench.report_ci.model_differences`)."""
+    between models per condition, :func:`~robustlab.bench.report_ci.model_differences`), ``protocol`` (the paper's
+    own tables when the run ran a protocol: ``[(title, note, DataFrame)]``,
+    :func:`~robustlab.bench.report_protocol.protocol_tables`)."""
     reps = Replicates(run)
     df = results_table(run, metric, headline, reps)
     rob = robustness_rows(df) if not df.empty else pd.DataFrame()
     return {"results": df, "clean": clean_table(df) if not df.empty else df, "robustness": rob,
             "effective": effective(rob), "combinations": combination_grid(df) if not df.empty else pd.DataFrame(),
             "interventions": intervention_table(df), "adaptation": adapt_table(df, run),
-            "models": model_differences(run, df, reps)}
+            "models": model_differences(run, df, reps), "protocol": protocol_tables(run, df)}
 
 
 DIRECTIONS = {"t2i": "text→image", "i2t": "image→text", "t2v": "text→video", "v2t": "video→text"}
