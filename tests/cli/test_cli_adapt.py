@@ -62,3 +62,59 @@ def test_errors_are_one_line(extra, message, capsys):
     lines = [ln for ln in err.splitlines() if ln.startswith("robustlab:")]
     assert len(lines) == 1 and message in lines[0], err
     assert "Traceback" not in err
+
+
+def test_hat_vtr_analyses_from_the_cli(tmp_path, capsys):
+    """--mdr lower, the time breakdown and the Reliable Memory's accuracy in the table, --query's top-k before and
+    after, --heatmap in the JSON; each as the library computes it."""
+    base = ["adapt", "--model", MODEL, "--n", "16", "--direction", "v2t", "--perturb", "gaussian_noise",
+            "--method", "hat-vtr", "--param", "steps=1", "--param", "batch_size=8"]
+    assert main(base + ["--mdr", "lower", "--query", "3", "--top-k", "4", "--heatmap", "5", "--json"]) == 0
+    res = json.loads(capsys.readouterr().out)
+    assert res["mdr"] == "lower" and res["params"]["na_over"] == "batch"
+    assert set(res["timing"]["per_1000_queries"]) == {"prepare", "forward", "loss", "hsm", "memory", "backward"}
+    assert [m["batch"] for m in res["memory"]] == [0, 1] and all(0 <= m["accuracy"] <= 1 for m in res["memory"])
+    t = res["top_k"]
+    assert t["query"] == 3 and len(t["before"]["items"]) == len(t["after"]["items"]) == 4
+    assert [x["rank"] for x in t["after"]["items"]] == [1, 2, 3, 4]
+    h = res["heatmap"]
+    assert h["queries"] == [0, 1, 2, 3, 4] and len(h["adapted"]) == 5 and len(h["adapted"][0]) == len(h["items"])
+    assert main(base + ["--query", "3", "--top-k", "2", "--param", "na_over=gallery"]) == 0
+    out = capsys.readouterr().out
+    assert "time per 1,000 queries: forward " in out and " backward " in out and " hsm " in out
+    assert "Reliable Memory: pseudo-label accuracy" in out and "na_over=gallery" in out
+    assert "query 3 (video query); true items [3]" in out and out.count("caption ") >= 4  # two rows, two sides
+
+
+def test_severity_curve_from_the_cli(tmp_path, capsys):
+    path = tmp_path / "curve.json"
+    args = ["adapt", "--model", MODEL, "--n", "16", "--direction", "t2v", "--perturb", "keyboard", "--method", "tent",
+            "--param", "steps=1", "--severities", "1,5", "--out", str(path)]
+    assert main(args) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[1].split() == ["severity", "clean", "R@1", "before", "after", "change"]
+    assert [ln.split()[0] for ln in out[2:4]] == ["1", "5"]
+    curve = json.loads(path.read_text())["severity_curve"]
+    assert [r["severity"] for r in curve["rows"]] == [1, 5] and curve["perturbation"] == "keyboard"
+    for ln, r in zip(out[2:4], curve["rows"]):
+        assert float(ln.split()[2]) == pytest.approx(r["shifted"]["R@1"], abs=6e-4)
+        assert float(ln.split()[3]) == pytest.approx(r["adapted"]["R@1"], abs=6e-4)
+
+
+@pytest.mark.parametrize("extra, message", [
+    (["--severities", "0,3"], "--severities must be integers 1..5"),
+    (["--severities", "a"], "--severities must be integers 1..5"),
+    (["--severities", "1,2", "--query", "0"], "leave out --severities"),
+    (["--query", "-1"], "--query must be at least 0"),
+    (["--heatmap", "0"], "--heatmap must be at least 1"),
+    (["--query", "99"], "query must be in 0..7"),
+    (["--param", "na_over=all"], "na_over"),
+])
+def test_analysis_errors_are_one_line(extra, message, capsys):
+    base = ["adapt", "--model", MODEL, "--n", "8", "--perturb", "keyboard", "--method", "hat-vtr", "--param",
+            "steps=1"]
+    assert main(base + extra) == 2
+    err = capsys.readouterr().err
+    lines = [ln for ln in err.splitlines() if ln.startswith("robustlab:")]
+    assert len(lines) == 1 and message in lines[0], err
+    assert "Traceback" not in err
