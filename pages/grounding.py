@@ -11,7 +11,7 @@ from robustlab.perturb.record import hash_value
 from robustlab.tasks.grounding import grounding_compare, grounding_sweep
 from ui.inputs import grounding_input
 from ui.panels import sweep_chart
-from ui.peeling import peeling_panel
+from ui.peeling import atcr_view, extraction_view, peeling_panel
 
 st.header("Grounding — where does the model find the expression?")
 st.caption("A referring expression (\u201cthe small red circle\u201d) and an image: the model's box on the clean "
@@ -105,3 +105,8 @@ if b1.button("Add to basket", key="gr_add", type="primary", icon=":material/shop
         st.info("This example is already in the basket.")
 with b2:
     ui.export_link()
+
+# ---- PEELING's evaluations: extraction quality (RQ4) and the ATCR of tests a person labels -----------------------
+st.divider()
+extraction_view()
+atcr_view(spec, device, got[1])

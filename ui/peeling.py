@@ -1,7 +1,11 @@
 """The Grounding page's PEELING panel (:mod:`robustlab.diagnostics.peeling`): a shorter expression that a VQA model
 says still names exactly one object (P1), perturbed (P2: back-translation, a synonym, a keyboard typo), grounded
 again on the same image; IoU ≤ 0.5 to the ground truth is an issue. Each test can go to the basket (a
-``peeling_p2`` text example that the export regenerates and writes in the paper's CSV / OFA TSV layouts)."""
+``peeling_p2`` text example that the export regenerates and writes in the paper's CSV / OFA TSV layouts).
+
+Also the page's two PEELING evaluations: :func:`extraction_view` (precision / recall / F1 of the object & property
+extraction against labelled expressions, the paper's RQ4) and :func:`atcr_view` (a person labels a sample of
+generated tests valid / invalid; the ATCR comes from those labels; labels download as JSON and load back)."""
 from __future__ import annotations
 
 import pandas as pd
@@ -9,10 +13,10 @@ import streamlit as st
 
 from robustlab.diagnostics import peeling as P
 from robustlab.export.basket import peeling_example
-from robustlab.io.files import InputError
+from robustlab.io.files import InputError, uploaded_bytes
 from robustlab.models import ModelUnavailable
 from ui.media import CLEAN, PERT, boxed, md_escape
-from ui.state import get_model
+from ui.state import current_dataset, get_model
 from ui.widgets import basket
 
 VQA_FALLBACK = "builtin:tiny-vilt"
@@ -226,3 +230,178 @@ def _panel(spec, device, model, image, image_hash, expr, gt, source, label, src,
     if st.button(f"Add all issues ({len(issues)})", key="gr_pl_add_issues", disabled=not issues,
                  icon=":material/shopping_basket:"):
         _add([make(k, run.tests[k]) for k in issues])
+
+
+# ---- extraction quality (the paper's RQ4): precision / recall / F1 against labelled expressions --------------------
+@st.cache_data(show_spinner=False, max_entries=8)
+def _extraction_score(data: bytes | None, name: str, match: str) -> dict:
+    labels = None if data is None else P.parse_labels(data, name)
+    return P.score_extraction(labels, match=match, name=None if data is None else name).to_dict()
+
+
+def extraction_view() -> None:
+    """Precision, recall and F1 of PEELING's object & property extraction on the shipped labelled expressions or on
+    the user's own (JSON or CSV), as the paper's Table V."""
+    st.subheader("PEELING — how well are the object and its properties extracted?")
+    st.caption("The paper's RQ4 (Table V): precision, recall and F1 of the extracted object and properties against "
+               "labelled expressions. PEELING (ChatGPT) on the paper's 80 expressions: objects 96.0 / 96.0 / 96.0, "
+               "properties 95.7 / 94.0 / 94.8. Here: robustlab's offline extractor (spaCy rules).")
+    if not st.toggle("Score the extraction", False, key="gr_ex_run",
+                     help="Runs the extractor on every labelled expression (cached per labels and matching)."):
+        return
+    c1, c2 = st.columns([3, 2])
+    up = c1.file_uploader("Your labels (optional): JSON or CSV", type=["json", "csv"], key="gr_ex_labels",
+                          help="JSON: a list of {expression, object, properties: [...]}; CSV: columns expression, "
+                               "object, properties (separated by |). Optional pred_object / pred_properties are "
+                               "scored instead of running the extractor. Without a file: the shipped 40 expressions.")
+    match = c2.radio("Property match", list(P.MATCHES), key="gr_ex_match", horizontal=True,
+                     help="exact: equal after lower-casing and dropping a leading article and end punctuation; "
+                          "overlap: also when one's words are a run of the other's ('hat' for 'in a hat').")
+    try:
+        data = None if up is None else uploaded_bytes(up)
+        with st.spinner("Extracting…"):
+            res = _extraction_score(data, getattr(up, "name", "labels"), match)
+    except InputError as e:
+        st.error(f"Cannot read those labels: {md_escape(str(e))}")
+        return
+    except (ValueError, RuntimeError) as e:
+        st.error(f"Cannot score the extraction: {md_escape(str(e))}")
+        return
+    st.caption(f"{res['n']} labelled expression(s) · labels: {md_escape(res['labels'])} · predictions: "
+               f"{md_escape(res['extractor'])} · {res['match']} match.")
+    rows = []
+    for target in ("objects", "properties", "overall"):
+        s = res[target]
+        pct = {k: None if s[v] is None else round(100 * s[v], 1) for k, v in (("P %", "precision"), ("R %", "recall"),
+                                                                              ("F1 %", "f1"))}
+        rows.append({"target": target, **pct, "correct": s["tp"], "predicted": s["predicted"], "labelled": s["gold"]})
+    st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch", key="gr_ex_table")
+    wrong = [r for r in res["rows"] if not r["object_ok"] or r["missed"] or r["extra"]]
+    with st.expander(f"Expressions with an extraction error ({len(wrong)})"):
+        st.dataframe(pd.DataFrame([{"expression": r["expression"], "object (label)": r["object"],
+                                    "object (extracted)": r["predicted_object"], "missed": " | ".join(r["missed"]),
+                                    "extra": " | ".join(r["extra"])} for r in wrong]),
+                     hide_index=True, width="stretch", key="gr_ex_wrong")
+
+
+# ---- ATCR: a person labels generated tests valid / invalid ----------------------------------------------------------
+PAGE = 10  # tests shown per page of the labelling view
+CHOICES = ("unlabelled",) + P.LABELS
+
+
+@st.cache_resource(show_spinner=False, max_entries=4)
+def _batch(spec, device, vqa_spec, dataset_id, _dataset, n, seed):
+    """peel_many() on the first ``n`` items, cached per models, device, dataset, n and seed."""
+    vqa = None if vqa_spec == spec else get_model(vqa_spec, device)
+    return P.peel_many(get_model(spec, device), _dataset, n, vqa_model=vqa, seed=seed)
+
+
+@st.cache_resource(show_spinner=False, max_entries=2)
+def _builtin_refs(n: int):
+    from robustlab.datasets import build  # here: only the labelling view needs the over-specified expressions
+
+    return build("builtin-refs", split="demo", n=n)
+
+
+def _label_dataset(n: int):
+    """(id, dataset): the sidebar's dataset when it has referring expressions (RefCOCO...), else the built-in
+    scenes with their over-specified expressions (builtin-refs)."""
+    if st.session_state.get("dataset") == "folder":  # (uploads have no boxes; the built-in ones are not over-said)
+        got = current_dataset()
+        if got is not None and {"peeling", "grounding"} & set(getattr(got[1], "tasks", ())):
+            return got
+    ds = _builtin_refs(n)
+    return ds.id, ds
+
+
+def _load_labels(run_key: str, sample, store: dict) -> None:
+    up = st.file_uploader("Load labels (a JSON file downloaded here)", type=["json"], key="gr_at_upload")
+    if up is None or st.session_state.get("gr_at_loaded") == (run_key, up.file_id):
+        return
+    try:
+        loaded = P.parse_atcr_labels(uploaded_bytes(up), up.name)
+    except InputError as e:
+        st.error(f"Cannot load those labels: {md_escape(str(e))}")
+        return
+    got = P.apply_labels(sample, loaded)
+    store.update(got.labels)
+    for t in sample:  # the radios show the loaded labels
+        st.session_state.pop(f"gr_at_lab_{t.uniq_id}", None)
+    st.session_state["gr_at_loaded"] = (run_key, up.file_id)
+    st.success(f"Loaded {got.matched} label(s)" + (f"; {got.stale} were given for different expressions (another "
+                                                   "run or seed) and were left out" if got.stale else "")
+               + (f"; {got.unknown} are of tests not in this sample" if got.unknown else "") + ".")
+
+
+def _set_label(store: dict, uid: str) -> None:
+    v = st.session_state.get(f"gr_at_lab_{uid}")
+    if v in P.LABELS:
+        store[uid] = v
+    else:
+        store.pop(uid, None)
+
+
+def _label_one(t, image, store: dict) -> None:
+    with st.container(border=True, key=f"gr_at_case_{t.uniq_id}"):
+        c1, c2 = st.columns([1, 3])
+        c1.image(boxed(image, tuple(t.region)), caption="ground truth (green)", width="stretch")
+        c2.dataframe(pd.DataFrame([{"step": "original", "expression": t.rawtext},
+                                   {"step": "reduced (P1)", "expression": t.Reducetext},
+                                   {"step": "test (P2)", "expression": t.MRtext}]),
+                     hide_index=True, width="stretch", key=f"gr_at_exprs_{t.uniq_id}")
+        c2.radio(f"Test {t.uniq_id}: does the test expression still name this object, and only it?", CHOICES,
+                 index=CHOICES.index(store.get(t.uniq_id, "unlabelled")), key=f"gr_at_lab_{t.uniq_id}",
+                 horizontal=True, on_change=_set_label, args=(store, t.uniq_id))
+
+
+def atcr_view(spec: str, device: str, model) -> None:
+    """The ATCR labelling view: PEELING on the first items of a dataset, a seeded sample of its tests, each labelled
+    valid / invalid by the user; the ATCR computed from those labels; labels downloadable and re-loadable."""
+    st.subheader("PEELING — label the tests: ATCR")
+    st.caption("ATCR (Adversarial Tests Correct Rate, the paper's §IV-F) = tests a person judges valid / tests "
+               "labelled. A test is valid when its final expression still names the ground-truth object and no "
+               "other. The paper labels 100 random tests per dataset (ATCR 90.0 / 93.3 / 96.0 % on RefCOCO / "
+               "RefCOCO+ / RefCOCOg).")
+    if not st.toggle("Generate tests to label", False, key="gr_at_run",
+                     help="Runs PEELING on the first items of the sidebar's dataset with referring expressions (the "
+                          "built-in over-specified expressions otherwise), cached per models, items and seed."):
+        return
+    c1, c2, c3 = st.columns(3)
+    n = int(c1.number_input("Items", 1, 500, 20, key="gr_at_n", help="PEELING runs on the first N items."))
+    size = int(c2.number_input("Tests to label", 1, 1000, P.SAMPLE, key="gr_at_size",
+                               help="A random sample of the generated tests (the paper: 100)."))
+    seed = int(c3.number_input("Seed", 0, 2**31 - 1, 0, key="gr_at_seed", help="PEELING's seed and the sample's."))
+    vqa_spec = _vqa_spec(spec, model, device)
+    if vqa_spec is None:
+        return
+    ds_id, ds = _label_dataset(n)
+    try:
+        with st.spinner("PEELING on the first items: extracting, asking, perturbing, grounding…"):
+            run = _batch(spec, device, vqa_spec, ds_id, ds, n, seed)
+    except ERRORS as e:
+        st.error(f"PEELING cannot run on this dataset: {md_escape(str(e))}")
+        return
+    sample = P.sample_tests(run.tests, size, seed)
+    if not sample:
+        st.info(f"PEELING made no test from the first {n} item(s) of {md_escape(ds.name)}: try more items.")
+        return
+    run_key = f"{spec}|{vqa_spec}|{ds_id}|{n}|{seed}|{size}"
+    store = st.session_state.setdefault("gr_at_labels", {}).setdefault(run_key, {})
+    _load_labels(run_key, sample, store)
+    res = P.compute_atcr({t.uniq_id: store.get(t.uniq_id) for t in sample})
+    m1, m2, m3 = st.columns(3)
+    m1.metric("ATCR", "—" if res.atcr is None else f"{100 * res.atcr:.1f} %")
+    m2.metric("Labelled", f"{res.labelled} / {res.labelled + res.unlabelled}")
+    m3.metric("Valid · invalid", f"{res.valid} · {res.invalid}")
+    if res.interval:
+        st.caption(f"ATCR {100 * res.atcr:.1f} % of {res.labelled} labelled test(s) · 95 % Wilson interval "
+                   f"{100 * res.interval[0]:.1f}–{100 * res.interval[1]:.1f} % · {len(sample)} of {len(run.tests)} "
+                   f"test(s) from {len(run.items)} expression(s) of {md_escape(ds.name)}.")
+    meta = {"model": spec, "vqa_model": vqa_spec, "dataset": ds_id, "items": n, "seed": seed, "sample": size,
+            "tests": len(run.tests), "config": run.config.to_dict()}
+    st.download_button("Download labels (JSON)", P.labels_json(sample, store, meta), "peeling_atcr_labels.json",
+                       "application/json", key="gr_at_download", icon=":material/download:")
+    pages = (len(sample) + PAGE - 1) // PAGE
+    page = int(st.number_input(f"Page (of {pages}, {PAGE} tests each)", 1, pages, 1, key="gr_at_page")) - 1
+    for t in sample[page * PAGE:(page + 1) * PAGE]:
+        _label_one(t, run.image_of(t.item), store)

@@ -180,3 +180,87 @@ def test_upload_needs_a_typed_box(world_vqa):
         ex = at.session_state["basket"][0]
         assert ex.source["type"] == "upload" and ex.source["field"] == "typed expression"
         assert ex.model["region"] == pytest.approx(list(r["box"]), abs=0.1)
+
+
+# ---- the ATCR labelling view and the extraction scores ------------------------------------------------------------
+N_LABEL = 6
+
+
+@pytest.fixture()
+def world_vqa_refs(monkeypatch):
+    """A world oracle for every built-in-refs demo scene the labelling view runs on (keyed by the image's bytes)."""
+    import numpy as np
+
+    st.cache_resource.clear()
+    ds = build("builtin-refs", split="demo", n=N_LABEL)
+    by = {ds.visual(i).tobytes(): ds.scene(i).objects for i in range(N_LABEL)}
+    one = oracle([])
+
+    def ask_fn(model):
+        def ask(images, questions):
+            return [oracle(by[np.asarray(im).tobytes()])([im], [q])[0] if np.asarray(im).tobytes() in by
+                    else one([im], [q])[0] for im, q in zip(images, questions)]
+        return ask
+    monkeypatch.setattr(P, "vqa_function", ask_fn)
+    yield
+    st.cache_resource.clear()
+
+
+def _radios(at) -> list[str]:
+    return [r.key for r in at.radio if (r.key or "").startswith("gr_at_lab_")]
+
+
+def _metric(at, label: str) -> str:
+    return next(m.value for m in at.metric if m.label == label)
+
+
+def test_atcr_labelling_view_labels_export_and_reload(ref, world_vqa_refs):
+    import json
+
+    at = page(*ref, gr_pl_run=False, gr_at_run=True, gr_at_n=N_LABEL)
+    assert not at.error, [e.value for e in at.error]
+    assert any(s.value == "PEELING — label the tests: ATCR" for s in at.subheader)
+    radios = _radios(at)
+    assert len(radios) >= 3, [i.value for i in at.info]
+    assert _metric(at, "ATCR") == "—" and _metric(at, "Labelled").startswith("0 / ")
+    at.radio(key=radios[0]).set_value("valid").run()
+    at.radio(key=radios[1]).set_value("invalid").run()
+    assert not at.exception
+    assert _metric(at, "ATCR") == "50.0 %" and _metric(at, "Valid · invalid") == "1 · 1"
+    assert any(c.value.startswith("ATCR 50.0 % of 2 labelled test(s) · 95 % Wilson interval") for c in at.caption)
+    # the downloaded document is what labels_document writes for these labels
+    ids = [k[len("gr_at_lab_"):] for k in radios]
+    store = next(iter(at.session_state["gr_at_labels"].values()))
+    assert store == {ids[0]: "valid", ids[1]: "invalid"}
+    # re-load: a labels file with three labels (one of a test not in this sample)
+    doc = {"format": "robustlab-peeling-atcr", "version": 1, "labels": [
+        {"uniq_id": ids[0], "label": "invalid"}, {"uniq_id": ids[1], "label": "invalid"},
+        {"uniq_id": ids[2], "label": "valid"}, {"uniq_id": "elsewhere-0-0", "label": "valid"}]}
+    at.file_uploader(key="gr_at_upload").set_value(("atcr.json", json.dumps(doc).encode(), "application/json")).run()
+    assert not at.exception
+    assert any(s.value.startswith("Loaded 3 label(s); 1 are of tests not in this sample") for s in at.success)
+    assert _metric(at, "ATCR") == "33.3 %" and at.radio(key=radios[0]).value == "invalid"
+    # a bad file: one line, the labels kept
+    at.file_uploader(key="gr_at_upload").set_value(("bad.json", b"{nope", "application/json")).run()
+    assert not at.exception
+    errs = [e.value.replace("\\", "") for e in at.error]  # the message is Markdown-escaped
+    assert len(errs) == 1 and errs[0].startswith("Cannot load those labels: bad.json: not valid JSON")
+    assert _metric(at, "ATCR") == "33.3 %"
+
+
+def test_extraction_scores_on_the_page(ref):
+    at = page(*ref, gr_pl_run=False, gr_ex_run=True)
+    assert not at.error
+    table = next(d.value for d in at.dataframe if "F1 %" in d.value.columns)
+    assert list(table["target"]) == ["objects", "properties", "overall"]
+    assert table["labelled"].tolist() == [40, 65, 105]
+    assert any(c.value.startswith("40 labelled expression(s)") for c in at.caption)
+    csv = b"expression,object,properties\nthe tall man in a hat,man,tall | in a hat\n"
+    at.file_uploader(key="gr_ex_labels").set_value(("mine.csv", csv, "text/csv")).run()
+    assert not at.exception and not at.error
+    table = next(d.value for d in at.dataframe if "F1 %" in d.value.columns)
+    assert table["labelled"].tolist() == [1, 2, 3]
+    at.file_uploader(key="gr_ex_labels").set_value(("bad.csv", b"a,b\n1,2\n", "text/csv")).run()
+    errs = [e.value.replace("\\", "") for e in at.error]
+    assert errs == ["Cannot read those labels: bad.csv: the CSV header must name expression, object and properties "
+                    "columns"]
