@@ -196,6 +196,18 @@ def _run_checked(spec: PerturbationSpec, x, params: dict, seed: int, seeding: st
         raise RuntimeError(f"perturbation {spec.name!r} is unavailable: {e}") from e
 
 
+def _run_kept(spec: PerturbationSpec, clip: np.ndarray, params: dict, seed: int, idx: np.ndarray) -> np.ndarray:
+    """A ``keep_frames`` op's output frames ``idx`` (its function returns only those)."""
+    try:
+        out = np.asarray(spec.fn(clip, dict(params), np.random.default_rng(seed), keep=idx))
+    except ImportError as e:  # a dependency found on disk but broken at import
+        raise RuntimeError(f"perturbation {spec.name!r} is unavailable: {e}") from e
+    if out.dtype != np.uint8 or out.shape != (len(idx),) + clip.shape[1:]:
+        raise RuntimeError(f"perturbation {spec.name!r} returned {out.dtype} {out.shape} for {len(idx)} kept frames, "
+                           f"expected uint8 {(len(idx),) + clip.shape[1:]}")
+    return np.ascontiguousarray(out)
+
+
 def perturb(x, name: str, severity: int, seed: int = 0, variant: str | None = None, *,
             frame_seeding: str | None = None) -> PerturbResult:
     """Apply perturbation ``name`` (or ``name/variant``) at ``severity`` (0 = clean, 1..5) with ``seed``; see module
@@ -313,9 +325,16 @@ def _whole_clip_sampled(spec: PerturbationSpec, src, v: str, s: int, seed: int, 
     got = _share.MEMO.get(keyed, s)
     if got is None:
         clip, input_hash = _share.CLIPS.read_whole(src, ident if ident and ident[0] == "source" else None)
-        whole = _run_checked(spec, clip, params, seed)
-        idx = _resolve_indices(indices, whole.shape[0])
-        got = (input_hash, list(clip.shape), int(whole.shape[0]), idx, np.ascontiguousarray(whole[idx]))
+        if spec.keep_frames and not spec.output_note:  # only the sampled frames come back (bit for bit)
+            idx = _resolve_indices(indices, n)
+            out = _run_kept(spec, clip, params, seed, idx)
+            n_out = n
+        else:
+            whole = _run_checked(spec, clip, params, seed)
+            n_out = int(whole.shape[0])
+            idx = _resolve_indices(indices, n_out)
+            out = np.ascontiguousarray(whole[idx])
+        got = (input_hash, list(clip.shape), n_out, idx, out)
         _share.MEMO.put(keyed, s, got, got[-1].nbytes)
     input_hash, shape, n_out, idx, out = got
     out = out.copy()

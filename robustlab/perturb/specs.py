@@ -82,6 +82,7 @@ class PerturbationSpec:
     # params -> the parameters fn really uses (e.g. a codec's quantiser after the encoder's clamp); severities with
     # equal effective parameters give byte-identical outputs and share one (robustlab.perturb.share); None: unknown
     effective: Callable | None = dataclasses.field(default=None, repr=False, compare=False)
+    keep_frames: bool = False  # whole-clip video ops: fn(x, params, rng, keep=indices) returns only those frames
     _static_reason: str = dataclasses.field(default="", repr=False, compare=False)
 
     @property
@@ -182,7 +183,8 @@ def register(name: str, *, modality: str, category: str, source: str, severity_t
              variants: dict | None = None, default_variant: str = "default", description: str = "",
              tags=(), requires=(), variant_notes: dict | None = None, batched: bool = False,
              applies_to=None, override: bool = False, requires_perturbations=(), check: Callable | None = None,
-             output_note: str = "", chunk_elements: int = 0, effective: Callable | None = None):
+             output_note: str = "", chunk_elements: int = 0, effective: Callable | None = None,
+             keep_frames: bool = False):
     """Decorator registering ``fn(x, params, rng) -> output`` as perturbation ``name``.
 
     ``severity_table`` is the default variant's table ({1..5: params}); ``variants`` maps further variant
@@ -198,6 +200,9 @@ def register(name: str, *, modality: str, category: str, source: str, severity_t
     ``effective`` (``params -> dict``): the parameters the function really uses, where the table's can differ
     from them (an encoder's clamp); severities with equal effective parameters share one output
     (:mod:`robustlab.perturb.share`), so it must be exact: equal effective parameters, equal bytes.
+    ``keep_frames`` (whole-clip video ops): ``fn`` also takes ``keep=indices`` and returns only those output
+    frames, bit for bit ``fn(x, params, rng)[keep]`` and cheaper (a codec converts only them back to RGB); the lazy
+    path (:func:`robustlab.perturb.registry.perturb_sampled`) passes the frames a model samples.
     """
     if modality not in MODALITIES:
         raise ValueError(f"modality must be one of {', '.join(MODALITIES)}, got {modality!r}")
@@ -234,6 +239,7 @@ def register(name: str, *, modality: str, category: str, source: str, severity_t
             applies_to=tuple(applies_to), batched=bool(batched),
             requires_perturbations=tuple(tuple(p) if isinstance(p, list) else p for p in requires_perturbations),
             output_note=output_note, chunk_elements=int(chunk_elements), fn=fn, check=check, effective=effective,
+            keep_frames=bool(keep_frames),
             _static_reason=static_reason,
         )
         _REGISTRY[name] = spec

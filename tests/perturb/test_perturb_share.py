@@ -43,9 +43,9 @@ def counting(monkeypatch, name):
     calls = []
     fn = spec.fn
 
-    def counted(x, params, rng):
+    def counted(x, params, rng, **kw):
         calls.append(params["qscale"] if "qscale" in params else params.get("bitrate"))
-        return fn(x, params, rng)
+        return fn(x, params, rng, **kw)
     monkeypatch.setattr(spec, "fn", counted)
     return calls
 
@@ -135,3 +135,18 @@ def test_a_full_memo_refuses_fresh_entries_and_evicts_idle_ones(monkeypatch):
     memo.put(b, 2, "B", 80)  # a has been idle long enough: evicted
     assert memo.get(a, 3) is None and memo.get(b, 3) == "B"
     assert len(memo) == 0  # every severity of b's group has had it: dropped
+
+
+@pytest.mark.parametrize("name,variant", CODECS)
+def test_kept_frames_are_the_whole_outputs_frames(name, variant):
+    """A keep_frames op converts only the sampled frames back to RGB: bit for bit the whole output's frames."""
+    spec = get_perturbation(name)
+    assert spec.keep_frames
+    v = clip(t=13, h=30, w=38)  # odd sizes: padded for 4:2:0 and cropped back
+    keep = [12, 0, 5, 5]
+    for s in (1, 5):
+        params = spec.params(s, variant)
+        whole = spec.fn(v, params, np.random.default_rng(0))
+        assert np.array_equal(spec.fn(v, params, np.random.default_rng(0), keep=keep), whole[keep])
+    with pytest.raises(ValueError, match="keep must hold frame indices"):
+        spec.fn(v, params, np.random.default_rng(0), keep=[13])

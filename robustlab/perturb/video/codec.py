@@ -27,10 +27,11 @@ def _q_table(codec: str, step: int) -> dict:
             for s in range(1, 6)}
 
 
-def _encode(x: np.ndarray, params: dict, rng: np.random.Generator) -> np.ndarray:
+def _encode(x: np.ndarray, params: dict, rng: np.random.Generator, keep=None) -> np.ndarray:
     from robustlab.io.media import encode_decode  # PyAV and PIL: importing robustlab.perturb stays numpy-only
 
-    return encode_decode(frames_of(x), params["codec"], qscale=int(params["qscale"]), fps=float(params["fps"]))
+    return encode_decode(frames_of(x), params["codec"], qscale=int(params["qscale"]), fps=float(params["fps"]),
+                         keep=keep)
 
 
 def _effective(params: dict) -> dict:
@@ -58,6 +59,7 @@ register(
     description="Whole-video MPEG-2 encode → decode at a fixed quantiser (FFmpeg's mpeg2video, GOP 12, no "
                 f"B-frames, as `ffmpeg -q:v`); {_NOTE}.",
     tags=("p1", "digital", "codec", "video-only", "deterministic"), requires=("av",), effective=_effective,
+    keep_frames=True,
 )(_encode)
 
 register(
@@ -70,4 +72,5 @@ register(
     description="Whole-video MPEG-4 Part 2 encode → decode at a fixed quantiser (FFmpeg's mpeg4, GOP 12, no "
                 f"B-frames, as `ffmpeg -q:v`); {_NOTE}.",
     tags=("p1", "digital", "codec", "video-only", "deterministic"), requires=("av",), effective=_effective,
+    keep_frames=True,
 )(_encode)

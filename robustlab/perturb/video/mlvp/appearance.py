@@ -221,12 +221,12 @@ def _snow_frames(frames: np.ndarray, ts: np.ndarray, curtain: np.ndarray, params
                 "frames assumed at 30 fps, which sets the bits per frame) and decoded again, in memory via PyAV. "
                 "MLVP encodes the full-length source video and then samples 12 frames; here the given frames are "
                 "the stream. Deterministic (one x264 thread, SIMD pinned; see robustlab.io.media).",
-    tags=_tags("low", "codec", "deterministic"), requires=("av",),
+    tags=_tags("low", "codec", "deterministic"), requires=("av",), keep_frames=True,
 )
-def mlvp_h264(x: np.ndarray, params: dict, rng: np.random.Generator) -> np.ndarray:
+def mlvp_h264(x: np.ndarray, params: dict, rng: np.random.Generator, keep=None) -> np.ndarray:
     # imported here, not at the top: robustlab.io.media loads PIL and the file readers, and importing the video
     # perturbations loads numpy only (PyAV itself loads in encode_decode)
     from robustlab.io.media import encode_decode
 
     return encode_decode(frames_of(x), params["codec"], bitrate=int(params["bitrate"]), fps=float(params["fps"]),
-                         preset=params["preset"])
+                         preset=params["preset"], keep=keep)
