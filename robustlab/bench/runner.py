@@ -51,7 +51,11 @@ def _merge_spec(out: Path, spec: SweepSpec) -> SweepSpec:
         merged = SweepSpec(models=list(dict.fromkeys(old.models + spec.models)), dataset=spec.dataset,
                            tasks=list(dict.fromkeys(old.tasks + spec.tasks)), directions=spec.directions,
                            conditions=old.conditions + [c for c in spec.conditions if c not in old.conditions],
-                           worst=spec.worst, name=spec.name or old.name)
+                           worst=spec.worst, name=spec.name or old.name,
+                           fields={k: {**o, **v} if isinstance(v, dict) and isinstance(o, dict) else v
+                                   for k, v in {**old.fields, **spec.fields}.items()
+                                   for o in [old.fields.get(k)]},
+                           report={**old.report, **spec.report}, protocol=spec.protocol or old.protocol)
     else:
         merged = spec
     merged.name = merged.name or Path(out).name

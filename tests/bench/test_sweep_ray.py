@@ -56,3 +56,24 @@ def test_missing_ray_is_one_line(tmp_path, monkeypatch):
     spec = SweepSpec(models=["builtin:tiny-clip"], dataset={"name": "builtin", "n": 4})
     with pytest.raises(SweepError, match=r"^the ray engine needs Ray: pip install 'robustlab\[ray\]'$"):
         run_sweep(spec, tmp_path / "r", engine="ray")
+
+
+def test_a_protocol_run_resumes_and_ray_writes_the_same_files(tmp_path, ray_session):
+    """A protocol (MSRVTT-P's shot noise and keyboard variants, one pair) is a sweep: resume and Ray as any other."""
+    from robustlab.bench.protocol import load_protocol
+
+    spec = load_protocol("msrvtt-p").build_spec(
+        models=["builtin:tiny-clip-video-meanp"], dataset={"name": "builtin-videos", "n": 10},
+        perturbations="shot_noise/schiappa_video,jumble/offline", text_perturbations="keyboard/schiappa_textflint",
+        severities="3")
+    assert not [c for c in spec.conditions if set(c) == {"visual", "text"}]  # keyboard is in none of the 66 pairs
+    local = run_sweep(spec, tmp_path / "local")
+    assert local.done == len(spec.cells()) == 1 + 2 + 1  # clean, two video, one text (keyboard is in no pair)
+    again = run_sweep(spec, tmp_path / "local")
+    assert again.done == 0 and again.skipped == len(spec.cells())
+    run_sweep(spec, tmp_path / "ray", engine="ray")
+    a, b = _cells(tmp_path / "local"), _cells(tmp_path / "ray")
+    assert a and a == b
+    sweep = json.loads((tmp_path / "local" / "sweep.json").read_text())
+    assert sweep["protocol"]["name"] == "msrvtt-p" and sweep["report"]["headline"] == "R@5"
+    assert any(c.get("visual", {}).get("variant") == "schiappa_video" for c in sweep["conditions"])
