@@ -20,9 +20,13 @@ SHORT = {"image": "img", "video": "vid", "text": "txt"}
 
 
 def perturbation_names(modality: str) -> tuple[list[str], dict]:
-    """["(none)", available perturbations of ``modality``...] and name -> category."""
+    """["(none)", available perturbations of ``modality``...] and name -> category; each perturbation with other
+    variants is followed by ``name/variant`` for each (another paper's parameters, e.g. shot_noise/schiappa_video),
+    accepted as is by Condition and every task."""
     specs = [s for s in list_perturbations(modality=modality) if s.available]
-    return [NONE] + [s.name for s in specs], {s.name: s.category for s in specs}
+    names = [n for s in specs for n in [s.name] + [f"{s.name}/{v}" for v in s.variants if v != s.default_variant]]
+    cats = {s.name: s.category for s in specs}
+    return [NONE] + names, {n: cats[n.split("/")[0]] for n in names}
 
 
 def perturbation_picker(modality: str, key: str, sev_key: str, default: str | None = None, severity: int = 3,

@@ -300,3 +300,15 @@ def test_cli_protocols_and_dry_run(capsys):
     assert main(["bench", "--perturbations", "shot_noise/schiappa_video", "--models", "builtin:tiny-clip-video-meanp",
                  "--dataset", "builtin-videos", "--n", "4", "--severities", "3", "--dry-run"]) == 0
     assert '{"lam":50}' in capsys.readouterr().out
+
+
+def test_eval_takes_a_variant_and_the_result_names_it(capsys):
+    from robustlab.cli import main
+
+    assert main(["eval", "retrieval", "--model", "builtin:tiny-clip", "--n", "8", "--perturb", "zoom_blur/qiu_code",
+                 "--severity", "5", "--json"]) == 0
+    r = json.loads(capsys.readouterr().out)
+    assert r["conditions"]["visual"] == {"name": "zoom_blur", "severity": 5, "seed": 0, "variant": "qiu_code"}
+    assert main(["eval", "retrieval", "--model", "builtin:tiny-clip", "--n", "8", "--perturb", "zoom_blur/nope"]) != 0
+    err = capsys.readouterr().err
+    assert "unknown variant 'nope'" in err and "Traceback" not in err
