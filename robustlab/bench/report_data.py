@@ -46,7 +46,7 @@ from robustlab.perturb import get_perturbation
 from robustlab.perturb.condition import Condition
 from robustlab.tasks.base import ADAPT, AXES, INTERVENTION, Result, adapt_label, intervention_label
 
-from robustlab.bench.report_protocol import protocol_tables
+from robustlab.bench.report_protocol import protocol_columns, protocol_tables
 from robustlab.bench.report_ci import Replicates, add_columns, column_order, model_differences
 
 RETRIEVAL_PAIRS = (("t2v", "v2t"), ("t2i", "i2t"))
@@ -321,6 +321,7 @@ def results_table(run: RunData, metric: Optional[str] = None, headline: Optional
     parts = [_score_group(g, metric) for _, g in df.groupby(["model", "task", "dataset"], sort=False,
                                                                    dropna=False)]
     df = add_columns(run, _sorted(pd.concat(parts).drop(columns="_headline"), run), reps)
+    df = protocol_columns(run, df)  # a protocol run: the paper's categories and types
     return df[column_order(df, ID_COLUMNS + SCORE_COLUMNS)].reset_index(drop=True)
 
 
@@ -348,7 +349,8 @@ def _axis_rows(sub: pd.DataFrame, axis: str, clean: float, scale: float, base: d
     cats = dict(zip(sub[axis], sub[f"{axis}_category"]))
     rows = [base | r for r in table_rows(robustness_table(_sweep(sub, axis), clean=clean, categories=cats,
                                                           scale=scale))]
-    nat = sub[[natural(axis, p) for p in sub[axis]]]
+    # a protocol run says which cells are natural (its text_aggregate_exclude, robustlab.bench.report_protocol)
+    nat = sub[sub["natural"].astype(bool)] if "natural" in sub else sub[[natural(axis, p) for p in sub[axis]]]
     if not nat.empty:
         r = table_rows(robustness_table(_sweep(nat, axis), clean=clean, categories=cats, scale=scale))[-1]
         rows.append(base | r | {"level": "natural", "name": "natural", "category": "natural"})

@@ -61,9 +61,10 @@ def _regime(df: pd.DataFrame) -> dict:
     return {m: r for m, r in zip(df["model"], df["regime"]) if isinstance(r, str) and r}
 
 
-def _category_table(df: pd.DataFrame, p: Protocol, axis: str) -> pd.DataFrame:
+def _category_table(df: pd.DataFrame, p: Protocol, axis: str, plan=None) -> pd.DataFrame:
     per = _per_perturbation(df, axis)
     cats = p.categories(axis)
+    runnable = {e.spec for e in p.entries(axis) if e.available}
     regime = _regime(df)
     rows = []
     for m in dict.fromkeys(df["model"]):
@@ -71,12 +72,31 @@ def _category_table(df: pd.DataFrame, p: Protocol, axis: str) -> pd.DataFrame:
         row = {"model": m, "regime": regime.get(m, "—")}
         for c, members in cats.items():
             have = [pm.loc[s, "gamma_r"] for s in members if s in pm.index]
-            row[c] = _pm(have) if have else "not run"
+            row[c] = _pm(have) if have else _missing(members, runnable, plan)
         rows.append(row)
     return pd.DataFrame(rows)
 
 
-def _modality_table(df: pd.DataFrame, p: Protocol) -> pd.DataFrame:
+def _missing(members, runnable, planned=None) -> str:
+    """What a cell without a number says: none of its perturbations can run here, the run has not reached them yet
+    (``pending``), or the sweep left them out (``not swept``: grid options overrode the protocol)."""
+    if not any(s in runnable for s in members):
+        return "not run here"
+    return "pending" if planned is None or any(s in planned for s in members) else "not swept"
+
+
+def planned(run) -> set:
+    """``name/variant`` of every perturbation the run's sweep.json asks for (either axis)."""
+    out = set()
+    for c in (run.sweep.get("conditions") or []) if isinstance(run.sweep, dict) else []:
+        for axis in ("visual", "text"):
+            d = c.get(axis) if isinstance(c, dict) else None
+            if isinstance(d, dict) and d.get("name"):
+                out.add(d["name"] + (f"/{d['variant']}" if d.get("variant") else ""))
+    return out
+
+
+def _modality_table(df: pd.DataFrame, p: Protocol, plan=None) -> pd.DataFrame:
     exclude = set(p.report.get("text_aggregate_exclude") or [])
     regime = _regime(df)
     rows = []
@@ -86,13 +106,14 @@ def _modality_table(df: pd.DataFrame, p: Protocol) -> pd.DataFrame:
             per = _per_perturbation(df[df["model"] == m], axis).set_index("perturbation")
             keep = [e.spec for e in p.entries(axis) if axis != "text" or e.category not in exclude]
             got = per.loc[[s for s in keep if s in per.index]]
-            row[f"{label} γᵃ"] = _pm(got["gamma_a"]) if len(got) else "not run"
-            row[f"{label} γʳ"] = _pm(got["gamma_r"]) if len(got) else "not run"
+            none = _missing(keep, {e.spec for e in p.entries(axis) if e.available}, plan)
+            row[f"{label} γᵃ"] = _pm(got["gamma_a"]) if len(got) else none
+            row[f"{label} γʳ"] = _pm(got["gamma_r"]) if len(got) else none
         rows.append(row)
     return pd.DataFrame(rows)
 
 
-def _qiu_table(df: pd.DataFrame, p: Protocol) -> pd.DataFrame:
+def _qiu_table(df: pd.DataFrame, p: Protocol, plan=None) -> pd.DataFrame:
     regime = _regime(df)
     rows = []
     for m in dict.fromkeys(df["model"]):
@@ -109,7 +130,7 @@ def _qiu_table(df: pd.DataFrame, p: Protocol) -> pd.DataFrame:
                     row[e.spec] = round(v, 1)
                     types.append(v)
                 else:
-                    row[e.spec] = "not run"
+                    row[e.spec] = _missing([e.spec], {e.spec} if e.available else set(), plan)
         ave = float(np.mean(types)) if types else math.nan
         row["ave"] = round(ave, 1) if types else "—"
         row["↓MMI"] = f"{100 * (c - ave) / c:.1f}%" if types and c > 0 else "—"
@@ -133,7 +154,8 @@ def _mlvp_table(df: pd.DataFrame, p: Protocol) -> pd.DataFrame:
                         if len(v):
                             row[f"s{sev}"] = round(float(v.mean()), 4)
                     v = sub["_side_score"].dropna()
-                    row["mean"] = round(float(v.mean()), 4) if len(v) else "not run"
+                    row["mean"] = round(float(v.mean()), 4) if len(v) else (
+                        "pending" if any(e.spec == s and e.available for e in p.entries(axis)) else "not run here")
                     rows.append(row)
     return pd.DataFrame(rows)
 
@@ -158,8 +180,8 @@ def _adapt_pivot(df: pd.DataFrame, p: Protocol) -> pd.DataFrame:
                     if len(v):
                         row[e.spec] = round(float(v.mean()), 4)
                         vals.append(float(v.mean()))
-                    elif not e.available:
-                        row[e.spec] = "not run"
+                    else:
+                        row[e.spec] = "pending" if e.available else "not run here"
                 row["avg"] = round(float(np.mean(vals)), 4) if vals else "—"
                 rows.append(row)
     return pd.DataFrame(rows)
@@ -212,18 +234,21 @@ def protocol_tables(run, df: pd.DataFrame) -> list[tuple[str, str, pd.DataFrame]
     metric = ", ".join(dict.fromkeys(str(m) for m in df["metric"].dropna())) or head
     out: list[tuple[str, str, pd.DataFrame]] = []
     lay = p.layout
+    plan = planned(run)
     if lay == "schiappa":
         note = (f"γʳ on {metric} per perturbation (mean over its severities), then mean ± SD over the category's "
                 "perturbations (population SD)")
-        out.append(("Table 2 — video perturbations by category (γʳ)", note, _category_table(df, p, "visual")))
-        out.append(("Table 3 — text perturbations by category (γʳ)", note, _category_table(df, p, "text")))
+        out.append(("Table 2 — video perturbations by category (γʳ)", note,
+                    _category_table(df, p, "visual", plan)))
+        out.append(("Table 3 — text perturbations by category (γʳ)", note, _category_table(df, p, "text", plan)))
         excl = ", ".join(p.report.get("text_aggregate_exclude") or []) or "none"
         out.append(("Table 4 — robustness per modality (γᵃ, γʳ ± σ)",
-                    f"{metric}; text aggregates natural shifts only (without {excl})", _modality_table(df, p)))
+                    f"{metric}; text aggregates natural shifts only (without {excl})", _modality_table(df, p, plan)))
     elif lay == "qiu":
         out.append(("Table 1 — RSUM per perturbation type, ave and ↓MMI",
                     "RSUM on the paper's 0–600 scale; each type's mean over its levels; ave = the unweighted mean "
-                    "over types; MMI = (clean − ave) / clean, lower is more robust", _qiu_table(df, p)))
+                    "over the types that ran here; MMI = (clean − ave) / clean, lower is more robust",
+                    _qiu_table(df, p, plan)))
     elif lay == "mlvp":
         out.append(("MLVP — score per perturbation and severity, by level", f"{metric} of the shifted side's "
                     "direction (video queries: v2t, text queries: t2v)", _mlvp_table(df, p)))
@@ -240,3 +265,25 @@ def protocol_tables(run, df: pd.DataFrame) -> list[tuple[str, str, pd.DataFrame]
                     "named by the protocol but unavailable on this machine (weights or dependencies missing); no "
                     "score is shown for them", nr))
     return [(t, n, d) for t, n, d in out if d is not None and not d.empty]
+
+
+def protocol_columns(run, df: pd.DataFrame) -> pd.DataFrame:
+    """A protocol run's results with the paper's grouping: ``{axis}_category`` is the protocol's category (Schiappa's
+    AddText for ``append_irr``, not the registry's "word"), ``{axis}_type`` its type (natural / machine / synthetic)
+    and ``natural`` whether the cell counts in the text aggregate (the protocol's ``text_aggregate_exclude``).
+    Unchanged for a run without a protocol."""
+    p = protocol_of(run)
+    if p is None or df is None or df.empty:
+        return df
+    df = df.copy()
+    exclude = set(p.report.get("text_aggregate_exclude") or [])
+    for axis in ("visual", "text"):
+        if axis not in df:
+            continue
+        ents = {e.spec: e for e in p.entries(axis)}
+        cat = df[axis].map(lambda s: ents[s].category if s in ents else None)
+        df[f"{axis}_category"] = cat.where(cat.notna(), df.get(f"{axis}_category"))
+        df[f"{axis}_type"] = df[axis].map(lambda s: ents[s].type if s in ents and ents[s].type else "")
+    if "text" in df and exclude:
+        df["natural"] = [not (ax == "text" and c in exclude) for ax, c in zip(df["axes"], df["text_category"])]
+    return df

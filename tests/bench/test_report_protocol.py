@@ -1,0 +1,93 @@
+"""The paper's tables of a protocol run, on hand-made results whose γ values can be checked by hand: Schiappa's Tables
+2–4 (categories from the protocol, not the registry; the text aggregate without Positional and DropText; pending /
+not run here / not swept), Qiu's Table 1 (RSUM ×100, ave over types, ↓MMI) and the protocol's categories in
+results.csv."""
+import math
+
+import pytest
+
+from robustlab.bench.protocol import load_protocol
+from robustlab.bench.report_data import RunData, report_tables
+from robustlab.tasks.base import Result
+
+M = "builtin:tiny-clip-video-seqtransf"
+
+
+def _res(conds: dict, r5: float, model=M, dirs=("t2v",)) -> Result:
+    metrics = {d: {"R@1": r5 / 2, "R@5": r5, "R@10": min(1.0, r5 * 1.2), "MdR": 3.0, "MnR": 4.0} for d in dirs}
+    return Result(model=model, model_fingerprint="x", dataset="builtin-videos", split="test", task="retrieval",
+                  conditions=conds, n=10, metrics=metrics, extra={"regime": "scratch"})
+
+
+def _run(spec, results) -> RunData:
+    run = RunData(root=None, sweep=spec.to_json())
+    run.results, run.files = results, [f"c{i}.json" for i in range(len(results))]
+    return run
+
+
+def _v(name, s, variant=None):
+    return {"name": name, "severity": s, "seed": 0} | ({"variant": variant} if variant else {})
+
+
+def test_schiappa_tables_from_the_protocols_categories():
+    p = load_protocol("msrvtt-p")
+    spec = p.build_spec(dataset={"name": "builtin-videos", "n": 10})
+    clean = _res({}, 0.8)
+    cells = [clean,
+             # Noise: shot (schiappa variant) gamma_r = mean(0.4, 0.6)/0.8 = 0.625; gaussian = 0.4/0.8 = 0.5
+             _res({"visual": _v("shot_noise", 1, "schiappa_video")}, 0.6),
+             _res({"visual": _v("shot_noise", 5, "schiappa_video")}, 0.4),
+             _res({"visual": _v("gaussian_noise", 3)}, 0.4),
+             # text: append_irr is AddText (the registry calls it "word"); drop_first is Positional (not natural)
+             _res({"text": _v("append_irr", 3)}, 0.72),
+             _res({"text": _v("drop_first", 3)}, 0.2)]
+    t = report_tables(_run(spec, cells))
+    tables = {title.split(" — ")[0]: d for title, _, d in t["protocol"]}
+    t2, t3, t4 = tables["Table 2"], tables["Table 3"], tables["Table 4"]
+    assert list(t2.columns) == ["model", "regime", "Noise", "Blur", "Camera", "Digital", "Temporal"]
+    assert t2.loc[0, "Noise"] == "0.562 ± 0.062"  # mean(0.625, 0.5), population SD 0.0625
+    assert t2.loc[0, "Blur"] == "pending" and t2.loc[0, "regime"] == "scratch"
+    assert t3.loc[0, "AddText"] == "0.900 ± 0.000" and t3.loc[0, "Positional"] == "0.250 ± 0.000"
+    assert t3.loc[0, "TextStyle"] == "pending"
+    # Table 4: text over the natural shifts only -> append_irr alone, not drop_first
+    assert t4.loc[0, "text γʳ"] == "0.900 ± 0.000"
+    assert t4.loc[0, "text γᵃ"] == "0.920 ± 0.000"  # 1 - (0.8 - 0.72)
+    nr = tables["Not run here (5 of the protocol's perturbations)"]
+    assert set(nr["perturbation"]) == {e.spec for e in p.entries() if not e.available}
+    res = t["results"]
+    assert res.loc[res["text"] == "append_irr", "text_category"].iloc[0] == "AddText"
+    assert res.loc[res["text"] == "drop_first", "text_type"].iloc[0] == "synthetic"
+    rob = t["robustness"]
+    nat = rob[(rob["axis"] == "text") & (rob["level"] == "natural")]
+    assert float(nat["gamma_r"].iloc[0]) == pytest.approx(0.9)
+
+
+def test_a_category_left_out_by_the_grid_says_so():
+    p = load_protocol("msrvtt-p")
+    spec = p.build_spec(dataset={"name": "builtin-videos", "n": 10}, perturbations="gaussian_noise",
+                        text_perturbations="none", severities="3", combine="none")
+    t = report_tables(_run(spec, [_res({}, 0.8), _res({"visual": _v("gaussian_noise", 3)}, 0.4)]))
+    t2 = next(d for title, _, d in t["protocol"] if title.startswith("Table 2"))
+    assert t2.loc[0, "Noise"] == "0.500 ± 0.000" and t2.loc[0, "Blur"] == "not swept"
+
+
+def test_qiu_table1_rsum_ave_mmi():
+    p = load_protocol("qiu-image")
+    spec = p.build_spec(dataset={"name": "builtin", "n": 10}, perturbations="gaussian_noise,contrast",
+                        severities="1,2")
+    dirs = ("i2t", "t2i")
+    # RSUM = 2 * (r5/2 + r5 + 1.2 r5) on 0..6 -> x100 in the table
+    cells = [_res({}, 0.5, dirs=dirs), _res({"visual": _v("gaussian_noise", 1)}, 0.4, dirs=dirs),
+             _res({"visual": _v("gaussian_noise", 2)}, 0.3, dirs=dirs),
+             _res({"visual": _v("contrast", 1)}, 0.25, dirs=dirs), _res({"visual": _v("contrast", 2)}, 0.25, dirs=dirs)]
+    t = report_tables(_run(spec, cells))
+    t1 = next(d for title, _, d in t["protocol"] if title.startswith("Table 1"))
+    k = 2 * (0.5 + 1 + 1.2) * 100
+    assert t1.loc[0, "clean"] == pytest.approx(round(0.5 * k, 1))
+    assert t1.loc[0, "gaussian_noise"] == pytest.approx(round(0.35 * k, 1))
+    assert t1.loc[0, "contrast"] == pytest.approx(round(0.25 * k, 1))
+    ave = (0.35 + 0.25) / 2 * k
+    assert t1.loc[0, "ave"] == pytest.approx(round(ave, 1))
+    assert t1.loc[0, "↓MMI"] == f"{100 * (0.5 * k - ave) / (0.5 * k):.1f}%"  # 40.0%
+    assert t1.loc[0, "stylize/qiu_code"] == "not run here" and t1.loc[0, "snow"] == "not swept"
+    assert not math.isnan(float(t["results"]["RSUM"].iloc[0]))
