@@ -298,7 +298,8 @@ def show_report(run_dir: Path) -> None:
     problem reading the folder is one line."""
     try:
         run = report.load_run(run_dir)
-        tables, figs = report.report_tables(run), report.report_figures(run)
+        tables = report.report_tables(run)
+        figs = report.figures(tables)  # the same tables: the bootstrap intervals are computed once
     except Exception as e:  # noqa: BLE001 - an unreadable folder must not take the page down
         st.error(f"Cannot read the run folder {safe_md(run_dir.name)}: {type(e).__name__}: {safe_md(e)}")
         return
@@ -344,7 +345,7 @@ def show_report(run_dir: Path) -> None:
 def ci_tables(tables: dict) -> None:
     """The clean scores with their 95 % bootstrap intervals and which differences hold (paired bootstrap), the
     same tables as report.html's (:func:`robustlab.bench.report_html.holds_tables`)."""
-    from robustlab.bench.report_html import CI_NOTE, holds_tables, with_ci
+    from robustlab.bench.report_html import CI_NOTE, holds_tables, with_ci  # loaded with the report module (jinja2)
 
     clean = tables.get("clean")
     held = holds_tables(tables)

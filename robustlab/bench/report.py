@@ -22,18 +22,23 @@ from robustlab.bench.report_figures import figures
 from robustlab.bench.report_html import render
 
 
-def report_figures(run: RunData, metric: Optional[str] = None) -> dict:
+def report_figures(run: RunData, metric: Optional[str] = None, headline: Optional[str] = None) -> dict:
     """The report's plotly figures by key (see :mod:`robustlab.bench.report_figures`)."""
-    return figures(report_tables(run, metric))
+    return figures(report_tables(run, metric, headline))
 
 
-def write_report(run_dir, out_dir=None, metric: Optional[str] = None) -> tuple[Path, Path]:
+def write_report(run_dir, out_dir=None, metric: Optional[str] = None, headline: Optional[str] = None,
+                 sections: Optional[Sequence] = None) -> tuple[Path, Path]:
     """Write ``results.csv`` and a self-contained ``report.html`` (into ``out_dir``, default the run folder), and
-    ``adaptation.csv`` (:func:`adapt_table`) when the run has adaptation cells; returns the first two paths."""
+    ``adaptation.csv`` (:func:`adapt_table`) when the run has adaptation cells, ``differences.csv`` (the paired
+    bootstrap between models) when it has several models; returns the first two paths. ``headline``: the
+    retrieval metric the report leads with (``R@5``, ``RSUM``...; default: the spec's ``report.headline``, else
+    R@1); ``sections``: extra sections of the HTML after the standard ones
+    (:func:`robustlab.bench.report_html.extra_section`: ``(title, html | DataFrame)`` or dicts)."""
     run = load_run(run_dir)
     if not run.results and run.expected is None:
         raise ValueError(f"{run_dir} holds no sweep.json and no readable cells/*.json: not a run folder")
-    tables = report_tables(run, metric)
+    tables = report_tables(run, metric, headline)
     out = Path(out_dir) if out_dir is not None else run.root
     out.mkdir(parents=True, exist_ok=True)
     csv_path, html_path = out / "results.csv", out / "report.html"
@@ -43,7 +48,12 @@ def write_report(run_dir, out_dir=None, metric: Optional[str] = None) -> tuple[P
         tables["adaptation"].to_csv(adapt_path, index=False)
     elif adapt_path.is_file():  # from an earlier report of this folder: it no longer describes the run
         adapt_path.unlink()
-    html_path.write_text(render(run, tables, metric), encoding="utf-8")
+    diff_path = out / "differences.csv"
+    if not tables["models"].empty:
+        tables["models"].to_csv(diff_path, index=False)
+    elif diff_path.is_file():
+        diff_path.unlink()
+    html_path.write_text(render(run, tables, metric, sections, headline), encoding="utf-8")
     return csv_path, html_path
 
 

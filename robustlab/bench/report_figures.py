@@ -5,7 +5,7 @@ Keys (``SUFFIX`` is ``""`` for a run with one task and dataset, else `` · task 
 ``clean`` (bar of the clean metric per model), ``heatmap · MODEL`` (perturbation × severity: the metric and the
 relative drop 1 − p/c), ``severity`` (small multiples, one per perturbation, one line per model, severity 0 =
 clean), ``robustness`` (γʳ per category, overall and natural-only, mean ± SD), ``scatter`` (clean metric vs
-overall γʳ), ``combinations · MODEL`` (the visual × text γʳ grid).
+overall γʳ; marker area: the model's parameter count), ``combinations · MODEL`` (the visual × text γʳ grid).
 
 Titles and labels are for a reader: metric keys read as words (:func:`metric_label`: ``t2i_R@1`` is "text→image
 R@1"), the axes as what they perturb ("image perturbations"), and every axis grows its margin to fit its labels (a
@@ -69,9 +69,20 @@ def _metric(df: pd.DataFrame) -> str:
     return ", ".join(m) or "no metric"
 
 
+def _ci_bars(df: pd.DataFrame, col: str = "score") -> dict:
+    """Asymmetric error bars from ``col_lo`` / ``col_hi`` (the 95 % bootstrap interval), when the table has them."""
+    lo, hi = f"{col}_lo", f"{col}_hi"
+    if lo not in df or hi not in df or not df[lo].notna().any():
+        return {}
+    v = pd.to_numeric(df[col], errors="coerce")
+    return dict(error_y=dict(type="data", symmetric=False, array=(df[hi] - v).clip(lower=0).fillna(0).tolist(),
+                             arrayminus=(v - df[lo]).clip(lower=0).fillna(0).tolist()))
+
+
 def clean_bar(clean: pd.DataFrame, title: str = "") -> go.Figure:
+    """The clean metric per model, with its 95 % bootstrap interval when the cells kept their ranks."""
     fig = go.Figure(go.Bar(x=clean["model"], y=clean["score"], text=[f"{v:.3f}" for v in clean["score"]],
-                           textposition="auto", marker_color="#1f77b4", name="clean",
+                           textposition="auto", marker_color="#1f77b4", name="clean", **_ci_bars(clean),
                            width=0.5 if clean["model"].nunique() <= 3 else None))
     fig.update_layout(title=f"Clean {_metric(clean)} per model{title}", yaxis_title=_metric(clean),
                       height=280 if clean["model"].nunique() <= 3 else 340, margin=MARGIN)
@@ -167,22 +178,47 @@ def robustness_bars(rob: pd.DataFrame, title: str = "", names: dict | None = Non
     return _fit(fig)
 
 
-def clean_vs_gamma(rob: pd.DataFrame, title: str = "", names: dict | None = None) -> go.Figure:
-    """Clean metric (x) against overall γʳ (y) per model, one trace per axis (``names``: their legend), ± SD."""
+def marker_sizes(models, params: dict | None, smallest: float = 9, largest: float = 36) -> list[float]:
+    """Marker diameters (px) with the area proportional to each model's parameter count (Schiappa et al.'s
+    clean-vs-robustness figure); 12 px for every model when a count is unknown."""
+    ps = [(params or {}).get(m) for m in models]
+    ok = [float(p) for p in ps if isinstance(p, (int, float)) and not isinstance(p, bool) and p > 0]
+    if not ok or len(ok) < len(ps):
+        return [12.0] * len(ps)
+    top = max(ok)
+    return [max(smallest, largest * math.sqrt(float(p) / top)) for p in ps]
+
+
+def _params_text(p) -> str:
+    if not isinstance(p, (int, float)) or isinstance(p, bool) or not p > 0:
+        return "parameters unknown"
+    return f"{p / 1e9:.2f} B parameters" if p >= 1e9 else f"{p / 1e6:.1f} M parameters"
+
+
+def clean_vs_gamma(rob: pd.DataFrame, title: str = "", names: dict | None = None,
+                   params: dict | None = None) -> go.Figure:
+    """Clean metric (x) against overall γʳ (y) per model, one trace per axis (``names``: their legend), ± SD;
+    marker area proportional to the model's parameter count (``params``: model → count) when every count is
+    known."""
     fig = go.Figure()
     over = rob[rob["level"] == "overall"]
+    sized = bool(params) and len(set(marker_sizes(list(over["model"]), params))) > 1
     for a, g in over.groupby("axis", sort=False):
         fig.add_trace(go.Scatter(x=g["clean"], y=g["gamma_r"], mode="markers+text", text=g["model"],
                                  textposition="bottom center" if a == "text" else "top center",
                                  name=(names or {}).get(a, a),
-                                 marker=dict(size=12, symbol=AXIS_SYMBOL.get(a, "circle")),
+                                 marker=dict(size=marker_sizes(list(g["model"]), params),
+                                             symbol=AXIS_SYMBOL.get(a, "circle"), opacity=0.8),
+                                 customdata=[_params_text((params or {}).get(m)) for m in g["model"]],
                                  error_y=dict(type="data", array=g["gamma_r_std"].fillna(0).tolist()),
-                                 hovertemplate="%{text}<br>clean %{x:.4f}<br>γʳ %{y:.4f}<extra>" + a + "</extra>"))
+                                 hovertemplate="%{text}<br>clean %{x:.4f}<br>γʳ %{y:.4f}<br>%{customdata}<extra>"
+                                               + a + "</extra>"))
     if not over.empty:
         lo, hi = float(over["clean"].min()), float(over["clean"].max())
         pad = max(0.05 * max(abs(hi), 1e-9), 0.25 * (hi - lo))
         fig.update_xaxes(range=[lo - pad, hi + pad])
-    fig.update_layout(title=f"Clean {_metric(rob)} vs overall γʳ{title}", xaxis_title=f"clean {_metric(rob)}",
+    fig.update_layout(title=f"Clean {_metric(rob)} vs overall γʳ{title}"
+                      + (" · marker area: parameter count" if sized else ""), xaxis_title=f"clean {_metric(rob)}",
                       yaxis_title="γʳ (mean ± SD over perturbations)", height=400, margin=MARGIN, legend=LEGEND)
     return _fit(fig)
 
@@ -210,6 +246,7 @@ def figures(tables: dict) -> dict:
     """Every report figure by key, from :func:`robustlab.bench.report_data.report_tables`' output."""
     out: dict = {}
     df, rob, grid = tables["results"], tables["robustness"], tables["combinations"]
+    params = {m: p for m, p in zip(df["model"], df["n_params"]) if pd.notna(p)} if "n_params" in df else {}
     for sfx, g in groups(tables["clean"]):
         out["clean" + sfx] = clean_bar(g, sfx)
     for sfx, g in groups(df):
@@ -222,7 +259,7 @@ def figures(tables: dict) -> dict:
     for sfx, g in groups(rob):
         names = axis_names(g)
         out["robustness" + sfx] = robustness_bars(g, sfx, names)
-        out["scatter" + sfx] = clean_vs_gamma(g, sfx, names)
+        out["scatter" + sfx] = clean_vs_gamma(g, sfx, names, params)
     for sfx, g in groups(grid):
         for m in dict.fromkeys(g["model"]):
             out[f"combinations · {m}{sfx}"] = combination_heatmap(g, m, sfx)
@@ -230,4 +267,4 @@ def figures(tables: dict) -> dict:
 
 
 __all__ = ["figures", "groups", "metric_label", "label_margin", "axis_names", "clean_bar", "heatmap", "severity_curves",
-           "robustness_bars", "clean_vs_gamma", "combination_heatmap"]
+           "robustness_bars", "clean_vs_gamma", "combination_heatmap", "marker_sizes"]

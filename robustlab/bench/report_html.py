@@ -20,7 +20,7 @@ from plotly.offline import get_plotlyjs
 
 from robustlab.adapt import METHODS
 
-from robustlab.bench.report_data import ADAPT_ID, DIRECTIONS, metric_label
+from robustlab.bench.report_data import ADAPT_ID, DIRECTIONS, headline_of, metric_label
 from robustlab.bench.report_figures import figures, groups
 from robustlab.bench.report_summary import summary
 
@@ -72,6 +72,46 @@ def table_html(df: pd.DataFrame, constant=()) -> str:
     return df.to_html(index=False, border=0, classes="tbl", na_rep="", float_format=_fmt, escape=True)
 
 
+def with_ci(df: pd.DataFrame) -> pd.DataFrame:
+    """A table for reading: every column ``c`` that has ``c_lo`` / ``c_hi`` becomes ``"v [lo, hi]"`` (the 95 %
+    bootstrap interval), the R@K Error columns (results.csv has them) are left out."""
+    if df is None or df.empty:
+        return df
+    df = df.drop(columns=[c for c in df.columns if str(c).endswith("_error")])
+    for c in [c for c in df.columns if f"{c}_lo" in df and f"{c}_hi" in df]:
+        df[c] = [_fmt(v) + (f" [{_fmt(lo)}, {_fmt(hi)}]" if _num(lo) and _num(hi) else "") if _num(v) else ""
+                 for v, lo, hi in zip(df[c], df[f"{c}_lo"], df[f"{c}_hi"])]
+        df = df.drop(columns=[f"{c}_lo", f"{c}_hi"])
+    return df
+
+
+def _num(v) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+
+
+CI_NOTE = ("[lo, hi]: 95 % bootstrap interval over the queries (1,000 resamples, seed 0, percentile method); a "
+           "difference holds when its paired-bootstrap interval (the same resampled queries for both) excludes 0")
+
+
+def holds_tables(tables: dict) -> list:
+    """The confidence section's tables: each perturbed cell against its model's clean cell, and every pair of
+    models on each condition, with the difference's interval and whether it holds."""
+    df, mods = tables["results"], tables.get("models")
+    out = []
+    if "holds" in df and df["holds"].notna().any():
+        sub = df[df["holds"].notna()].rename(columns={"delta": "Δ vs clean"})
+        sub = sub.rename(columns={"delta_lo": "Δ vs clean_lo", "delta_hi": "Δ vs clean_hi"})
+        sub["holds"] = sub["holds"].map(lambda h: "✓ holds" if h else "—")
+        cols = ["model", "task", "dataset", "condition", "metric", "score", "score_lo", "score_hi", "Δ vs clean",
+                "Δ vs clean_lo", "Δ vs clean_hi", "holds", "n"]
+        out.append(("perturbed vs clean, per model", with_ci(sub[[c for c in cols if c in sub]])))
+    if mods is not None and not mods.empty:
+        m = mods.assign(holds=mods["holds"].map(lambda h: "✓ holds" if h else "—")).rename(
+            columns={"delta": "a − b", "delta_lo": "a − b_lo", "delta_hi": "a − b_hi"})
+        out.append(("between models, per condition", with_ci(m)))
+    return out
+
+
 def figure_html(fig, key: str) -> str:
     div = "fig-" + "".join(c if c.isalnum() else "-" for c in key)
     return fig.to_html(full_html=False, include_plotlyjs=False, div_id=div,
@@ -108,8 +148,9 @@ def _sections(tables: dict, figs: dict) -> list[dict]:
         return [(k, v) for k, v in figs.items() if k == prefix or k.startswith(prefix + " ")]
 
     one = ("task", "dataset", "split") if len(groups(df)) == 1 else ()  # said above the report's sections
-    out.append(_section("1. Clean scores per model", meta, pick("clean"),
-                        [("", Markup(table_html(tables["clean"], one)) if not tables["clean"].empty else None)],
+    out.append(_section("1. Clean scores per model", meta + " · " + CI_NOTE.split(";")[0], pick("clean"),
+                        [("", Markup(table_html(with_ci(tables["clean"]), one)) if not tables["clean"].empty
+                          else None)],
                         "no clean cell in this run: γ scores cannot be computed"))
     out.append(_section("2. Each perturbation at each severity", meta + " · left: the metric, right: the relative "
                         "drop 1 − p/c (p: perturbed, c: clean)", pick("heatmap"), (), NO_SINGLE))
@@ -131,6 +172,13 @@ def _sections(tables: dict, figs: dict) -> list[dict]:
                         f"{_n(grid) if not grid.empty else _n(df)} · γʳ of {_metric(grid if not grid.empty else df)}"
                         " · first row / column: single-modality scores", pick("combinations"),
                         [("", grid)] if not grid.empty else (), "no cell perturbed on both axes in this run"))
+    held = holds_tables(tables)
+    if held:
+        ok = df["holds"].dropna() if "holds" in df else df.iloc[:0]
+        out.append(_section(
+            f"{len(out) + 1}. Which differences hold (paired bootstrap)",
+            f"{_n(df)} · metric {_metric(df)} · {int(ok.sum())} of {len(ok)} perturbed cells differ from clean "
+            f"beyond chance · {CI_NOTE}", (), held))
     iv = tables.get("interventions")
     if iv is not None and not iv.empty:
         out.append(_section(
@@ -235,10 +283,29 @@ def dataset_line(sweep: dict) -> str:
     return str(d.get("name") or "?") + (f" ({', '.join(parts)})" if parts else "")
 
 
-def render(run, tables: dict, metric=None) -> str:
-    """The report's HTML text."""
+def extra_section(number: int, item) -> dict:
+    """A caller's section (a protocol's tables): ``(title, content)`` or ``(title, note, content)`` with content an
+    HTML string (trusted, e.g. :func:`table_html`'s), a DataFrame or a list of ``(subtitle, HTML or DataFrame)``;
+    or a dict with ``title`` and optional ``note``, ``tables``, ``figures`` (plotly figures by key)."""
+    if isinstance(item, dict):
+        title, note, tabs, figs = item["title"], item.get("note", ""), item.get("tables", ()), item.get("figures", {})
+    else:
+        title, note, content = item if len(item) == 3 else (item[0], "", item[1])
+        figs = {}
+        tabs = content if isinstance(content, (list, tuple)) else [("", content)]
+    tabs = [(t, Markup(d) if isinstance(d, str) and not isinstance(d, Markup) else d) for t, d in tabs]
+    return _section(f"{number}. {title}", note, list(dict(figs).items()), tabs)
+
+
+def render(run, tables: dict, metric=None, sections=None, headline=None) -> str:
+    """The report's HTML text; the protocol's own tables (``tables["protocol"]``) and then ``sections`` are extra
+    sections after the standard ones (:func:`extra_section`)."""
     figs = figures(tables)
-    sections = _sections(tables, figs)
+    sections_ = _sections(tables, figs)
+    for item in list(tables.get("protocol") or ()) + list(sections or ()):
+        sections_.append(extra_section(len(sections_) + 1, item))
+    sections = sections_
+    headline = headline_of(run, headline)
     for s in sections:
         s["figures"] = [Markup(figure_html(f, k)) for k, f in s["figures"]]
         s["tables"] = [(t, d if isinstance(d, Markup) else Markup(table_html(d))) for t, d in s["tables"]]
@@ -246,8 +313,9 @@ def render(run, tables: dict, metric=None) -> str:
     df = tables["results"]
     return env.get_template("report.html.j2").render(
         run=run, name=run.name, sweep=run.sweep, present=run.present, expected=run.expected,
-        summary=summary(run, tables, metric), dataset=dataset_line(run.sweep),
-        missing=run.missing(), warnings=run.warnings, sections=sections, metric=metric or "headline per task",
+        summary=summary(run, tables, metric, headline), dataset=dataset_line(run.sweep),
+        missing=run.missing(), warnings=run.warnings, sections=sections,
+        metric=metric or (f"headline {headline}" if headline else "headline per task"),
         metrics_used=_metric(df), worst=worst_examples(run, df) if not df.empty else [],
         worst_meta=f"{_n(df)} · clean → perturbed rank of the ground truth",
         plotlyjs=Markup(get_plotlyjs()), groups=len(groups(df)), worst_no=len(sections) + 1)

@@ -222,14 +222,14 @@ def _adaptation(ad: pd.DataFrame) -> list[str]:
     return out
 
 
-def summary(run, tables: dict | None = None, metric: str | None = None) -> list[str]:
+def summary(run, tables: dict | None = None, metric: str | None = None, headline: str | None = None) -> list[str]:
     """Short sentences saying what the run found (see the module's docstring); ``tables``: the run's
-    :func:`robustlab.bench.report_data.report_tables` when already computed."""
+    :func:`robustlab.bench.report_data.report_tables` when already computed (else with ``metric`` / ``headline``)."""
     if not run.results:
         of = f" of the {run.expected} it asks for" if run.expected else ""
         return [f"No cell of this run has finished yet{of}: there is nothing to summarise."]
     if tables is None:
-        tables = report_tables(run, metric)
+        tables = report_tables(run, metric, headline)
     df, rob, grid = tables["results"], tables["robustness"], tables["combinations"]
     out = []
     if run.expected is not None and run.present < run.expected:

@@ -1,0 +1,175 @@
+"""The report's confidence columns (robustlab.bench.report_ci): intervals from the cells' ranks, the paired bootstrap
+against clean and between models, R@K Error, the model fields, the headline parameter and extra HTML sections —
+over run folders of hand-made Results whose ranks are known."""
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from robustlab.bench.report import load_run, report_figures, report_tables, results_table, write_report
+from robustlab.bench.report_figures import marker_sizes
+from robustlab.bench.spec import SweepSpec
+from robustlab.metrics import bootstrap as bs
+from robustlab.metrics.retrieval import summarize_ranks
+from robustlab.tasks.base import Result
+
+DS = {"name": "builtin-videos", "root": None, "split": "test", "n": 40, "options": {}}
+N = 40
+A, B = "builtin:model-a", "builtin:model-b"
+
+
+def cond(v=None, s=0):
+    return {"visual": {"name": v, "severity": s, "seed": 0} if v else {"name": None}, "text": {"name": None}}
+
+
+def make_run(root: Path, cells, sweep_extra=None):
+    """``cells``: (model, conditions, {direction: ranks}, extra)."""
+    root = Path(root)
+    conds, mods = [], []
+    for i, (model, c, rk, extra) in enumerate(cells):
+        key = f"retrieval__{model.replace(':', '-')}__{i:03d}"
+        metrics = {d: summarize_ranks(np.asarray(r)) for d, r in rk.items()}
+        Result(model=model, model_fingerprint=model + "-fp", dataset=DS["name"], split="test", task="retrieval",
+               conditions=c, n=N, metrics=metrics,
+               extra={"cell": key, "ranks": {d: [int(x) for x in r] for d, r in rk.items()}, **extra}
+               ).save(root / "cells" / f"{key}.json")
+        conds += [c] if c not in conds else []
+        mods += [model] if model not in mods else []
+    spec = {"schema": 1, "name": root.name, "models": mods, "dataset": DS, "tasks": ["retrieval"],
+            "conditions": conds, "directions": None, "worst": 3, "versions": {}, **(sweep_extra or {})}
+    (root / "sweep.json").write_text(json.dumps(spec))
+    return root
+
+
+PERFECT = [1] * N
+HALF = [1] * 20 + [9] * 20  # R@1 .5, R@5 .5, R@10 1
+NOISY = [1] * 36 + [2] * 4  # R@1 .9: close to clean
+
+
+@pytest.fixture()
+def run(tmp_path):
+    return make_run(tmp_path / "r", [
+        (A, cond(), {"t2v": PERFECT, "v2t": PERFECT}, {"n_params": 1_000_000}),
+        (A, cond("gaussian_noise", 3), {"t2v": HALF, "v2t": HALF}, {"n_params": 1_000_000}),
+        (A, cond("jpeg", 1), {"t2v": PERFECT, "v2t": PERFECT}, {"n_params": 1_000_000}),
+        (B, cond(), {"t2v": NOISY, "v2t": PERFECT}, {"n_params": 4_000_000, "regime": "zero-shot"}),
+        (B, cond("gaussian_noise", 3), {"t2v": HALF, "v2t": HALF}, {"n_params": 4_000_000, "regime": "zero-shot"}),
+        (B, cond("jpeg", 1), {"t2v": NOISY, "v2t": PERFECT}, {"n_params": 4_000_000, "regime": "zero-shot"}),
+    ], {"fields": {"regime": {A: "scratch"}, "pretraining": {A: "none", B: "web"}}})
+
+
+def test_intervals_hand_checkable(run):
+    df = results_table(load_run(run))
+    a = df[df["model"] == A].set_index("condition")
+    # every query at rank 1: the interval of R@1 is [1, 1], of MdR [1, 1]
+    assert (a.loc["clean", "t2v_R@1_lo"], a.loc["clean", "t2v_R@1_hi"]) == (1.0, 1.0)
+    assert (a.loc["clean", "score_lo"], a.loc["clean", "score_hi"]) == (1.0, 1.0)
+    assert (a.loc["clean", "t2v_MdR_lo"], a.loc["clean", "t2v_MdR_hi"]) == (1.0, 1.0)
+    assert (a.loc["clean", "RSUM_lo"], a.loc["clean", "RSUM_hi"]) == (6.0, 6.0)
+    # half the queries at rank 1: the interval is the bootstrap's, exactly (seed 0, 1,000 resamples)
+    lo, hi = bs.ci(HALF, ["R@1"])["R@1"]
+    g = a.loc["visual gaussian_noise s3"]
+    assert (g["t2v_R@1_lo"], g["t2v_R@1_hi"]) == (lo, hi) and lo < 0.5 < hi
+    assert (g["score_lo"], g["score_hi"]) == (lo, hi)  # the headline is t2v R@1
+    assert (g["RSUM_lo"], g["RSUM_hi"]) == bs.rsum_ci({"t2v": HALF, "v2t": HALF})
+    # R@K Error (Schiappa et al.) = 1 - R@K; none for ranks
+    assert g["t2v_R@1_error"] == pytest.approx(0.5) and g["t2v_R@10_error"] == pytest.approx(0.0)
+    assert "t2v_MdR_error" not in df
+
+
+def test_paired_against_clean_marks_what_holds(run):
+    df = results_table(load_run(run))
+    a = df[df["model"] == A].set_index("condition")
+    drop = a.loc["visual gaussian_noise s3"]
+    assert drop["delta"] == pytest.approx(-0.5) and drop["delta_hi"] < 0 and drop["holds"] == True  # noqa: E712
+    p = bs.paired(HALF, PERFECT, "R@1")
+    assert (drop["delta_lo"], drop["delta_hi"]) == (p["lo"], p["hi"])
+    same = a.loc["visual jpeg s1"]
+    assert same["delta"] == 0 and (same["delta_lo"], same["delta_hi"]) == (0.0, 0.0) and same["holds"] == False  # noqa: E712,E501
+    assert pd.isna(a.loc["clean", "holds"]) and math.isnan(a.loc["clean", "delta"])
+
+
+def test_between_models_per_condition(run):
+    t = report_tables(load_run(run))["models"]
+    assert set(t["condition"]) == {"clean", "visual gaussian_noise s3", "visual jpeg s1"}
+    clean = t[t["condition"] == "clean"].iloc[0]
+    assert (clean["model_a"], clean["model_b"]) == (A, B)
+    # 1.0 vs 0.9: B misses 4 of the 40 queries A gets, and no query goes the other way, so every resample with
+    # one of them favours A: the interval [0.025, 0.2] excludes 0 (a resample without any of the four, the only
+    # way to reach 0, has probability 0.9^40 = 1.5 % < 2.5 %)
+    assert clean["delta"] == pytest.approx(0.1)
+    p = bs.paired(PERFECT, NOISY, "R@1")
+    assert (clean["delta_lo"], clean["delta_hi"], clean["holds"]) == (p["lo"], p["hi"], p["holds"])
+    assert clean["holds"] and clean["delta_lo"] > 0
+    g = t[t["condition"] == "visual gaussian_noise s3"].iloc[0]
+    assert g["delta"] == 0 and not g["holds"]
+
+
+def test_fields_regime_and_params(run):
+    df = results_table(load_run(run))
+    by = df.drop_duplicates("model").set_index("model")
+    assert by.loc[A, "regime"] == "scratch"  # the sweep's field
+    assert by.loc[B, "regime"] == "zero-shot"  # what the model declared
+    assert by.loc[A, "n_params"] == 1_000_000 and by.loc[B, "n_params"] == 4_000_000
+    assert by.loc[B, "field_pretraining"] == "web"
+    # the scatter's markers: area proportional to the parameter count
+    fig = report_figures(load_run(run))["scatter"]
+    sizes = dict(zip(fig.data[0].text, fig.data[0].marker.size))
+    assert sizes[B] == pytest.approx(2 * sizes[A])
+    assert "marker area: parameter count" in fig.layout.title.text
+    assert marker_sizes([A, B], {A: 10}) == [12.0, 12.0]  # a count unknown: no sizing
+
+
+@pytest.mark.parametrize("headline,metric", [(None, "t2v_R@1"), ("R@5", "t2v_R@5"), ("RSUM", "RSUM"),
+                                             ("MdR", "t2v_MdR")])
+def test_headline_parameter(run, headline, metric):
+    df = results_table(load_run(run), headline=headline)
+    assert set(df["metric"]) == {metric}
+    r = df[(df["model"] == A) & (df["condition"] == "visual gaussian_noise s3")].iloc[0]
+    assert (r["score_lo"], r["score_hi"]) == (r[f"{metric}_lo"], r[f"{metric}_hi"])
+
+
+def test_headline_from_the_spec_and_the_parameter_wins(tmp_path):
+    root = make_run(tmp_path / "h", [(A, cond(), {"t2v": HALF, "v2t": HALF}, {})], {"report": {"headline": "RSUM"}})
+    assert set(results_table(load_run(root))["metric"]) == {"RSUM"}
+    assert set(results_table(load_run(root), headline="R@10")["metric"]) == {"t2v_R@10"}
+
+
+def test_results_csv_html_and_extra_sections(run):
+    sections = [("Protocol table", pd.DataFrame({"x": [1], "y": ["<b>"]})),
+                {"title": "Another", "note": "a note", "tables": [("sub", "<p id='mine'>ok</p>")]}]
+    csv, html = write_report(run, headline="R@5", sections=sections)
+    got = pd.read_csv(csv)
+    for c in ("t2v_R@5_lo", "t2v_R@5_hi", "t2v_R@5_error", "score_lo", "delta_lo", "holds", "regime", "n_params"):
+        assert c in got.columns, c
+    assert (Path(run) / "differences.csv").is_file()
+    text = html.read_text()
+    assert "Which differences hold (paired bootstrap)" in text and "✓ holds" in text
+    assert "1 [1, 1]" in text  # a clean score with its interval
+    assert "Protocol table</h2>" in text and "&lt;b&gt;" in text  # a DataFrame section, escaped
+    assert "Another</h2>" in text and "<p id='mine'>ok</p>" in text  # an HTML section, as given
+    assert text.index("Another</h2>") < text.index("Worst examples per perturbation")
+
+
+def test_cells_without_ranks_have_no_interval(tmp_path):
+    root = make_run(tmp_path / "old", [(A, cond(), {"t2v": PERFECT, "v2t": PERFECT}, {}),
+                                       (A, cond("jpeg", 1), {"t2v": HALF, "v2t": HALF}, {})])
+    for p in (root / "cells").glob("*.json"):  # a run made before the ranks were kept
+        d = json.loads(p.read_text())
+        del d["extra"]["ranks"]
+        p.write_text(json.dumps(d))
+    df = results_table(load_run(root))
+    assert df["score_lo"].isna().all() and df["holds"].isna().all()
+    assert df["t2v_R@1_error"].tolist() == [0.0, 0.5]
+
+
+def test_spec_fields_and_report_round_trip():
+    s = SweepSpec(models=[A], dataset=dict(DS), fields={"regime": {A: "fine-tuned"}}, report={"headline": "R@5"})
+    d = s.to_json()
+    assert d["fields"] == {"regime": {A: "fine-tuned"}} and d["report"] == {"headline": "R@5"}
+    back = SweepSpec.from_json(json.loads(json.dumps(d)))
+    assert back.fields == s.fields and back.report == s.report
+    assert "fields" not in SweepSpec(models=[A], dataset=dict(DS)).to_json()  # unchanged sweep.json without them
