@@ -182,10 +182,11 @@ def _axis_columns(axis: str, c: Condition) -> dict:
     if c.clean:
         d = {axis: "clean", f"{axis}_category": "clean", f"{axis}_severity": 0, f"{axis}_seed": None}
         return d | ({"visual_modality": "clean"} if axis == "visual" else {})
-    spec = _spec(c.name)
-    d = {axis: c.name + (f"/{c.variant}" if c.variant else ""),
-         f"{axis}_category": spec.category if spec else "unknown", f"{axis}_severity": int(c.severity),
-         f"{axis}_seed": int(c.seed)}
+    mix = c.mix  # a mixed condition (MLVP Tables 17-18) is its own row, never merged with a plain one
+    spec = _spec(c.name) or (_spec(mix.types[0].partition("/")[0]) if mix and mix.types else None)
+    d = {axis: c.name + (f"/{c.variant}" if c.variant else "") + (f" [{mix.slug()}]" if mix else ""),
+         f"{axis}_category": "mixed" if mix and mix.types else spec.category if spec else "unknown",
+         f"{axis}_severity": int(c.severity), f"{axis}_seed": int(c.seed)}
     return d | ({"visual_modality": spec.modality if spec else "unknown"} if axis == "visual" else {})
 
 
