@@ -166,9 +166,36 @@ class Protocol:
                     continue
                 out.append({"visual": Condition(v.spec, int(comb.get("visual_severity", 3)), seed),
                             "text": Condition(t.spec, int(comb.get("text_severity", 3)), seed)})
+        for axis, c in self.mix_conditions(seed, perturbations):
+            out += condition_grid(mixes=[(axis, c)], seed=seed, adapt=methods, directions=directions)[1:]
         ivs = self.data.get("interventions") or []
         if ivs:
             out += condition_grid(interventions=ivs)[1:]
+        return out
+
+    def mix_conditions(self, seed: int = 0, perturbations: Optional[set] = None) -> list[tuple]:
+        """``(axis, Condition)`` of the protocol's mixed settings (MLVP App. D.2): ``kind = "severities"`` — per
+        perturbation, each item's severity drawn from ``severities`` (Table 17); ``kind = "fraction"`` — per
+        fraction, exactly round(p·N) items corrupted by a type drawn from ``perturbations`` at a severity drawn from
+        ``severities`` (Table 18). ``perturbations`` default to the axis's runnable ones."""
+        from robustlab.perturb.condition import mixed_severities, random_types
+
+        out = []
+        for m in self.data.get("mix") or []:
+            axis = m["axis"]
+            avail = {e.spec for e in self.entries(axis) if e.available}
+            names = [n for n in (m.get("perturbations") or [e.spec for e in self.entries(axis)]) if n in avail
+                     and (perturbations is None or n in perturbations)]
+            sevs = list(m.get("severities") or [1, 2, 3, 4, 5])
+            if not names:
+                continue
+            if m["kind"] == "severities":
+                for n in names:
+                    name, variant = split_variant(n)
+                    out.append((axis, mixed_severities(name, sevs, seed, variant, "mlvp")))
+            else:
+                out += [(axis, random_types(f, names, seed=seed, severities=sevs, tag="mlvp"))
+                        for f in m.get("fractions") or []]
         return out
 
     def adapt_conditions(self) -> list:
@@ -437,8 +464,6 @@ def _short(v, width: int = 40):
         return v[:width - 1] + "…"
     if isinstance(v, dict):
         return {k: _short(x, width) for k, x in v.items()}
-    if isinstance(v, (list, tuple)) and len(v) > 6:
-        return list(v[:6]) + ["…"]
     return v
 
 
@@ -453,7 +478,10 @@ def condition_rows(spec: SweepSpec, protocol: Optional[Protocol] = None) -> list
         for axis, c in sorted(conds.items(), key=lambda ac: (AXES.index(ac[0]) if ac[0] in AXES else 9, ac[0])):
             if c.clean:
                 continue
-            if axis in AXES:
+            if axis in AXES and c.mix is not None:  # a mixed setting: its mix, drawn per item at run time
+                parts.append({"axis": axis, "perturbation": c.label(), "category": "mixed",
+                              "params": c.mix.to_dict()})
+            elif axis in AXES:
                 e = by_spec.get((axis, c.name + (f"/{c.variant}" if c.variant else ""))) or by_spec.get((axis, c.name))
                 sp = get_perturbation(c.name)
                 parts.append({"axis": axis, "perturbation": c.name + (f"/{c.variant}" if c.variant else ""),

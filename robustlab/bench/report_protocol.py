@@ -157,7 +157,16 @@ def _mlvp_table(df: pd.DataFrame, p: Protocol) -> pd.DataFrame:
                     row["mean"] = round(float(v.mean()), 4) if len(v) else (
                         "pending" if any(e.spec == s and e.available for e in p.entries(axis)) else "not run here")
                     rows.append(row)
+            for mixed in _mixed(g[g["axes"] == axis], axis):  # Tables 17-18
+                v = g.loc[g[axis] == mixed, "_side_score"].dropna()
+                rows.append({"model": m, "side": axis, "level": "mixed", "perturbation": mixed,
+                             "mean": round(float(v.mean()), 4) if len(v) else "pending"})
     return pd.DataFrame(rows)
+
+
+def _mixed(df: pd.DataFrame, axis: str) -> list[str]:
+    """The ``axis`` values of mixed conditions (MLVP Tables 17-18: ``name [mix]``), in the run's order."""
+    return [v for v in dict.fromkeys(df[axis]) if isinstance(v, str) and " [" in v] if axis in df else []
 
 
 def _adapt_pivot(df: pd.DataFrame, p: Protocol) -> pd.DataFrame:
@@ -183,6 +192,9 @@ def _adapt_pivot(df: pd.DataFrame, p: Protocol) -> pd.DataFrame:
                     else:
                         row[e.spec] = "pending" if e.available else "not run here"
                 row["avg"] = round(float(np.mean(vals)), 4) if vals else "—"
+                for mixed in _mixed(shifted, axis):  # Tables 17-18: after the average of the single types
+                    v = sub.loc[sub[axis] == mixed, "_side_score"].dropna()
+                    row[mixed] = round(float(v.mean()), 4) if len(v) else "pending"
                 rows.append(row)
     return pd.DataFrame(rows)
 

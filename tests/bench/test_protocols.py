@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from robustlab.bench.protocol import ProtocolError, dry_run_lines, load_protocol, shipped
+from robustlab.bench.protocol import ProtocolError, condition_rows, dry_run_lines, load_protocol, shipped
 from robustlab.perturb.condition import Condition
 
 SEV = (1, 2, 3, 4, 5)
@@ -312,3 +312,21 @@ def test_eval_takes_a_variant_and_the_result_names_it(capsys):
     assert main(["eval", "retrieval", "--model", "builtin:tiny-clip", "--n", "8", "--perturb", "zoom_blur/nope"]) != 0
     err = capsys.readouterr().err
     assert "unknown variant 'nope'" in err and "Traceback" not in err
+
+
+def test_mlvp_mixed_settings_tables_17_18():
+    p = load_protocol("mlvp")
+    spec = p.build_spec(dataset={"name": "builtin-videos", "n": 10})
+    mixed = [c["visual"] for c in spec.conditions if "visual" in c and c["visual"].mix is not None]
+    per_type = [c for c in mixed if c.mix.severities and not c.mix.types]
+    fractions = sorted(c.mix.fraction for c in mixed if c.mix.types)
+    runnable = [e for e in p.entries("visual") if e.available]
+    assert len(per_type) == len(runnable) and {c.mix.severities for c in per_type} == {(1, 2, 3, 4, 5)}
+    assert fractions == [0.2, 0.4, 0.6, 0.8]
+    assert all(set(c.mix.types) == {e.spec for e in runnable} for c in mixed if c.mix.types)
+    rows = [r for r in condition_rows(spec, p) if r["parts"] and r["parts"][0]["category"] == "mixed"]
+    assert len(rows) == len(mixed)
+    hat = load_protocol("hat-vtr").build_spec(dataset={"name": "builtin-videos", "n": 10})
+    adapted_mixes = [c for c in hat.conditions if "adapt" in c and "visual" in c and c["visual"].mix is not None]
+    assert len(adapted_mixes) == 4 * len([c for c in hat.conditions if "adapt" not in c and "visual" in c
+                                          and c["visual"].mix is not None])
