@@ -61,9 +61,9 @@ def _regime(df: pd.DataFrame) -> dict:
     return {m: r for m, r in zip(df["model"], df["regime"]) if isinstance(r, str) and r}
 
 
-def _category_table(df: pd.DataFrame, p: Protocol, axis: str, plan=None) -> pd.DataFrame:
+def _category_table(df: pd.DataFrame, p: Protocol, axis: str, plan=None, by_type: bool = False) -> pd.DataFrame:
     per = _per_perturbation(df, axis)
-    cats = p.categories(axis)
+    cats = p.types(axis) if by_type else p.categories(axis)
     runnable = {e.spec for e in p.entries(axis) if e.available}
     regime = _regime(df)
     rows = []
@@ -253,6 +253,9 @@ def protocol_tables(run, df: pd.DataFrame) -> list[tuple[str, str, pd.DataFrame]
         out.append(("Table 2 — video perturbations by category (γʳ)", note,
                     _category_table(df, p, "visual", plan)))
         out.append(("Table 3 — text perturbations by category (γʳ)", note, _category_table(df, p, "text", plan)))
+        if p.types("text"):
+            out.append(("Text perturbations by type (γʳ)", note + "; types as the released perturbations.json "
+                        "labels them (natural, machine, synthetic)", _category_table(df, p, "text", plan, True)))
         excl = ", ".join(p.report.get("text_aggregate_exclude") or []) or "none"
         out.append(("Table 4 — robustness per modality (γᵃ, γʳ ± σ)",
                     f"{metric}; text aggregates natural shifts only (without {excl})", _modality_table(df, p, plan)))

@@ -49,6 +49,9 @@ def test_schiappa_tables_from_the_protocols_categories():
     assert t2.loc[0, "Blur"] == "pending" and t2.loc[0, "regime"] == "scratch"
     assert t3.loc[0, "AddText"] == "0.900 ± 0.000" and t3.loc[0, "Positional"] == "0.250 ± 0.000"
     assert t3.loc[0, "TextStyle"] == "pending"
+    types = tables["Text perturbations by type (γʳ)"]
+    assert list(types.columns[2:]) == ["natural", "machine", "synthetic"]
+    assert types.loc[0, "natural"] == "0.900 ± 0.000" and types.loc[0, "synthetic"] == "0.250 ± 0.000"
     # Table 4: text over the natural shifts only -> append_irr alone, not drop_first
     assert t4.loc[0, "text γʳ"] == "0.900 ± 0.000"
     assert t4.loc[0, "text γᵃ"] == "0.920 ± 0.000"  # 1 - (0.8 - 0.72)
