@@ -209,8 +209,21 @@ def write_output(out: Path, o: CellOutput) -> Path:
             atomic_write(p, data)
     o.result["extra"]["seconds"] = round(float(o.seconds), 3)
     path = cell_path(out, o.key)
-    atomic_write(path, (json.dumps(o.result, indent=1) + "\n").encode())
+    atomic_write(path, (_dumps(o.result) + "\n").encode())
     return path
+
+
+_RANKS = "\u0000ranks\u0000"  # a placeholder no result holds
+
+
+def _dumps(result: dict) -> str:
+    """A Result as indented JSON, except the per-query ranks (``extra["ranks"]``), written on one line each: a
+    thousand queries are a few KB, not a line per rank."""
+    ranks = result.get("extra", {}).get("ranks")
+    if not isinstance(ranks, dict):
+        return json.dumps(result, indent=1)
+    text = json.dumps({**result, "extra": {**result["extra"], "ranks": _RANKS}}, indent=1)
+    return text.replace(json.dumps(_RANKS), json.dumps(ranks, separators=(",", ":")), 1)
 
 
 def load_results(out) -> list[dict]:

@@ -173,3 +173,15 @@ def test_spec_fields_and_report_round_trip():
     back = SweepSpec.from_json(json.loads(json.dumps(d)))
     assert back.fields == s.fields and back.report == s.report
     assert "fields" not in SweepSpec(models=[A], dataset=dict(DS)).to_json()  # unchanged sweep.json without them
+
+
+def test_cell_files_hold_the_ranks_on_one_line(tmp_path):
+    from robustlab.bench.cells import CellOutput, write_output
+
+    res = {"model": A, "metrics": {"t2v": {"R@1": 1.0}}, "extra": {"ranks": {"t2v": list(range(1, 1001)),
+                                                                           "v2t": [1] * 1000}, "cell": "k"}}
+    path = write_output(tmp_path, CellOutput("k", res, {}, 0.5))
+    text = path.read_text()
+    assert json.loads(text)["extra"]["ranks"] == res["extra"]["ranks"]
+    assert json.loads(text)["extra"]["seconds"] == 0.5
+    assert len(text.splitlines()) < 20 and len(text) < 12_000  # not a line per rank
