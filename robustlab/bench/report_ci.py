@@ -12,7 +12,8 @@ R@K Error columns and the per-model fields (parameter count, training regime).
   the same queries are resampled with the same query indices: the per-resample difference of their metric is the
   paired bootstrap (:func:`robustlab.metrics.bootstrap.paired`) and a difference *holds* when its 95 % interval
   excludes 0. Each perturbed cell is compared with its model's clean cell (``delta`` = perturbed − clean,
-  ``delta_lo`` / ``delta_hi``, ``holds``), and every pair of models on each condition (:func:`model_differences`).
+  ``delta_lo`` / ``delta_hi``, ``holds``; and γᵃ / γʳ / MMI of the cell with ``_lo`` / ``_hi``, the formulas
+  applied per resample), and every pair of models on each condition (:func:`model_differences`).
 * **R@K Error** (Schiappa et al.): ``D_R@K_error`` = 1 − R@K, for every R@K column.
 * **Fields**: ``n_params`` (recorded by the task from the model) and ``regime`` (zero-shot / fine-tuned / scratch):
   the sweep spec's ``fields = {"regime": {model: value}}`` when it names the model (a regime depends on the data
@@ -34,6 +35,7 @@ from robustlab.metrics import bootstrap as bs
 
 _KEY = re.compile(r"^(t2v|v2t|t2i|i2t)_(R@\d+|MdR|MnR)$")
 RSUM_KS = ("R@1", "R@5", "R@10")
+GAMMAS = ("gamma_a", "gamma_r", "mmi")
 DIFF_COLUMNS = ["metric", "condition", "model_a", "model_b", "score_a", "score_b", "delta", "delta_lo", "delta_hi",
                 "holds", "n"]
 
@@ -103,14 +105,23 @@ class Replicates:
         v = self.of(cell, key)
         return bs.interval(v, self.level) if v is not None else (math.nan, math.nan)
 
-    def paired(self, cell_a: str, cell_b: str, key: str) -> Optional[dict]:
+    def paired(self, cell_a: str, cell_b: str, key: str, scale: Optional[float] = None) -> Optional[dict]:
         """The paired bootstrap of ``key``(a) − ``key``(b) over the same queries; None when either has no ranks
-        or they are not over the same number of queries."""
+        or they are not over the same number of queries. With ``scale`` (b is the clean cell), also the intervals
+        of γᵃ, γʳ and MMI of a against b (:func:`robustlab.metrics.robustness.robustness` per resample)."""
         a, b = self.of(cell_a, key), self.of(cell_b, key)
         if a is None or b is None or self.n(cell_a, key) != self.n(cell_b, key):
             return None
         lo, hi = bs.interval(a - b, self.level)
-        return {"delta_lo": lo, "delta_hi": hi, "holds": bool(lo > 0 or hi < 0)}
+        out = {"delta_lo": lo, "delta_hi": hi, "holds": bool(lo > 0 or hi < 0)}
+        if scale:
+            ok = b > 0  # a resample whose clean score is 0 has no relative robustness
+            g = {"gamma_a": 1.0 - (b - a) / scale, "gamma_r": np.where(ok, a / np.where(ok, b, 1.0), np.nan)}
+            g["mmi"] = 1.0 - g["gamma_r"]
+            for k, v in g.items():
+                v = v[np.isfinite(v)]
+                out[f"{k}_lo"], out[f"{k}_hi"] = bs.interval(v, self.level) if len(v) else (math.nan, math.nan)
+        return out
 
 
 def _order(cols: list, have: set) -> list:
@@ -137,18 +148,19 @@ def add_columns(run, df: pd.DataFrame, reps: Optional[Replicates] = None) -> pd.
             new[f"{k}_error"] = 1.0 - pd.to_numeric(df[k], errors="coerce")
     sc = [reps.interval(c, m) for c, m in zip(df["cell"], df["metric"])]
     new["score_lo"], new["score_hi"] = [x[0] for x in sc], [x[1] for x in sc]
-    delta, dlo, dhi, holds = [], [], [], []
     clean = {}
     for (m, t, d), g in df[df["axes"] == "clean"].groupby(["model", "task", "dataset"], sort=False, dropna=False):
         clean[(m, t, d)] = g["cell"].iloc[0]
+    cmp = {k: [] for k in ("delta", "delta_lo", "delta_hi", "holds") + tuple(f"{g}_{e}" for g in GAMMAS
+                                                                          for e in ("lo", "hi"))}
     for _, r in df.iterrows():
         c = clean.get((r["model"], r["task"], r["dataset"]))
-        p = reps.paired(r["cell"], c, r["metric"]) if c is not None and r["axes"] != "clean" else None
-        delta.append(r["score"] - r["clean_score"] if p else math.nan)
-        dlo.append(p["delta_lo"] if p else math.nan)
-        dhi.append(p["delta_hi"] if p else math.nan)
-        holds.append(p["holds"] if p else None)
-    new.update(delta=delta, delta_lo=dlo, delta_hi=dhi, holds=holds)
+        scale = float(r["scale"]) if "scale" in r and pd.notna(r["scale"]) and r["scale"] > 0 else None
+        p = reps.paired(r["cell"], c, r["metric"], scale) if c is not None and r["axes"] != "clean" else None
+        for k, v in cmp.items():
+            v.append((r["score"] - r["clean_score"] if k == "delta" else p.get(k, math.nan)) if p
+                     else None if k == "holds" else math.nan)
+    new.update(cmp)
     df = pd.concat([df, pd.DataFrame(new, index=df.index)], axis=1)
     for name, val in model_fields(run).items():
         df[name] = df["model"].map(val)
@@ -159,13 +171,13 @@ def column_order(df: pd.DataFrame, first: list) -> list:
     """``first`` (identity and score columns), the score's interval and comparison with clean, every metric
     followed by its interval and error, the model fields, ``cell``."""
     have = set(df.columns)
-    ci = [c for c in ("score_lo", "score_hi", "delta", "delta_lo", "delta_hi", "holds") if c in have]
+    ci = [c for c in ("delta", "delta_lo", "delta_hi", "holds") if c in have]
     fields = [c for c in ("regime", "n_params") if c in have]
     derived = {c for c in have if c.endswith(("_lo", "_hi", "_error"))} | set(ci)
     rest = [c for c in df.columns if c not in set(first) | derived | set(fields) | {"cell"}]
     extra_fields = [c for c in rest if c.startswith("field_")]
     rest = [c for c in rest if c not in extra_fields]
-    return [c for c in first if c in have] + ci + _order(rest, have) + fields + extra_fields + \
+    return _order([c for c in first if c in have], have) + ci + _order(rest, have) + fields + extra_fields + \
         (["cell"] if "cell" in have else [])
 
 

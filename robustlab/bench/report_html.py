@@ -103,7 +103,7 @@ def holds_tables(tables: dict) -> list:
         sub = sub.rename(columns={"delta_lo": "Δ vs clean_lo", "delta_hi": "Δ vs clean_hi"})
         sub["holds"] = sub["holds"].map(lambda h: "✓ holds" if h else "—")
         cols = ["model", "task", "dataset", "condition", "metric", "score", "score_lo", "score_hi", "Δ vs clean",
-                "Δ vs clean_lo", "Δ vs clean_hi", "holds", "n"]
+                "Δ vs clean_lo", "Δ vs clean_hi", "holds", "gamma_r", "gamma_r_lo", "gamma_r_hi", "n"]
         out.append(("perturbed vs clean, per model", with_ci(sub[[c for c in cols if c in sub]])))
     if mods is not None and not mods.empty:
         m = mods.assign(holds=mods["holds"].map(lambda h: "✓ holds" if h else "—")).rename(

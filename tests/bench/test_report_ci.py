@@ -87,6 +87,9 @@ def test_paired_against_clean_marks_what_holds(run):
     assert drop["delta"] == pytest.approx(-0.5) and drop["delta_hi"] < 0 and drop["holds"] == True  # noqa: E712
     p = bs.paired(HALF, PERFECT, "R@1")
     assert (drop["delta_lo"], drop["delta_hi"]) == (p["lo"], p["hi"])
+    # γʳ = p / c per resample: the clean cell is 1 in every resample, so γʳ's interval is the score's
+    assert (drop["gamma_r_lo"], drop["gamma_r_hi"]) == (drop["score_lo"], drop["score_hi"])
+    assert drop["mmi_lo"] == pytest.approx(1 - drop["gamma_r_hi"]) and drop["gamma_a_lo"] == drop["score_lo"]
     same = a.loc["visual jpeg s1"]
     assert same["delta"] == 0 and (same["delta_lo"], same["delta_hi"]) == (0.0, 0.0) and same["holds"] == False  # noqa: E712,E501
     assert pd.isna(a.loc["clean", "holds"]) and math.isnan(a.loc["clean", "delta"])
