@@ -280,6 +280,9 @@ def perturb_many(items: Sequence, cond: Condition, kind: str, progress: Progress
     if cond.clean:
         return items, None
     check(cond, kind)
+    if total is None and offset and cond.mix is not None and cond.mix.fraction is not None:
+        raise ValueError(f"{cond.label()!r} corrupts a fraction of the whole list: perturbing items from index "
+                         f"{offset} on needs the list's size (total=N)")
     plan = item_plan(cond, total if total is not None else offset + len(items))
     outs, recs = [], []
     for i, x in enumerate(items):

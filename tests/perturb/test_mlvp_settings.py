@@ -136,6 +136,8 @@ def test_random_types_corrupt_exactly_round_p_n(p):
     j = 11
     one, rec1 = perturb_many([TEXTS[j]], cond, "text", offset=j, total=len(TEXTS))
     assert one[0] == outs[j] and rec1[0] == recs[j]
+    with pytest.raises(ValueError, match="needs the list's size"):  # never a silently different selection
+        perturb_many([TEXTS[j]], cond, "text", offset=j)
 
 
 def test_random_types_with_mixed_severities_and_the_mlvp_pool():
