@@ -349,7 +349,7 @@ def _label_one(t, image, store: dict) -> None:
                                    {"step": "reduced (P1)", "expression": t.Reducetext},
                                    {"step": "test (P2)", "expression": t.MRtext}]),
                      hide_index=True, width="stretch", key=f"gr_at_exprs_{t.uniq_id}")
-        c2.radio(f"Test {t.uniq_id}: does the test expression still name this object, and only it?", CHOICES,
+        c2.radio(f"Test {md_escape(t.uniq_id)}: does the test expression still name this object, and only it?", CHOICES,
                  index=CHOICES.index(store.get(t.uniq_id, "unlabelled")), key=f"gr_at_lab_{t.uniq_id}",
                  horizontal=True, on_change=_set_label, args=(store, t.uniq_id))
 
