@@ -8,6 +8,7 @@ import streamlit as st
 
 import ui
 import ui.adaptation as ad
+import ui.adaptation_analyses as an
 from robustlab.diagnostics import views
 from robustlab.diagnostics.hubness import k_occurrence, measures_from_nk
 from ui.charts import occurrence_histogram
@@ -108,3 +109,8 @@ m1.caption(f"{len(qi)} of {res.n_queries} queries (before and after) and {len(gi
            + (f" (at most {ad.MAX_POINTS} points)" if len(qi) < res.n_queries or len(gi) < res.n_gallery else "")
            + f"; {'t-SNE, perplexity ' + format(perp, '.3g') if method == 'tsne' else 'PCA'}. The crosses are the "
              "centroids of each group's 2-D points (HAT-VTR Fig. 5c).")
+
+# ---- HAT-VTR's analyses: the memory and the time; one query's ranking, the heatmaps; R@1 vs severity ------------
+an.memory_and_time(res)
+an.ranking_section(ctx, res)
+an.severity_section(ctx, setup)

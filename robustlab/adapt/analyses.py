@@ -34,7 +34,7 @@ class SeverityCurve:
     method: str
     direction: str
     perturbation: str
-    seed: int
+    perturb_seed: int  # query i is perturbed with perturb_seed + i
     params: dict  # the parameters asked for (each run's full set is in its row)
     rows: list = field(default_factory=list)  # {"severity", "clean", "shifted", "adapted", "params", "seconds"}
     mdr: str = "median"
@@ -48,15 +48,16 @@ class SeverityCurve:
 
     def to_json(self) -> dict:
         return {"method": self.method, "direction": self.direction, "perturbation": self.perturbation,
-                "seed": self.seed, "params": self.params, "mdr": self.mdr, "rows": self.rows}
+                "perturb_seed": self.perturb_seed, "params": self.params, "mdr": self.mdr, "rows": self.rows}
 
 
 def severity_curve(model, dataset, method: str = "hat-vtr", direction: str = "v2t", perturbation: str = "",
-                   severities=(1, 2, 3, 4, 5), *, seed: int = 0, bench=None,
+                   severities=(1, 2, 3, 4, 5), *, perturb_seed: int = 0, bench=None,
                    progress: Optional[Callable[[int, int], None]] = None, mdr: str = "median",
                    **params) -> SeverityCurve:
     """One :func:`robustlab.adapt.run` per severity of ``perturbation`` (a perturbation of the query side, with an
-    optional ``/variant``): R@K before and after adaptation at each (every run starts from the unadapted model).
+    optional ``/variant``; query i gets seed ``perturb_seed + i``): R@K before and after adaptation at each (every
+    run starts from the unadapted model); ``params``: the method's (its ``seed`` is the stream order's).
     ``progress(done, total)`` counts severities."""
     name = str(perturbation or "").strip()
     if not name:
@@ -67,19 +68,21 @@ def severity_curve(model, dataset, method: str = "hat-vtr", direction: str = "v2
         raise AdaptError(f"severities must be integers 1..5, got {severities!r}") from None
     if not sevs or sevs[0] < 1 or sevs[-1] > 5:
         raise AdaptError(f"severities must be integers 1..5, got {severities!r}")
-    if bench is None:
+    own = bench is None  # a bench of our own keeps clean only between severities; a caller's is left as it is
+    if own:
         bench = RetrievalBench(model, dataset, lazy=True)
-    curve = SeverityCurve(method, direction, name, int(seed), dict(params), mdr=mdr)
+    curve = SeverityCurve(method, direction, name, int(perturb_seed), dict(params), mdr=mdr)
     for i, sev in enumerate(sevs):
         try:
-            cond = Condition.parse(f"{name}:{sev}", int(seed))
+            cond = Condition.parse(f"{name}:{sev}", int(perturb_seed))
         except ValueError as e:
             raise AdaptError(str(e)) from None
         r = run(model, dataset, method, direction, cond, bench=bench, keep_arrays=False, mdr=mdr, **params)
         curve.rows.append({"severity": sev, "condition": r.condition, "clean": r.metrics["clean"],
                            "shifted": r.metrics["shifted"], "adapted": r.metrics["adapted"], "params": r.params,
                            "n_queries": r.n_queries, "seconds": r.seconds})
-        bench.forget()  # keep clean only: each severity is perturbed and encoded once
+        if own:
+            bench.forget()  # each severity is perturbed and encoded once; only clean is reused
         if progress:
             progress(i + 1, len(sevs))
     return curve

@@ -142,7 +142,7 @@ def _curve(args, model, dataset, method, direction: str, params: dict, sevs: lis
     bar, progress = counting_bar(args, f"{method.name} {direction} severities", unit="severity")
     try:
         curve = adapt.severity_curve(model, dataset, method.name, direction, args.perturb, sevs,
-                                     seed=args.perturb_seed, progress=progress, mdr=args.mdr, **params)
+                                     perturb_seed=args.perturb_seed, progress=progress, mdr=args.mdr, **params)
     except (ValueError, TypeError) as e:
         bar.close()
         return err(str(e))

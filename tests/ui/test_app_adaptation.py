@@ -7,6 +7,7 @@ go through session state)."""
 import json
 
 import numpy as np
+import pytest
 from streamlit.testing.v1 import AppTest
 
 from robustlab.adapt import list_methods
@@ -179,3 +180,50 @@ def test_the_map_keeps_at_most_1000_points():
     assert 2 * len(q) + len(g) <= MAX_POINTS and len(q) >= 2 and len(g) >= 2
     assert (np.diff(q) > 0).all() and (np.diff(g) > 0).all() and q.max() < 1000 and g.max() < 5000
     assert len(q) == 142 and 2 * len(q) + len(g) == MAX_POINTS  # a 1/7 share of the queries, the rest gallery
+
+
+@pytest.mark.slow  # six HAT-VTR runs over the 200 built-in videos (the curve sweeps five severities)
+def test_hat_vtr_analyses_memory_time_topk_heatmap_and_severity_curve():
+    """HAT-VTR on the built-in videos (1 step): the Reliable Memory's accuracy per batch, the time breakdown, a
+    query's top-k before and after with the heatmaps, and R@1 vs severity -- each equal to the result object's."""
+    from robustlab import adapt
+
+    at = open_page(model_choice="builtin:tiny-clip-video-meanp", dataset="builtin-videos", ad_method="hat-vtr",
+                   ad_direction="v2t", ad_proj="pca")
+    at.number_input(key="ad_hat-vtr_steps").set_value(1).run()
+    at.button(key="ad_run").click().run()
+    assert not at.exception, at.exception
+    assert not at.error, [e.value for e in at.error]
+    res = at.session_state["ad_last"]["result"]
+    # the memory's accuracy: one point per batch (ceil(200 / 16) = 13), as the result's log
+    mem = figure(at, "pairs kept in the memory")
+    assert np.allclose(_arr(trace(mem, "pairs kept in the memory")["y"]).astype(float), res.memory_curve("accuracy"))
+    assert list(_arr(trace(mem, "pairs kept in the memory")["x"])) == list(range(1, 14))
+    # the time breakdown: the result's phases, per 1,000 queries
+    tdf = next(d.value for d in at.dataframe if "s per 1,000 queries" in d.value.columns)
+    rows = adapt.time_breakdown(res)
+    assert list(tdf["phase"]) == [r["label"] for r in rows]
+    assert np.allclose(tdf["s per 1,000 queries"], [r["per_1000_queries"] for r in rows])
+    # query 7's top-k before and after, as robustlab.adapt.top_k
+    at.number_input(key="ad_query").set_value(7).run()
+    assert not at.exception
+    want = adapt.top_k(res, 7, 5)
+    tops = [d.value for d in at.dataframe if "true" in d.value.columns]
+    assert len(tops) == 2 and all(len(t) == 5 for t in tops)
+    for t, side in zip(tops, ("before", "after")):
+        assert list(t["score"].round(6)) == [round(x["score"], 6) for x in want[side]["items"]]
+        assert list(t["item"].str.extract(r"(\d+)")[0].astype(int)) == [x["item"] for x in want[side]["items"]]
+        assert all(t["item"].str.startswith("caption "))  # v2t: the gallery is the captions
+    hm = figure(at, "scores adapted")  # the heatmaps: shifted and adapted, 20 × 20
+    z = _arr(trace(hm, "scores adapted")["z"]).astype(float)
+    assert z.shape == (20, 20) and np.allclose(z, adapt.heatmap(res, 20)["adapted"])
+    # R@1 vs severity: five runs, before and after
+    at.button(key="ad_curve_run").click().run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    curve = at.session_state["ad_curve"]["curve"]
+    fig = figure(at, "R@1 before adaptation")
+    assert list(_arr(trace(fig, "R@1 before adaptation")["x"])) == [1, 2, 3, 4, 5]
+    assert np.allclose(_arr(trace(fig, "R@1 before adaptation")["y"]).astype(float), curve.series()["shifted"])
+    assert np.allclose(_arr(trace(fig, "R@1 after adaptation (hat-vtr)")["y"]).astype(float),
+                       curve.series()["adapted"])
+    assert curve.rows[2]["shifted"] == res.metrics["shifted"]  # severity 3: the run above's shift
