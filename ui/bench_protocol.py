@@ -8,16 +8,16 @@ import streamlit as st
 
 import ui
 from robustlab.bench import SweepError, SweepSpec
+from robustlab.datasets.registry import get_entry
 from robustlab.bench.protocol import condition_rows, load_protocol, native_kind, shipped
 from robustlab.tasks.registry import get
 from ui import bench
 
 
 def _runs_on(p, dataset: dict, kind: str) -> bool:
-    from robustlab.datasets.registry import get_entry
-
     tasks = get_entry(dataset["name"])["tasks"]
-    return native_kind(p) == kind and all(kind in get(t).kinds and (get(t).dataset_task or t) in tasks for t in p.data["tasks"])
+    return native_kind(p) == kind and all(kind in get(t).kinds and (get(t).dataset_task or t) in tasks
+                                          for t in p.data["tasks"])
 
 
 def configure() -> tuple[SweepSpec, str] | None:

@@ -22,11 +22,15 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Optional, Sequence
 
+from robustlab.datasets import registry as dataset_registry  # looked up at call time (tests patch it)
 from robustlab.perturb import get_perturbation
-from robustlab.perturb.condition import Condition
+from robustlab.perturb.condition import Condition, mixed_severities, random_types
 from robustlab.perturb.specs import split_variant
+from robustlab.tasks.registry import get as get_task
+from robustlab.tasks.retrieval import DIRECTIONS
 
-from robustlab.bench.spec import SweepError, SweepSpec, build_spec, condition_grid, parse_adapt
+from robustlab.bench.spec import (SweepError, SweepSpec, build_spec, condition_grid, parse_adapt, parse_perturbations,
+                                  parse_severities)
 
 PROTOCOL_DIR = Path(__file__).with_name("protocols")
 SCHEMA_PATH = PROTOCOL_DIR / "schema.json"
@@ -178,8 +182,6 @@ class Protocol:
         perturbation, each item's severity drawn from ``severities`` (Table 17); ``kind = "fraction"`` — per
         fraction, exactly round(p·N) items corrupted by a type drawn from ``perturbations`` at a severity drawn from
         ``severities`` (Table 18). ``perturbations`` default to the axis's runnable ones."""
-        from robustlab.perturb.condition import mixed_severities, random_types
-
         out = []
         for m in self.data.get("mix") or []:
             axis = m["axis"]
@@ -245,8 +247,6 @@ class Protocol:
 
     def _check_kind(self, base: SweepSpec, directions) -> None:
         """A video protocol on an image dataset (or the reverse) is one line, before any work."""
-        from robustlab.tasks.retrieval import DIRECTIONS
-
         kind = _kind(base)
         bad = [e.spec for e in self.entries("visual") if e.available
                and kind not in get_perturbation(e.name).applies_to]
@@ -283,7 +283,7 @@ def _read(path: Path) -> dict:
             data = json.loads(text)
         else:
             try:
-                import tomllib  # Python 3.11+
+                import tomllib  # Python 3.11+ (in-function: the 3.10 fallback below)
             except ModuleNotFoundError:  # pragma: no cover - Python 3.10 (the tomli backport, a dependency there)
                 import tomli as tomllib
             data = tomllib.loads(text)
@@ -394,8 +394,6 @@ def _wanted(e: Entry, keep: set) -> bool:
 def _sev(text) -> Optional[list[int]]:
     if text is None or str(text).strip() == "":
         return None
-    from robustlab.bench.spec import parse_severities
-
     return parse_severities(text)
 
 
@@ -403,8 +401,6 @@ def _selection(p: Protocol, perturbations, text_perturbations, base: SweepSpec) 
     """``--perturbations`` / ``--text-perturbations`` given with a protocol: the set of ``name/variant`` kept."""
     if perturbations is None and text_perturbations is None:
         return None
-    from robustlab.bench.spec import parse_perturbations
-
     keep: set = set()
     kind = _kind(base)
     for axis, text in (("visual", perturbations), ("text", text_perturbations)):
@@ -418,8 +414,6 @@ def _selection(p: Protocol, perturbations, text_perturbations, base: SweepSpec) 
 def _extra_conditions(p: Protocol, perturbations, text_perturbations, base, sev, tsev, seed) -> list[dict]:
     """Perturbations chosen on the command line that the protocol does not list: run under their registry
     category at the given (or all) severities."""
-    from robustlab.bench.spec import parse_perturbations
-
     out = []
     kind = _kind(base)
     for axis, text in (("visual", perturbations), ("text", text_perturbations)):
@@ -435,9 +429,6 @@ def _extra_conditions(p: Protocol, perturbations, text_perturbations, base, sev,
 
 
 def _kind(base: SweepSpec) -> str:
-    from robustlab.datasets import registry as dataset_registry
-    from robustlab.tasks.registry import get as get_task
-
     if any(get_task(t).kinds == ("image",) for t in base.tasks):
         return "image"
     kind = dataset_registry.get_entry(base.dataset["name"])["kind"]
@@ -446,8 +437,6 @@ def _kind(base: SweepSpec) -> str:
 
 def native_kind(p: Protocol) -> str:
     """The kind of data ("image" / "video") the protocol's own dataset holds."""
-    from robustlab.datasets import registry as dataset_registry
-
     try:
         return dataset_registry.get_entry(p.dataset["name"])["kind"]
     except KeyError:

@@ -49,8 +49,10 @@ def cmd_bench(args) -> int:
         proto, spec = _spec(args)
     except (KeyError, ValueError, OSError) as e:
         return err(msg(e))
-    if args.protocol and args.interventions:
-        return err("--interventions with --protocol: write a protocol file with the interventions you want")
+    if args.protocol and (args.interventions or getattr(args, "mix_severities", False)
+                          or getattr(args, "corrupt_fraction", None)):
+        return err("--interventions, --mix-severities and --corrupt-fraction with --protocol: a protocol names its "
+                   "interventions and mixed settings ([[mix]]); write a protocol file (extends = NAME) with yours")
     if args.dry_run:
         print("\n".join(dry_run_lines(spec, proto)))
         return 0

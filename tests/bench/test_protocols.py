@@ -206,15 +206,13 @@ def test_mlvp_parameters_levels_and_text_settings():
     _check_table(p, "visual", MLVP_VIDEO)
     assert {c: {m.split("/")[0] for m in ms} for c, ms in p.categories("visual").items()} == MLVP_LEVELS
     text = p.entries("text")
-    assert len(text) == 15
-    for e in text:
-        if not e.available:
-            continue
-        s = e.severities[0]
+    assert len(text) == 15 and {e.variant for e in text} == {"mlvp"}
+    for e in text:  # MLVP's one level per family, whatever the severity
         if e.level == "character":
-            assert e.params(s)["aug_word_p"] == pytest.approx(0.35), e.spec
+            assert [e.params(s)["aug_word_p"] for s in SEV] == pytest.approx([0.35] * 5), e.spec
         elif e.level == "word":
-            assert e.params(s)["level"] == pytest.approx(0.10), e.spec
+            assert [e.params(s)["level"] for s in SEV] == pytest.approx([0.10] * 5), e.spec
+            assert e.params(3)["gate_threshold"] == 0.9 and e.params(3)["gate_on_failure"] == "drop"
 
 
 def test_hat_vtr_adapts_every_shift_and_quag_lists_table1():
