@@ -22,8 +22,11 @@ R@K Error columns and the per-model fields (parameter count, training regime).
 """
 from __future__ import annotations
 
+import hashlib
 import math
 import re
+import threading
+from collections import OrderedDict
 from itertools import combinations
 from pathlib import Path
 from typing import Optional
@@ -89,7 +92,7 @@ class Replicates:
 
     def _direction(self, cell: str, d: str) -> dict:
         if (cell, d) not in self._reps:
-            self._reps[(cell, d)] = bs.replicates(self.ranks[cell][d], bs.METRICS, self.n_boot, self.seed)
+            self._reps[(cell, d)] = _replicates(self.ranks[cell][d], self.n_boot, self.seed)
         return self._reps[(cell, d)]
 
     def n(self, cell: str, key: str) -> Optional[tuple]:
@@ -122,6 +125,27 @@ class Replicates:
                 v = v[np.isfinite(v)]
                 out[f"{k}_lo"], out[f"{k}_hi"] = bs.interval(v, self.level) if len(v) else (math.nan, math.nan)
         return out
+
+
+_MEMO: OrderedDict = OrderedDict()
+_LOCK = threading.Lock()
+MEMO_SIZE = 1024  # (cell, direction) replicates kept across reports (40 KB each): a page rerun recomputes none
+
+
+def _replicates(r: np.ndarray, n_boot: int, seed: int) -> dict:
+    """:func:`robustlab.metrics.bootstrap.replicates` of every rank metric, memoised by the ranks' content."""
+    key = (hashlib.blake2b(np.ascontiguousarray(r, dtype=np.int64).tobytes(), digest_size=16).hexdigest(),
+           len(r), n_boot, seed)
+    with _LOCK:  # the dashboard's sessions share it
+        if key in _MEMO:
+            _MEMO.move_to_end(key)
+            return _MEMO[key]
+    out = bs.replicates(r, bs.METRICS, n_boot, seed)
+    with _LOCK:
+        _MEMO[key] = out
+        while len(_MEMO) > MEMO_SIZE:
+            _MEMO.popitem(last=False)
+    return out
 
 
 def _order(cols: list, have: set) -> list:
