@@ -108,22 +108,51 @@ class Replicates:
         v = self.of(cell, key)
         return bs.interval(v, self.level) if v is not None else (math.nan, math.nan)
 
+    def intervals(self, arrays: list) -> tuple[list, list]:
+        """The percentile intervals of many replicate arrays (None: no interval) in one numpy call; NaN
+        replicates (a resample with a clean score of 0, for γʳ) are left out of their array's interval."""
+        lo, hi = [math.nan] * len(arrays), [math.nan] * len(arrays)
+        idx = [i for i, a in enumerate(arrays) if a is not None]
+        if not idx:
+            return lo, hi
+        stack = np.vstack([arrays[i] for i in idx])
+        bad = ~np.isfinite(stack).all(axis=1)
+        qs = [(1 - self.level) / 2, (1 + self.level) / 2]
+        q = np.quantile(np.where(bad[:, None], 0.0, stack), qs, axis=1)
+        for j, i in enumerate(idx):
+            if bad[j]:
+                v = stack[j][np.isfinite(stack[j])]
+                lo[i], hi[i] = bs.interval(v, self.level) if len(v) else (math.nan, math.nan)
+            else:
+                lo[i], hi[i] = float(q[0, j]), float(q[1, j])
+        return lo, hi
+
     def paired(self, cell_a: str, cell_b: str, key: str, scale: Optional[float] = None) -> Optional[dict]:
         """The paired bootstrap of ``key``(a) − ``key``(b) over the same queries; None when either has no ranks
         or they are not over the same number of queries. With ``scale`` (b is the clean cell), also the intervals
         of γᵃ, γʳ and MMI of a against b (:func:`robustlab.metrics.robustness.robustness` per resample)."""
+        arrays = self.paired_replicates(cell_a, cell_b, key, scale)
+        if arrays is None:
+            return None
+        keys = list(arrays)
+        lo, hi = self.intervals([arrays[k] for k in keys])
+        out = {}
+        for k, a, b in zip(keys, lo, hi):
+            out[f"{k}_lo"], out[f"{k}_hi"] = a, b
+        out["holds"] = bool(out["delta_lo"] > 0 or out["delta_hi"] < 0)
+        return out
+
+    def paired_replicates(self, cell_a: str, cell_b: str, key: str, scale: Optional[float] = None):
+        """``{"delta": a − b per resample[, "gamma_a", "gamma_r", "mmi"]}`` or None (see :meth:`paired`)."""
         a, b = self.of(cell_a, key), self.of(cell_b, key)
         if a is None or b is None or self.n(cell_a, key) != self.n(cell_b, key):
             return None
-        lo, hi = bs.interval(a - b, self.level)
-        out = {"delta_lo": lo, "delta_hi": hi, "holds": bool(lo > 0 or hi < 0)}
+        out = {"delta": a - b}
         if scale:
             ok = b > 0  # a resample whose clean score is 0 has no relative robustness
-            g = {"gamma_a": 1.0 - (b - a) / scale, "gamma_r": np.where(ok, a / np.where(ok, b, 1.0), np.nan)}
-            g["mmi"] = 1.0 - g["gamma_r"]
-            for k, v in g.items():
-                v = v[np.isfinite(v)]
-                out[f"{k}_lo"], out[f"{k}_hi"] = bs.interval(v, self.level) if len(v) else (math.nan, math.nan)
+            out["gamma_a"] = 1.0 - (b - a) / scale
+            out["gamma_r"] = np.where(ok, a / np.where(ok, b, 1.0), np.nan)
+            out["mmi"] = 1.0 - out["gamma_r"]
         return out
 
 
@@ -166,25 +195,25 @@ def add_columns(run, df: pd.DataFrame, reps: Optional[Replicates] = None) -> pd.
     keys = [c for c in df.columns if rank_metric(c) is not None]
     new: dict = {}
     for k in keys:
-        iv = [reps.interval(c, k) for c in df["cell"]]
-        new[f"{k}_lo"], new[f"{k}_hi"] = [x[0] for x in iv], [x[1] for x in iv]
+        new[f"{k}_lo"], new[f"{k}_hi"] = reps.intervals([reps.of(c, k) for c in df["cell"]])
         if rank_metric(k)[1] and rank_metric(k)[1].startswith("R@"):
             new[f"{k}_error"] = 1.0 - pd.to_numeric(df[k], errors="coerce")
-    sc = [reps.interval(c, m) for c, m in zip(df["cell"], df["metric"])]
-    new["score_lo"], new["score_hi"] = [x[0] for x in sc], [x[1] for x in sc]
+    new["score_lo"], new["score_hi"] = reps.intervals([reps.of(c, m) for c, m in zip(df["cell"], df["metric"])])
     clean = {}
     for (m, t, d), g in df[df["axes"] == "clean"].groupby(["model", "task", "dataset"], sort=False, dropna=False):
         clean[(m, t, d)] = g["cell"].iloc[0]
-    cmp = {k: [] for k in ("delta", "delta_lo", "delta_hi", "holds") + tuple(f"{g}_{e}" for g in GAMMAS
-                                                                          for e in ("lo", "hi"))}
-    for _, r in df.iterrows():
-        c = clean.get((r["model"], r["task"], r["dataset"]))
-        scale = float(r["scale"]) if "scale" in r and pd.notna(r["scale"]) and r["scale"] > 0 else None
-        p = reps.paired(r["cell"], c, r["metric"], scale) if c is not None and r["axes"] != "clean" else None
-        for k, v in cmp.items():
-            v.append((r["score"] - r["clean_score"] if k == "delta" else p.get(k, math.nan)) if p
-                     else None if k == "holds" else math.nan)
-    new.update(cmp)
+    pairs = []
+    cols = ["model", "task", "dataset", "cell", "axes", "metric", "scale"]
+    for r in df[cols].itertuples(index=False):
+        c = clean.get((r.model, r.task, r.dataset))
+        scale = float(r.scale) if pd.notna(r.scale) and r.scale > 0 else None
+        pairs.append(reps.paired_replicates(r.cell, c, r.metric, scale) if c is not None and r.axes != "clean"
+                     else None)
+    new["delta"] = [s - c if p else math.nan for p, s, c in zip(pairs, df["score"], df["clean_score"])]
+    for k in ("delta",) + GAMMAS:
+        new[f"{k}_lo"], new[f"{k}_hi"] = reps.intervals([p.get(k) if p else None for p in pairs])
+    new["holds"] = [bool(lo > 0 or hi < 0) if p else None for p, lo, hi in zip(pairs, new["delta_lo"],
+                                                                                new["delta_hi"])]
     df = pd.concat([df, pd.DataFrame(new, index=df.index)], axis=1)
     for name, val in model_fields(run).items():
         df[name] = df["model"].map(val)
@@ -235,18 +264,20 @@ def model_differences(run, df: pd.DataFrame, reps: Optional[Replicates] = None) 
     if df.empty or "cell" not in df or df["model"].nunique() < 2:
         return pd.DataFrame(columns=["task", "dataset"] + DIFF_COLUMNS)
     reps = reps or Replicates(run)
-    out = []
-    for (t, d, cond), g in df.groupby(["task", "dataset", "condition"], sort=False, dropna=False):
+    out, arrays = [], []
+    narrow = df[["task", "dataset", "condition", "model", "metric", "cell", "score", "n"]]
+    for (t, d, cond), g in narrow.groupby(["task", "dataset", "condition"], sort=False, dropna=False):
         rows = list(g.drop_duplicates("model").itertuples(index=False))
         for a, b in combinations(rows, 2):
-            if a.metric != b.metric:
-                continue
-            p = reps.paired(a.cell, b.cell, a.metric)
+            p = reps.paired_replicates(a.cell, b.cell, a.metric) if a.metric == b.metric else None
             if p is None:
                 continue
+            arrays.append(p["delta"])
             out.append({"task": t, "dataset": d, "metric": a.metric, "condition": cond, "model_a": a.model,
                         "model_b": b.model, "score_a": a.score, "score_b": b.score, "delta": a.score - b.score,
-                        **p, "n": a.n})
+                        "n": a.n})
+    for row, lo, hi in zip(out, *reps.intervals(arrays)):
+        row.update(delta_lo=lo, delta_hi=hi, holds=bool(lo > 0 or hi < 0))
     return pd.DataFrame(out, columns=["task", "dataset"] + DIFF_COLUMNS)
 
 
