@@ -7,7 +7,10 @@ not the paper's labels: codec1 is MPEG-2 video, codec2 is MPEG-4 Part 2.
 Quantiser saturation (measured, and tested): FFmpeg's -q:v becomes a frame quality that the MPEG encoders turn
 into a quantiser clipped to [qmin, qmax] = [2, 31]. So codec1's q = 20/40/60/80/100 quantises with 20/31/31/31/31
 and severities 2–5 give **bit-identical** output; codec2's 15/30/45/60/75 quantise with 15/30/31/31/31, so 3–5
-are identical and 2 is only slightly milder. The tables keep the code's q values and add ``effective_qscale``.
+are identical and 2 is only slightly milder. The tables keep the code's q values and add ``effective_qscale``;
+``effective=`` declares what the encoder is given, so those severities are encoded once per clip and shared, each
+with its own record (:mod:`robustlab.perturb.share`), and ``keep_frames`` lets the lazy path convert only the
+sampled frames back to RGB.
 (robustlab fixes the quantiser with qmin = qmax = that value, I and P frames alike: what fixed-qscale mode does;
 see ``robustlab.io.media.encode_decode``.) The container (VOB / AVI) does not change the pixels and is skipped.
 """
