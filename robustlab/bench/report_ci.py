@@ -43,6 +43,12 @@ DIFF_COLUMNS = ["metric", "condition", "model_a", "model_b", "score_a", "score_b
                 "holds", "n"]
 
 
+def headline_of(run, headline: Optional[str] = None) -> Optional[str]:
+    """The report's headline retrieval metric: ``headline``, else the spec's ``report = {"headline": ...}``."""
+    rep = run.sweep.get("report") if isinstance(run.sweep.get("report"), dict) else {}
+    return headline or (str(rep["headline"]) if rep.get("headline") else None)
+
+
 def rank_metric(key) -> Optional[tuple]:
     """``("t2v", "R@1")`` for ``t2v_R@1``, ``("RSUM", None)`` for RSUM, None for anything the ranks do not give."""
     if key == "RSUM":
@@ -281,5 +287,5 @@ def model_differences(run, df: pd.DataFrame, reps: Optional[Replicates] = None) 
     return pd.DataFrame(out, columns=["task", "dataset"] + DIFF_COLUMNS)
 
 
-__all__ = ["rank_metric", "cell_ranks", "Replicates", "add_columns", "column_order", "model_fields",
+__all__ = ["headline_of", "rank_metric", "cell_ranks", "Replicates", "add_columns", "column_order", "model_fields",
            "model_differences", "DIFF_COLUMNS"]

@@ -47,7 +47,7 @@ from robustlab.perturb.condition import Condition
 from robustlab.tasks.base import ADAPT, AXES, INTERVENTION, Result, adapt_label, intervention_label
 
 from robustlab.bench.report_protocol import protocol_columns, protocol_tables
-from robustlab.bench.report_ci import Replicates, add_columns, column_order, model_differences
+from robustlab.bench.report_ci import Replicates, add_columns, column_order, headline_of, model_differences
 
 RETRIEVAL_PAIRS = (("t2v", "v2t"), ("t2i", "i2t"))
 UNNATURAL_TAGS = ("p1:Positional", "p1:DropText")
@@ -295,12 +295,6 @@ def _sorted(df: pd.DataFrame, run: RunData) -> pd.DataFrame:
                         "ad": (df[ADAPT] if ADAPT in df else pd.Series("none", index=df.index)).map(
                             lambda x: "{:03d} {}".format(*_method_order(x)) if x != "none" else "")})
     return df.loc[key.sort_values(list(key.columns), kind="stable").index]
-
-
-def headline_of(run: RunData, headline: Optional[str] = None) -> Optional[str]:
-    """The report's headline retrieval metric: ``headline``, else the spec's ``report = {"headline": ...}``."""
-    rep = run.sweep.get("report") if isinstance(run.sweep.get("report"), dict) else {}
-    return headline or (str(rep["headline"]) if rep.get("headline") else None)
 
 
 def results_table(run: RunData, metric: Optional[str] = None, headline: Optional[str] = None,
