@@ -30,6 +30,8 @@
                                                        test-time adaptation of the query side under a query
                                                        shift: clean / shifted / adapted R@K and the time
     robustlab adapt --list [--json]                    the adaptation methods, their parameters and defaults
+    robustlab quag-sim [--alphas 0.05,...] [--config quick|paper]  QUAG's simulation study (Rawal et al. Fig. 2)
+    robustlab clavi-distance --model M [--pairs N] [--qtypes BA]   CLAVI complement-pair attention distance (B.7)
     robustlab peeling extraction [--labels FILE]       PEELING's extraction precision / recall / F1 (RQ4)
     robustlab peeling atcr LABELS.json                 the ATCR of tests labelled on the Grounding page
 
@@ -57,6 +59,7 @@ COMMANDS = {
     "eval": "evaluate:cmd_eval", "perturb": "perturb:cmd_perturb", "regenerate": "regenerate:cmd_regenerate",
     "hubness": "hubness:cmd_hubness", "bench": "bench:cmd_bench", "bench-report": "bench:cmd_bench_report",
     "adapt": "adapt:cmd_adapt", "protocols": "protocols:cmd_protocols",
+    "quag-sim": "analyses:cmd_quag_sim", "clavi-distance": "analyses:cmd_clavi_distance",
     "peeling": "peeling:cmd_peeling",
 }
 # names robustlab.cli had as one module -> where they live now ("module:name"); read and set through the package

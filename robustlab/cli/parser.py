@@ -172,6 +172,43 @@ def _peeling_parser(sub) -> None:
     pl.add_argument("--json", action="store_true")
 
 
+def _analysis_parsers(sub) -> None:
+    """QUAG's simulation study and CLAVI's complement-pair attention distance (Rawal et al.)."""
+    qs = sub.add_parser("quag-sim", help="QUAG's simulation study: the %% increase in test MSE after a "
+                                         "short-circuit vs the crossmodal coupling α (Rawal et al. Fig. 2)",
+                        description="Train a small transformer on α-coupled two-modality data for each α and print "
+                                    "its test MSE, clean and after each short-circuit (Rawal et al. §3, App. A.5).")
+    qs.add_argument("--alphas", default="0.05,0.15,0.25,0.35,0.45", help="coupling coefficients in [0, 0.5)")
+    qs.add_argument("--config", default="quick", choices=["quick", "paper"],
+                    help="quick: a reduced setting (minutes on a CPU); paper: App. A.5 (40k samples, 2000 epochs)")
+    qs.add_argument("--epochs", type=int, default=None, help="override the config's epochs")
+    qs.add_argument("--samples", type=int, default=None, help="override the config's sample count")
+    qs.add_argument("--shortcircuits", default="crossmodal", help="comma list: crossmodal, unimodal, video, text "
+                                                                  "or quadrants like VV+TV")
+    qs.add_argument("--seed", type=int, default=0)
+    qs.add_argument("--threads", type=int, default=None, help="torch CPU threads while it runs")
+    qs.add_argument("--device", default=None, help="cpu (default) or cuda")
+    qs.add_argument("--json", action="store_true")
+    qs.add_argument("--out", default=None, metavar="FILE", help="also write the result as JSON to FILE")
+    cd = sub.add_parser("clavi-distance", help="CLAVI: attention distance of complement pairs, correct vs wrong "
+                                               "(Rawal et al. App. B.7, Table 16)",
+                        description="Align a fusion model's attention on each CLAVI complement pair (linear sum "
+                                    "assignment) and report the L2 distance, mean and variance for consistently "
+                                    "correct and for wrongly answered pairs.")
+    cd.add_argument("--model", default="builtin:tiny-vilt", help="a fusion VQA model (builtin:tiny-vilt, hf-vilt:...)")
+    add_dataset_args(cd, default="builtin-videos")
+    cd.add_argument("--pairs", type=int, default=20, help="CLAVI pairs to measure")
+    cd.add_argument("--qtypes", default="BA", help="question types: BA (the paper's Table 16), BE or BA,BE")
+    cd.add_argument("--method", default="swap", choices=["swap", "render"],
+                    help="swap: the paper's complement; render: the built-in world re-rendered (not in the paper)")
+    cd.add_argument("--pair-seed", type=int, default=0, help="the seed of the random extensions")
+    cd.add_argument("--same-modality", action="store_true", help="match text tokens only with text tokens (not in "
+                                                                 "the paper)")
+    cd.add_argument("--device", default=None)
+    cd.add_argument("--json", action="store_true")
+    cd.add_argument("--out", default=None, metavar="FILE", help="also write the result (every pair) as JSON to FILE")
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="robustlab", description="Perturb, compare and diagnose vision-language models.")
     sub = p.add_subparsers(dest="cmd", required=True, parser_class=_Parser)
@@ -265,6 +302,7 @@ def build_parser() -> argparse.ArgumentParser:
     hb.add_argument("--device", default=None)
     hb.add_argument("--json", action="store_true")
     _bench_parser(sub)
+    _analysis_parsers(sub)
     _peeling_parser(sub)
 
     sub.add_parser("adapt", help="test-time adaptation of a retrieval model's query side under a query shift",

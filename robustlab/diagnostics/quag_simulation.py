@@ -272,12 +272,13 @@ def train_one(alpha: float, cfg: SimulationConfig, seed: int = 0, device: str = 
 
 
 def simulate(alphas: Sequence[float] = DEFAULT_ALPHAS, config: SimulationConfig | str = "quick", *, seed: int = 0,
-             shortcircuits: Sequence[str] = ("crossmodal",), device: str = "cpu",
+             shortcircuits: Sequence[str] = ("crossmodal",), device: str = "cpu", threads: Optional[int] = None,
              progress: Optional[Callable[[int, int], None]] = None, **overrides) -> SimulationResult:
     """Rawal et al.'s Fig. 2: for each α a model trained on α-coupled data, and the % increase of its test MSE after
     each short-circuit (default the crossmodal one). ``config``: "quick", "paper" or a :class:`SimulationConfig`;
     ``overrides`` change single fields (``epochs=20``). The same ``seed`` gives the same data and initial model
-    for every α (and the same numbers on the same device)."""
+    for every α (and the same numbers on the same device). ``threads``: torch's CPU threads while it runs (restored
+    after; one is fastest for the quick setting on a shared machine)."""
     if isinstance(config, str):
         if config not in CONFIGS:
             raise SimulationError(f"unknown simulation config {config!r}; configs: {', '.join(CONFIGS)}")
@@ -298,12 +299,20 @@ def simulate(alphas: Sequence[float] = DEFAULT_ALPHAS, config: SimulationConfig 
         scs.append(name)
     if not scs:
         raise SimulationError("give at least one short-circuit (e.g. crossmodal)")
+    if threads is not None and int(threads) < 1:
+        raise SimulationError(f"threads must be at least 1, got {threads}")
     t0 = time.perf_counter()
     runs = []
-    for i, a in enumerate(al):
-        runs.append(train_one(a, cfg, seed=seed, device=device, shortcircuits=scs))
-        if progress:
-            progress(i + 1, len(al))
+    keep = torch.get_num_threads()
+    try:
+        if threads is not None:
+            torch.set_num_threads(int(threads))
+        for i, a in enumerate(al):
+            runs.append(train_one(a, cfg, seed=seed, device=device, shortcircuits=scs))
+            if progress:
+                progress(i + 1, len(al))
+    finally:
+        torch.set_num_threads(keep)
     mse = np.array([r["mse"] for r in runs])
     mse_sc = {sc: np.array([r["mse_sc"][sc] for r in runs]) for sc in scs}
     inc = {sc: 100.0 * (v - mse) / mse for sc, v in mse_sc.items()}
