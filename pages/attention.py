@@ -12,6 +12,7 @@ from robustlab.models.interventions import names as intervention_names
 from robustlab.perturb.record import hash_value
 from ui.attention import MISSING, PP, answer_bars, heatmaps, rank_section, table1_display, token_overlay
 from ui.inputs import _upload
+from ui.quag_sim import simulation_section
 
 st.header("Attention — does the model fuse the modalities?")
 st.caption("QUAG (Rawal et al.) averages quadrants of every fusion layer's attention — VV, VT (visual queries × "
@@ -71,7 +72,7 @@ options = list(quag.PRESETS) + ["VV", "VT", "TV", "TT"] + [n for n in interventi
 if not getattr(model, "supports_quag_attention", False):
     options = [o for o in options if not o.startswith("quag-attention:")]
 ablations = c1.multiselect("Ablations (every fusion layer)", options, default=list(quag.PRESETS), key="at_abl",
-                           help="The paper's four short-circuits, single quadrants, or QUAG-attention (tiny-vilt).")
+                           help="The paper's four short-circuits, single quadrants, or QUAG-attention (fusion models).")
 try:
     with st.spinner("Running the model with each ablation…"):
         view = view_of(spec, device, visual, hash_value(visual), question.strip(), tuple(ablations))
@@ -144,3 +145,5 @@ if res and res[0] == spec:
     st.dataframe(shown_t1, hide_index=True, width="stretch", key="at_t1_table", placeholder=MISSING)
     st.download_button("Table 1 (CSV)", shown_t1.to_csv(index=False), file_name="table1.csv", mime="text/csv",
                        key="at_t1_csv", icon=":material/download:")
+
+simulation_section()  # Rawal et al. §3, Fig. 2: α-coupled tokens, MSE vs α (a toy model, not the sidebar's)

@@ -11,6 +11,7 @@ from robustlab.perturb.record import hash_value
 from robustlab.tasks import get
 from robustlab.tasks.clavi import clavi_item, clavi_one
 from ui.clavi import MISSING, fine_table, metrics_table, question_table
+from ui.clavi_distance import distance_section
 from ui.inputs import _upload
 from ui.media import show_visual
 
@@ -135,3 +136,5 @@ if runs and runs[0] == spec:
         st.dataframe(ft, hide_index=True, width="stretch", key=f"cv_fine_{meth}", placeholder=MISSING)
         st.download_button(f"Fine-grained table, {meth} (CSV)", ft.to_csv(index=False), file_name=f"clavi_{meth}.csv",
                            mime="text/csv", key=f"cv_csv_{meth}", icon=":material/download:")
+
+distance_section(model, spec, lambda n: build("builtin-videos", split="test", n=n))  # App. B.7, Table 16
