@@ -18,6 +18,7 @@ def _sim_chart(at):
     return [f for f in specs if f["layout"].get("title", {}).get("text") == qs.TITLE]
 
 
+@pytest.mark.slow
 def test_simulation_section_runs_and_draws_from_the_result():
     at = AppTest.from_file("../../app.py", default_timeout=300)
     at.session_state["at_sim_alphas"] = "0.1, 0.7"
