@@ -35,6 +35,7 @@ import numpy as np
 import pandas as pd
 
 from robustlab.metrics import bootstrap as bs
+from robustlab.tasks.base import AXES
 
 _KEY = re.compile(r"^(t2v|v2t|t2i|i2t)_(R@\d+|MdR|MnR)$")
 RSUM_KS = ("R@1", "R@5", "R@10")
@@ -205,9 +206,7 @@ def add_columns(run, df: pd.DataFrame, reps: Optional[Replicates] = None) -> pd.
         if rank_metric(k)[1] and rank_metric(k)[1].startswith("R@"):
             new[f"{k}_error"] = 1.0 - pd.to_numeric(df[k], errors="coerce")
     new["score_lo"], new["score_hi"] = reps.intervals([reps.of(c, m) for c, m in zip(df["cell"], df["metric"])])
-    clean = {}
-    for (m, t, d), g in df[df["axes"] == "clean"].groupby(["model", "task", "dataset"], sort=False, dropna=False):
-        clean[(m, t, d)] = g["cell"].iloc[0]
+    clean = _clean_cells(df)
     pairs = []
     cols = ["model", "task", "dataset", "cell", "axes", "metric", "scale"]
     for r in df[cols].itertuples(index=False):
@@ -224,6 +223,56 @@ def add_columns(run, df: pd.DataFrame, reps: Optional[Replicates] = None) -> pd.
     for name, val in model_fields(run).items():
         df[name] = df["model"].map(val)
     return df
+
+
+def _clean_cells(df: pd.DataFrame) -> dict:
+    return {k: g["cell"].iloc[0] for k, g in df[df["axes"] == "clean"].groupby(["model", "task", "dataset"],
+                                                                               sort=False, dropna=False)}
+
+
+def _mean(arrays: list) -> Optional[dict]:
+    if not arrays or any(a is None for a in arrays):
+        return None
+    return {k: np.mean([a[k] for a in arrays], axis=0) for k in GAMMAS}
+
+
+def robustness_ci(df: pd.DataFrame, rob: pd.DataFrame, reps: Optional[Replicates] = None,
+                  natural=lambda axis, name: True, run=None) -> pd.DataFrame:
+    """The robustness rows (:func:`robustlab.bench.report_data.robustness_rows`) with 95 % intervals of γᵃ, γʳ
+    and MMI: the table's own aggregation (per perturbation the mean over severities — and over repeated seeds —,
+    per category, overall and natural-only the mean over perturbations) applied to every paired resample against
+    the clean cell. A row whose cells lack ranks has no interval. ``natural``: report_data's predicate."""
+    if rob is None or rob.empty or "cell" not in df:
+        return rob
+    reps = reps or Replicates(run)
+    clean = _clean_cells(df)
+    per: dict = {}
+    for (m, t, d, axis), g in df[df["axes"].isin(AXES) & df["score"].notna()].groupby(
+            ["model", "task", "dataset", "axes"], sort=False, dropna=False):
+        c = clean.get((m, t, d))
+        for name, gp in g.groupby(axis, sort=False):
+            sevs = []
+            for _, gs in gp.groupby(f"{axis}_severity", sort=False):
+                sevs.append(_mean([reps.paired_replicates(r.cell, c, r.metric, float(r.scale))
+                                   if c is not None and pd.notna(r.scale) and r.scale > 0 else None
+                                   for r in gs[["cell", "metric", "scale"]].itertuples(index=False)]))
+            per[(m, t, d, axis, name)] = (gp[f"{axis}_category"].iloc[0], _mean(sevs))
+    rows = []
+    for r in rob[["model", "task", "dataset", "axis", "level", "name"]].itertuples(index=False):
+        mine = {p: v for (m, t, d, a, p), v in per.items() if (m, t, d, a) == (r.model, r.task, r.dataset, r.axis)}
+        if r.level == "perturbation":
+            pick = [mine[r.name][1]] if r.name in mine else [None]
+        elif r.level == "category":
+            pick = [v for cat, v in mine.values() if cat == r.name]
+        elif r.level == "natural":
+            pick = [v for p, (_, v) in mine.items() if natural(r.axis, p)]
+        else:
+            pick = [v for _, v in mine.values()]
+        rows.append(_mean(pick))
+    rob = rob.copy()
+    for k in GAMMAS:
+        rob[f"{k}_lo"], rob[f"{k}_hi"] = reps.intervals([x[k] if x else None for x in rows])
+    return rob
 
 
 def column_order(df: pd.DataFrame, first: list) -> list:
@@ -288,4 +337,4 @@ def model_differences(run, df: pd.DataFrame, reps: Optional[Replicates] = None) 
 
 
 __all__ = ["headline_of", "rank_metric", "cell_ranks", "Replicates", "add_columns", "column_order", "model_fields",
-           "model_differences", "DIFF_COLUMNS"]
+           "model_differences", "robustness_ci", "DIFF_COLUMNS"]

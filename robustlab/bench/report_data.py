@@ -47,7 +47,8 @@ from robustlab.perturb.condition import Condition
 from robustlab.tasks.base import ADAPT, AXES, INTERVENTION, Result, adapt_label, intervention_label
 
 from robustlab.bench.report_protocol import protocol_columns, protocol_tables
-from robustlab.bench.report_ci import Replicates, add_columns, column_order, headline_of, model_differences
+from robustlab.bench.report_ci import (Replicates, add_columns, column_order, headline_of, model_differences,
+                                       robustness_ci)
 
 RETRIEVAL_PAIRS = (("t2v", "v2t"), ("t2i", "i2t"))
 UNNATURAL_TAGS = ("p1:Positional", "p1:DropText")
@@ -558,7 +559,7 @@ def report_tables(run: RunData, metric: Optional[str] = None, headline: Optional
     :func:`~robustlab.bench.report_protocol.protocol_tables`)."""
     reps = Replicates(run)
     df = results_table(run, metric, headline, reps)
-    rob = robustness_rows(df) if not df.empty else pd.DataFrame()
+    rob = robustness_ci(df, robustness_rows(df), reps, natural) if not df.empty else pd.DataFrame()
     return {"results": df, "clean": clean_table(df) if not df.empty else df, "robustness": rob,
             "effective": effective(rob), "combinations": combination_grid(df) if not df.empty else pd.DataFrame(),
             "interventions": intervention_table(df), "adaptation": adapt_table(df, run),

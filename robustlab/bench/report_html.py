@@ -162,8 +162,10 @@ def _sections(tables: dict, figs: dict) -> list[dict]:
         "4. Relative robustness per category, overall and natural-only",
         f"{_n(rob.rename(columns={'items': 'n'}) if not rob.empty else rob)} · metric {_metric(rob)} · "
         "γᵃ = 1 − (c − p)/scale, γʳ = p/c, MMI = (c − p)/c; per perturbation the mean over severities, then mean ± "
-        "population SD over perturbations · " + NATURAL_NOTE,
-        pick("robustness"), [("per category / overall / natural", agg), ("per perturbation", per)], NO_GAMMA))
+        "population SD over perturbations; [lo, hi]: their 95 % bootstrap interval over the queries (the same "
+        "aggregation per resample) · " + NATURAL_NOTE,
+        pick("robustness"), [("per category / overall / natural", with_ci(agg)), ("per perturbation", with_ci(per))],
+        NO_GAMMA))
     out.append(_section("5. The most and the least damaging perturbation per model",
                         meta + " · lowest / highest severity-mean score", (), [("", tables["effective"])], NO_GAMMA))
     out.append(_section("6. Clean score against relative robustness", meta, pick("scatter"), (), NO_GAMMA))

@@ -188,3 +188,17 @@ def test_cell_files_hold_the_ranks_on_one_line(tmp_path):
     assert json.loads(text)["extra"]["ranks"] == res["extra"]["ranks"]
     assert json.loads(text)["extra"]["seconds"] == 0.5
     assert len(text.splitlines()) < 20 and len(text) < 12_000  # not a line per rank
+
+
+def test_robustness_rows_carry_intervals_of_the_aggregates(run):
+    rob = report_tables(load_run(run))["robustness"]
+    a = rob[rob["model"] == A].set_index(["level", "name"])
+    lo, hi = bs.ci(HALF, ["R@1"])["R@1"]  # clean is 1 in every resample: γʳ = the perturbed R@1
+    noise = a.loc[("perturbation", "gaussian_noise")]
+    assert (noise["gamma_r_lo"], noise["gamma_r_hi"]) == pytest.approx((lo, hi))
+    assert (a.loc[("perturbation", "jpeg"), "gamma_r_lo"], a.loc[("perturbation", "jpeg"), "gamma_r_hi"]) == (1, 1)
+    # overall: the mean over the two perturbations, resample by resample -> ((lo + 1) / 2, (hi + 1) / 2)
+    over = a.loc[("overall", "all")]
+    assert over["gamma_r"] == pytest.approx(0.75)
+    assert (over["gamma_r_lo"], over["gamma_r_hi"]) == pytest.approx(((lo + 1) / 2, (hi + 1) / 2))
+    assert over["mmi_lo"] == pytest.approx(1 - over["gamma_r_hi"])
