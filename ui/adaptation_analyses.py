@@ -11,6 +11,7 @@ import streamlit as st
 
 from robustlab import adapt
 from ui.adaptation import ADAPTED, SHIFTED, Setup
+from ui.media import md_escape
 from ui.state import Bench, clamp
 
 CURVE = "ad_curve"  # session key of the last severity curve
@@ -126,7 +127,7 @@ def ranking_section(ctx: Bench, res) -> None:
     q = int(c1.number_input("Query", 0, res.n_queries - 1, key="ad_query"))
     k = int(c1.slider("Top k", 1, max(1, min(20, res.n_gallery)), min(5, res.n_gallery), key="ad_topk"))
     before, after, t = topk_frames(res, q, k, ilab)
-    c2.markdown(f"**{qlab(q)}** · rank of the true item: before **{t['before']['gt_rank']}**, after "
+    c2.markdown(f"**{md_escape(qlab(q))}** · rank of the true item: before **{t['before']['gt_rank']}**, after "
                 f"**{t['after']['gt_rank']}**")
     left, right = c2.columns(2)
     cfg = {"score": st.column_config.NumberColumn(format="%.4f")}
