@@ -32,7 +32,7 @@ from robustlab.engine.cache import (
 )
 from robustlab.io.files import clean_caption
 from robustlab.metrics import ranks, retrieval
-from robustlab.metrics.retrieval import summarize_ranks
+from robustlab.metrics.retrieval import median_rank, summarize_ranks
 from robustlab.perturb.condition import Condition, check, dropped_reason, item_plan, mix_record, perturb_many
 from robustlab.perturb.lazy import ArraySource, perturb_sampled
 from robustlab.tasks.base import (
@@ -448,6 +448,8 @@ class RetrievalTask(Task):
     needs = ("encode_texts",)  # and encode_images or encode_videos, by the dataset's kind
     alternative = "builtin:tiny-clip (images) or builtin:tiny-clip-video-seqtransf (videos)"
     takes_adaptation = True
+    options = {"mdr": "median-rank convention: median (default) or lower, the lower of the two middle ranks as "
+                      "HAT-VTR's released code (torch.median); recorded in the Result when not the default"}
 
     def check_model(self, model, kind: str = "image") -> None:
         check_model(model, kind)
@@ -469,7 +471,7 @@ class RetrievalTask(Task):
     def evaluate(self, model, dataset, conditions=None, *, progress: ProgressFn = None, cache=None,
                  ks=(1, 5, 10), order: bool = True, worst: int = 0, lazy: bool = True,
                  bench: Optional[RetrievalBench] = None, directions=None, keep_ranks: bool = False,
-                 **options) -> list:
+                 mdr: str = "median", **options) -> list:
         """One :class:`Result` per condition set: ``metrics = {"t2i": {R@1, R@5, R@10, MdR, MnR}, "i2t": ...}``
         (t2v / v2t for videos) and, for video datasets with time-reversed captions, the order-sensitivity numbers of
         :meth:`RetrievalBench.order_metrics` (``t2v_R@1_reversed``, ``order_acc``...). ``lazy`` (default): videos
@@ -484,6 +486,7 @@ class RetrievalTask(Task):
         ``extra["ranks"] = {direction: [1-based rank of each query's ground truth]}``, from which the report's
         bootstrap intervals are computed (not for adaptation cells)."""
         conds = as_conditions(conditions)
+        median_rank((), mdr)  # ``mdr``: the MdR convention (robustlab.metrics.retrieval.median_rank), checked first
         self.check_dataset(dataset)
         check_model(model, dataset.kind)
         self.check_interventions(conds, model)
@@ -508,12 +511,12 @@ class RetrievalTask(Task):
                 bench.forget((vc, tc))
             prog = (lambda d, t, i=i: progress(i * t + d, len(conds) * t)) if progress else None
             if ADAPT in c:
-                m, info = self._adapt(bench, model, dataset, c, directions, prog)
+                m, info = self._adapt(bench, model, dataset, c, directions, prog, mdr)
                 out.append(make_result(self.name, model, dataset, c, len(dataset), m, texts=len(bench._texts0),
-                                       adapt=info))
+                                       adapt=info, mdr=None if mdr == "median" else mdr))
                 continue
             rk = bench.ranks(vc, tc, progress=prog)
-            m = {d: summarize_ranks(r, ks) for d, r in rk.items()}
+            m = {d: summarize_ranks(r, ks, mdr) for d, r in rk.items()}
             if order:
                 m.update(bench.order_metrics(vc, tc))
             bad = bench.worst_examples(vc, tc, int(worst)) if worst and (not vc.clean or not tc.clean) else None
@@ -523,7 +526,7 @@ class RetrievalTask(Task):
                                             "why": "MLVP similarity gate: no attempt passed; left out of the "
                                                    "text queries"} if drop else None,
                                    worst=bad, ranks={d: [int(x) for x in r] for d, r in rk.items()}
-                                   if keep_ranks else None))
+                                   if keep_ranks else None, mdr=None if mdr == "median" else mdr))
         return out
 
     @staticmethod
@@ -538,7 +541,8 @@ class RetrievalTask(Task):
                              f"directions asked for ({', '.join(directions or ())}) leave out")
         return keep
 
-    def _adapt(self, bench: RetrievalBench, model, dataset, conds: dict, directions, progress) -> tuple[dict, dict]:
+    def _adapt(self, bench: RetrievalBench, model, dataset, conds: dict, directions, progress,
+               mdr: str = "median") -> tuple[dict, dict]:
         """(metrics after adaptation per direction, extra["adapt"]) of one ``adapt`` condition set."""
         adapt = adaptation()  # robustlab.adapt (the layer above, registered on its import)
         a = conds[ADAPT]
@@ -552,7 +556,7 @@ class RetrievalTask(Task):
         for j, d in enumerate(dirs):
             prog = (lambda x, t, j=j: progress(j * t + x, len(dirs) * t)) if progress else None
             r = adapt.run(model, bench.dataset, a.name, d, shift, bench=bench, progress=prog, keep_arrays=False,
-                          **adapt_params(a))
+                          mdr=mdr, **adapt_params(a))
             metrics[d] = r.metrics["adapted"]
             info["clean"][d], info["shifted"][d] = r.metrics["clean"], r.metrics["shifted"]
             info["params"][d], info["seconds"][d] = r.params, r.seconds
