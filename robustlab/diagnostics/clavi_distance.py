@@ -159,6 +159,10 @@ def _check(model, qtypes) -> tuple:
         mid = getattr(model, "model_id", type(model).__name__)
         raise ClaviError(f"the complement-pair distance needs a fusion model's attention (builtin:tiny-vilt, "
                          f"hf-vilt:...); {mid} has none")
+    tasks = getattr(model, "supported_tasks", None)
+    if tasks is not None and "clavi" not in tasks:
+        raise ClaviError(f"{getattr(model, 'model_id', type(model).__name__)} answers no video questions (its head "
+                         f"serves {', '.join(tasks) or 'nothing'}); CLAVI needs a VQA model")
     qt = tuple(dict.fromkeys(str(q).strip().upper() for q in qtypes))
     bad = [q for q in qt if q not in COMPLEMENT]
     if not qt or bad:

@@ -117,6 +117,10 @@ def test_the_analysis_counts_pairs_and_outcomes():
             want = all(("before" in q.question.split()) == (t == "yes") for t in (q.answer_v, q.answer_c))
             assert x["correct"] == want
     assert {x["outcome"] for x in r.table()} == {"correct", "incorrect"}
+    itm = _FakeFusion()
+    itm.supported_tasks = ("itm",)  # a fusion model whose head answers no questions (e.g. hf-vilt's ITM head)
+    with pytest.raises(ClaviError, match="CLAVI needs a VQA model"):
+        complement_distances(itm, [("p0", pair, qs)])
 
 
 @pytest.mark.slow
