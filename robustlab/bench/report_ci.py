@@ -14,7 +14,8 @@ R@K Error columns and the per-model fields (parameter count, training regime).
   excludes 0. Each perturbed cell is compared with its model's clean cell (``delta`` = perturbed − clean,
   ``delta_lo`` / ``delta_hi``, ``holds``; and γᵃ / γʳ / MMI of the cell with ``_lo`` / ``_hi``, the formulas
   applied per resample), and every pair of models on each condition (:func:`model_differences`).
-* **R@K Error** (Schiappa et al.): ``D_R@K_error`` = 1 − R@K, for every R@K column.
+* **R@K Error** (Schiappa et al.'s released results schema, ``Error = R_p − R_c``): ``D_R@K_error`` = the cell's
+  R@K minus its model's clean R@K (0 on the clean cell), for every R@K column.
 * **Fields**: ``n_params`` (recorded by the task from the model) and ``regime`` (zero-shot / fine-tuned / scratch):
   the sweep spec's ``fields = {"regime": {model: value}}`` when it names the model (a regime depends on the data
   the model is evaluated on, so the sweep's word wins), else what the model itself declared (``extra["regime"]``),
@@ -192,6 +193,16 @@ def _order(cols: list, have: set) -> list:
     return out
 
 
+def _error(df: pd.DataFrame, k: str) -> pd.Series:
+    """Schiappa et al.'s "R@K Error" (the released results schema): R_p − R_c, the cell's R@K minus its model's
+    clean R@K on the same task and dataset (0 on the clean cell, NaN without one)."""
+    v = pd.to_numeric(df[k], errors="coerce")
+    keys = ["model", "task", "dataset"]
+    clean = df[df["axes"] == "clean"].assign(_v=v[df["axes"] == "clean"]).groupby(keys, dropna=False)["_v"].mean()
+    base = pd.Series([clean.get(tuple(r), float("nan")) for r in df[keys].itertuples(index=False)], index=df.index)
+    return v - base
+
+
 def add_columns(run, df: pd.DataFrame, reps: Optional[Replicates] = None) -> pd.DataFrame:
     """The results table with the intervals, the comparisons against clean, the R@K Error columns and the model
     fields (see the module docstring); ``df`` is :func:`robustlab.bench.report_data.results_table`'s."""
@@ -204,7 +215,7 @@ def add_columns(run, df: pd.DataFrame, reps: Optional[Replicates] = None) -> pd.
     for k in keys:
         new[f"{k}_lo"], new[f"{k}_hi"] = reps.intervals([reps.of(c, k) for c in df["cell"]])
         if rank_metric(k)[1] and rank_metric(k)[1].startswith("R@"):
-            new[f"{k}_error"] = 1.0 - pd.to_numeric(df[k], errors="coerce")
+            new[f"{k}_error"] = _error(df, k)
     new["score_lo"], new["score_hi"] = reps.intervals([reps.of(c, m) for c, m in zip(df["cell"], df["metric"])])
     clean = _clean_cells(df)
     pairs = []

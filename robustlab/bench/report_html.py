@@ -11,6 +11,7 @@ import base64
 import html
 import json
 import math
+import re
 from pathlib import Path
 
 import jinja2
@@ -300,11 +301,14 @@ def extra_section(number: int, item) -> dict:
 
 
 def render(run, tables: dict, metric=None, sections=None, headline=None) -> str:
-    """The report's HTML text; the protocol's own tables (``tables["protocol"]``) and then ``sections`` are extra
+    """The report's HTML text; the protocol's own tables (``tables["protocol"]``) come first, ``sections`` are extra
     sections after the standard ones (:func:`extra_section`)."""
     figs = figures(tables)
-    sections_ = _sections(tables, figs)
-    for item in list(tables.get("protocol") or ()) + list(sections or ()):
+    # a protocol run opens on the paper's own tables, in its layout; the standard sections follow, renumbered
+    first = [extra_section(i + 1, item) for i, item in enumerate(tables.get("protocol") or ())]
+    sections_ = first + [dict(s, title=re.sub(r"^(\d+)\.", lambda m: f"{int(m.group(1)) + len(first)}.",
+                                              s["title"])) for s in _sections(tables, figs)]
+    for item in list(sections or ()):
         sections_.append(extra_section(len(sections_) + 1, item))
     sections = sections_
     headline = headline_of(run, headline)

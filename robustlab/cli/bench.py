@@ -79,7 +79,7 @@ def cmd_bench(args) -> int:
     print(f"{status.done} cells run, {status.skipped} already there, {status.total} in the sweep "
           f"({status.seconds:.1f} s, engine {status.engine}) -> {status.out}", file=sys.stderr)
     if args.report:
-        return cmd_bench_report(argparse.Namespace(run=args.out, metric=None, out=None))
+        return cmd_bench_report(argparse.Namespace(run=args.out, metric=None, out=None, headline=None))
     return 0
 
 
@@ -89,7 +89,8 @@ def cmd_bench_report(args) -> int:
     except ImportError as e:
         return err(f"the report needs pandas and plotly ({e.name or e} is missing): pip install 'robustlab[report]'")
     try:
-        csv_path, html_path = write_report(args.run, out_dir=args.out, metric=args.metric)
+        csv_path, html_path = write_report(args.run, out_dir=args.out, metric=args.metric,
+                                           headline=getattr(args, "headline", None))
     except (ValueError, OSError) as e:
         return err(msg(e))
     print(f"wrote {csv_path}\nwrote {html_path}")

@@ -95,7 +95,10 @@ def _bench_parser(sub) -> None:
     b.add_argument("--quiet", action="store_true", help="no progress bar")
     r = sub.add_parser("bench-report", help=argparse.SUPPRESS)
     r.add_argument("run", help="a run folder written by `robustlab bench`")
-    r.add_argument("--metric", default=None, help="the headline metric (default: R@1 of the first direction)")
+    r.add_argument("--metric", default=None, help="the γ metric as a column of results.csv (e.g. t2v_R@5)")
+    r.add_argument("--headline", default=None,
+                   help="the retrieval headline: R@1, R@5, R@10, MdR or RSUM (default: the sweep's or protocol's, "
+                        "else R@1 of the first direction)")
     r.add_argument("--out", default=None, help="where to write (default: the run folder)")
 
 

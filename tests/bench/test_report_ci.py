@@ -75,8 +75,10 @@ def test_intervals_hand_checkable(run):
     assert (g["t2v_R@1_lo"], g["t2v_R@1_hi"]) == (lo, hi) and lo < 0.5 < hi
     assert (g["score_lo"], g["score_hi"]) == (lo, hi)  # the headline is t2v R@1
     assert (g["RSUM_lo"], g["RSUM_hi"]) == bs.rsum_ci({"t2v": HALF, "v2t": HALF})
-    # R@K Error (Schiappa et al.) = 1 - R@K; none for ranks
-    assert g["t2v_R@1_error"] == pytest.approx(0.5) and g["t2v_R@10_error"] == pytest.approx(0.0)
+    # R@K Error (Schiappa et al.'s results schema) = R_p - R_c: half the queries lost at R@1, none at R@10; none for
+    # ranks; 0 on the clean cell
+    assert g["t2v_R@1_error"] == pytest.approx(-0.5) and g["t2v_R@10_error"] == pytest.approx(0.0)
+    assert a.loc["clean", "t2v_R@1_error"] == 0.0
     assert "t2v_MdR_error" not in df
 
 
@@ -166,7 +168,7 @@ def test_cells_without_ranks_have_no_interval(tmp_path):
         p.write_text(json.dumps(d))
     df = results_table(load_run(root))
     assert df["score_lo"].isna().all() and df["holds"].isna().all()
-    assert df["t2v_R@1_error"].tolist() == [0.0, 0.5]
+    assert df["t2v_R@1_error"].tolist() == [0.0, -0.5]
 
 
 def test_spec_fields_and_report_round_trip():
