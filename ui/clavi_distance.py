@@ -60,7 +60,7 @@ def distance_section(model, spec: str, build_videos) -> None:
         bar = st.progress(0.0, text="Attention of each complement pair…")
         try:
             st.session_state[KEY] = (spec, cd.dataset_distances(
-                model, build_videos(3 * n), n, qtypes=qtypes, same_modality=same,
+                model, build_videos(max(30, 3 * n)), n, qtypes=qtypes, same_modality=same,
                 progress=lambda d, tot: bar.progress(min(d / max(tot, 1), 1.0), text=f"Pairs… {d}/{tot}")))
         except (ClaviError, ValueError, RuntimeError) as e:
             st.error(f"Cannot measure: {e}")

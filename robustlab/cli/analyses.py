@@ -55,7 +55,7 @@ def cmd_clavi_distance(args) -> int:
     if args.pairs < 1:
         return err("--pairs must be at least 1")
     if args.n is None:
-        args.n = 3 * args.pairs  # about a third of the built-in event videos have two events on different objects
+        args.n = max(30, 3 * args.pairs)  # about a third of the built-in event videos have two distinct events
     dataset, code = inputs.build_dataset(args, args.dataset)
     if dataset is None:
         return code

@@ -36,6 +36,6 @@ def test_bad_input_is_one_line(argv, message, capsys):
 
 @pytest.mark.slow
 def test_clavi_distance_prints_table_16(capsys):
-    assert main(["clavi-distance", "--pairs", "1", "--n", "12"]) == 0
+    assert main(["clavi-distance", "--pairs", "1", "--n", "20"]) == 0
     out = capsys.readouterr().out
     assert "Table 16" in out and "video" in out and "text" in out and "incorrect" in out
