@@ -94,3 +94,10 @@ def test_fig2_curve_rises_over_four_alphas_and_the_unimodal_one_does_not():
     assert np.all(np.diff(inc) > 0), r.rows()
     # the unimodal short-circuit is not what α couples: it never hurts like the crossmodal one at strong coupling
     assert r.increase["unimodal"][-1] < inc[-1] / 4, r.rows()
+
+
+def test_the_paper_config_is_app_a5():
+    p = S.PAPER.check()
+    assert (p.tokens, p.dim, p.width, p.layers, p.mlp) == (15, 100, 100, 4, 400)
+    assert (p.samples, p.epochs, p.batch, p.lr) == (40_000, 2000, 1024, 1e-3)
+    assert [int(p.samples * f) for f in p.split] == [24_000, 8_000, 8_000]
