@@ -552,7 +552,7 @@ class RetrievalTask(Task):
         metrics: dict = {}
         info = {"method": a.name, "label": adapt.get_method(a.name).label, "side": side, "params": {},
                 "seconds": {}, "per_1000_queries": {}, "clean": {}, "shifted": {}, "queries": {},
-                "adapted_parameters": {}, "loss": {}}
+                "adapted_parameters": {}, "loss": {}, "timing": {}, "memory_accuracy": {}}
         for j, d in enumerate(dirs):
             prog = (lambda x, t, j=j: progress(j * t + x, len(dirs) * t)) if progress else None
             r = adapt.run(model, bench.dataset, a.name, d, shift, bench=bench, progress=prog, keep_arrays=False,
@@ -563,6 +563,8 @@ class RetrievalTask(Task):
             info["per_1000_queries"][d] = r.seconds.get("per_1000_queries")
             info["queries"][d], info["adapted_parameters"][d] = r.n_queries, r.adapted_parameters
             info["loss"][d] = [round(float(x), 6) for x in r.loss_curve()]
+            info["timing"][d] = r.timing.get("per_1000_queries", {})  # HAT-VTR §5.5's phases, s per 1,000 queries
+            info["memory_accuracy"][d] = r.memory_curve("accuracy")  # the Reliable Memory's, per batch (TCR, HAT-VTR)
         return metrics, info
 
 

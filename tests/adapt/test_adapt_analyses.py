@@ -185,3 +185,17 @@ def test_severity_curve_refuses_in_one_line(meanp, videos):
         adapt.severity_curve(meanp, videos, "tent", "v2t", "gaussian_noise", (0, 6))
     with pytest.raises(AdaptError, match="needs a perturbation"):
         adapt.severity_curve(meanp, videos, "tent", "v2t", "")
+
+
+# ---- the task layer's adaptation cells (sweeps): the MdR convention, the timing and the memory's accuracy ---------
+def test_retrieval_task_adaptation_cell_records_timing_memory_and_mdr(meanp, videos, bench, hat):
+    from robustlab.perturb.condition import Condition
+    from robustlab.tasks.base import ADAPT, adapt_condition
+    from robustlab.tasks.registry import get as get_task
+
+    conds = {"visual": Condition("gaussian_noise", 3), ADAPT: adapt_condition("hat-vtr", {"steps": 2})}
+    r = get_task("retrieval").evaluate(meanp, videos, [conds], bench=bench, mdr="lower")[0]
+    info = r.extra["adapt"]
+    assert r.extra["mdr"] == "lower" and r.metrics["v2t"] == hat.metrics["adapted"]  # the fixture's run, the same
+    assert set(info["timing"]["v2t"]) == {"prepare", "forward", "loss", "hsm", "memory", "backward"}
+    assert info["memory_accuracy"]["v2t"] == hat.memory_curve("accuracy")
