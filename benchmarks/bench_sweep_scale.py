@@ -76,6 +76,9 @@ def write_msrvtt(root: Path, clips: int, frames: int, px: int) -> None:
                 c.mux(pkt)
 
 
+CLOCK = time.perf_counter  # --clock wall (default) or cpu (time.process_time: every thread of this process)
+
+
 class Timers:
     """Exclusive time per part: a part called inside another (decoding inside a lazy perturbation) is taken out of
     the outer one; a part called inside itself counts once."""
@@ -95,14 +98,14 @@ class Timers:
             st = timers.stack
             if st and st[-1][0] == part:
                 return fn(*a, **k)
-            now = time.perf_counter()
+            now = CLOCK()
             if st:
                 timers.s[st[-1][0]] += now - st[-1][1]
             st.append([part, now])
             try:
                 return fn(*a, **k)
             finally:
-                now = time.perf_counter()
+                now = CLOCK()
                 p, t = st.pop()
                 timers.s[p] += now - t
                 if st:
@@ -129,19 +132,19 @@ def papers_visual(conditions, paths, sampler) -> dict:
     clean = 0.0
     with share.disabled():  # the papers compute every severity
         for p in paths:
-            t0 = time.perf_counter()
+            t0 = CLOCK()
             src = ClipSource(p)
             src.read(sampler(src.n_frames))
-            clean += time.perf_counter() - t0
+            clean += CLOCK() - t0
             for (name, variant, sev), v in seen.items():
-                t0 = time.perf_counter()
+                t0 = CLOCK()
                 src = ClipSource(p)
                 clip = src.read(np.arange(src.n_frames))
                 out = perturb(clip, name, sev, seed=int(v.seed), variant=variant).output
                 write_mp4(out, tmp / "p.mp4")
                 got = ClipSource(tmp / "p.mp4")
                 got.read(sampler(got.n_frames))
-                per[f"{name}{'/' + variant if variant else ''}"] += time.perf_counter() - t0
+                per[f"{name}{'/' + variant if variant else ''}"] += CLOCK() - t0
     n = len(paths)
     return {"clips": n, "conditions": len(seen), "clean_decode_s": clean / n,
             "visual_s": sum(per.values()) / n, "by_perturbation_s": {k: round(x / n, 3) for k, x in per.most_common()}}
@@ -169,11 +172,16 @@ def main(argv=None) -> int:
                                                      "pipeline on the same cells")
     ap.add_argument("--papers-clips", type=int, default=None, help="clips the papers' pipeline is timed on "
                                                                    "(default: all)")
+    ap.add_argument("--clock", choices=("wall", "cpu"), default="wall",
+                    help="wall (default) or cpu: the process's CPU seconds, steadier on a shared machine")
     ap.add_argument("--fit-clips", type=int, default=0, help="also run the sweep on this many clips and project "
                                                                 "fixed + per-clip cost (default: linear in clips)")
+    ap.add_argument("--no-warmup", action="store_true", help="with --fit-clips: skip the untimed warm-up sweep")
     ap.add_argument("--share-mb", type=float, default=None, help="the sharing memo's budget at --target clips "
                                                                  "(default: the library's, ROBUSTLAB_SHARE_MB)")
     args = ap.parse_args(argv)
+    global CLOCK
+    CLOCK = time.perf_counter if args.clock == "wall" else time.process_time
     results = ROOT / "benchmarks" / "results"
     args.out = args.out or str(results / (f"sweep_scale_{args.protocol}.json" if args.protocol else "sweep_scale.json"))
 
@@ -185,10 +193,10 @@ def main(argv=None) -> int:
     from robustlab.perturb import registry
 
     data = Path(args.data or tempfile.mkdtemp(prefix="msrvtt_p_"))
-    t0 = time.perf_counter()
+    t0 = CLOCK()
     if not (data / "MSRVTT_JSFUSION_test.csv").exists():
         write_msrvtt(data, args.clips, args.frames, args.px)
-    t_write = time.perf_counter() - t0
+    t_write = CLOCK() - t0
 
     from robustlab.perturb import share
 
@@ -229,33 +237,45 @@ def main(argv=None) -> int:
         caches.append(self)
 
     sw.FrameCache.__init__ = cache_init
+
+    def fit_spec():
+        f = (protocol_spec(args.protocol, args.model, data, args.fit_clips)[1] if args.protocol
+             else sw.SweepSpec(models=[args.model], dataset=dict(spec.dataset, n=args.fit_clips),
+                               conditions=spec.conditions, worst=0))
+        f.worst = 0
+        return f
+
+    if args.fit_clips and not args.no_warmup:  # one untimed small sweep first: imports, model loads, first calls
+        warm = Path(tempfile.mkdtemp(prefix="sweep_scale_warm_"))
+        sw.run_sweep(fit_spec(), warm, cache=EmbeddingCache(warm / "cache"))
+        timers.s.clear()
+        caches.clear()
+        share.clear()
+        share.MEMO.hits = share.MEMO.computed = share.MEMO.refused = 0
     out = Path(tempfile.mkdtemp(prefix="sweep_scale_"))
-    t1 = time.perf_counter()
+    t1 = CLOCK()
     status = sw.run_sweep(spec, out, cache=EmbeddingCache(out / "cache"))
-    total = time.perf_counter() - t1
+    total = CLOCK() - t1
     parts = {k: round(v, 2) for k, v in timers.s.items()}
     parts["rest"] = round(total - sum(timers.s.values()), 2)
     scale = args.target / args.clips
     fit = None
-    if args.fit_clips:  # the same sweep on fewer clips: cost = fixed + per_clip * clips (warm-up lands in per_clip)
+    if args.fit_clips:  # the same sweep on fewer clips: cost = fixed + per_clip * clips, after the warm-up
         share_stats = (share.MEMO.hits, share.MEMO.computed, share.MEMO.refused)
         share.clear()
         share.MEMO.max_bytes = int(share_mb * 2**20 * args.fit_clips / args.target)
         before = dict(timers.s)
-        spec_fit = (protocol_spec(args.protocol, args.model, data, args.fit_clips)[1] if args.protocol
-                    else sw.SweepSpec(models=[args.model], dataset=dict(spec.dataset, n=args.fit_clips),
-                                      conditions=spec.conditions, worst=0))
-        spec_fit.worst = 0
+        spec_fit = fit_spec()
         out_fit = Path(tempfile.mkdtemp(prefix="sweep_scale_fit_"))
-        t1 = time.perf_counter()
+        t1 = CLOCK()
         sw.run_sweep(spec_fit, out_fit, cache=EmbeddingCache(out_fit / "cache"))
-        total_fit = time.perf_counter() - t1
-        vis = sum(parts.get(k, 0.0) for k in ("decode", "perturb"))
-        vis_fit = sum(timers.s.get(k, 0.0) - before.get(k, 0.0) for k in ("decode", "perturb"))
+        total_fit = CLOCK() - t1
+        side = sum(parts.get(k, 0.0) for k in ("decode", "perturb"))
+        side_fit = sum(timers.s.get(k, 0.0) - before.get(k, 0.0) for k in ("decode", "perturb"))
         per_clip = (total - total_fit) / (args.clips - args.fit_clips)
         fit = {"fit_clips": args.fit_clips, "fit_seconds": round(total_fit, 1), "per_clip_s": round(per_clip, 3),
                "fixed_s": round(total - per_clip * args.clips, 1),
-               "visual_per_clip_s": round((vis - vis_fit) / (args.clips - args.fit_clips), 3)}
+               "visual_per_clip_s": round((side - side_fit) / (args.clips - args.fit_clips), 3)}
         share.MEMO.hits, share.MEMO.computed, share.MEMO.refused = share_stats
     projected = total * scale if fit is None else fit["fixed_s"] + fit["per_clip_s"] * args.target
     res = {"clips": args.clips, "frames": args.frames, "px": args.px, "model": args.model,
@@ -263,7 +283,7 @@ def main(argv=None) -> int:
            "parts_s": parts, "projected_clips": args.target, "projected_s": round(projected, 1),
            "projected_h": round(projected / 3600, 2), "projection": "linear" if fit is None else fit,
            "write_videos_s": round(t_write, 1),
-           "cpus": os.cpu_count(), "lazy": True,
+           "cpus": os.cpu_count(), "lazy": True, "clock": args.clock,
            "frame_cache": {"frames_decoded": sum(c.decoded for c in caches), "evicted": sum(c.evicted for c in caches),
                            "peak_mb": round(max((c.peak for c in caches), default=0) / 2**20, 1),
                            "max_mb": round(max((c.max_bytes for c in caches), default=0) / 2**20, 1)}}

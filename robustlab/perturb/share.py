@@ -4,7 +4,8 @@ A deterministic perturbation may declare ``effective=`` when it is registered: `
 function really uses`` (a codec's quantiser after the encoder clamps ``-q:v`` to [2, 31]). Severities whose
 effective parameters are equal give byte-identical outputs on every input (measured: ``bench_codec_sharing.py``),
 so :func:`share_groups` derives them from the tables, and one output serves them all. Two per-process memos,
-bounded in bytes (``ROBUSTLAB_SHARE_MB``, default 512; 0 turns sharing off):
+bounded in bytes (``ROBUSTLAB_SHARE_MB``, default 1536: a group's sampled outputs for 1,000 clips of 8 frames at
+224²; 0 turns sharing off):
 
 * :data:`MEMO`, outputs by (input identity, name, variant, effective parameters[, sampled indices]). Only outputs
   that another severity will ask for are kept (a severity alone in its group is never stored), each until every
@@ -81,7 +82,7 @@ class OutputMemo:
     computed (misses), ``hits`` those served."""
 
     def __init__(self, max_bytes: Optional[int] = None):
-        self.max_bytes = _mb(512) if max_bytes is None else int(max_bytes)
+        self.max_bytes = _mb(1536) if max_bytes is None else int(max_bytes)
         self._d: "collections.OrderedDict[Any, list]" = collections.OrderedDict()  # key -> [value, nbytes, left, t]
         self.bytes = 0
         self.hits = self.computed = self.refused = 0
