@@ -6,11 +6,11 @@ import streamlit as st
 import ui
 from robustlab.datasets import build
 from robustlab.diagnostics import quag
-from robustlab.bench.report import quag_table1 as table1
 from robustlab.diagnostics.attention_view import ablation_view
 from robustlab.models.interventions import names as intervention_names
 from robustlab.perturb.record import hash_value
-from ui.attention import MISSING, PP, answer_bars, heatmaps, rank_section, table1_display, token_overlay
+from ui.attention import answer_bars, heatmaps, rank_section, token_overlay
+from ui.attention_table1 import table1_section
 from ui.inputs import _upload
 from ui.quag_sim import simulation_section
 
@@ -118,32 +118,6 @@ st.download_button("Attention numbers (CSV)", view.csv(layer, head), file_name=f
 with st.expander("Rank of the attention before and after the short-circuits (Lemma 2.2)"):
     rank_section(view, layer, head)
 
-# ---- Table 1 over dataset items -----------------------------------------------------------------------------
-st.subheader("Table 1 over the dataset")
-d1, d2, d3 = st.columns([2, 1, 3])
-which = d1.radio("Items", ["builtin", "builtin-videos"], key="at_t1_ds", horizontal=True,
-                 format_func=lambda d: "Built-in scenes" if d == "builtin" else "Built-in videos")
-n = int(d2.number_input("Items", 10, 1000, 100, step=10, key="at_t1_n"))
-ivs = d3.multiselect("Rows", [x for x in intervention_names() if x.startswith(("input:", "quag:"))
-                              or getattr(model, "supports_quag_attention", False)],
-                     default=[x for x in intervention_names() if not x.startswith("quag-attention:")], key="at_t1_iv")
-if st.button("Run Table 1", key="at_t1_run", type="primary", icon=":material/play_arrow:"):
-    bar = st.progress(0.0, text="Table 1…")
-    try:
-        t = table1(model, build(which, split="test", n=n), n, ivs,
-                   progress=lambda d, tot: bar.progress(min(d / max(tot, 1), 1.0), text=f"Table 1… {d}/{tot}"))
-        st.session_state["at_t1"] = (spec, which, n, t)
-    except (ValueError, RuntimeError) as e:
-        st.error(f"Table 1 cannot run: {e}")
-    finally:
-        bar.empty()
-res = st.session_state.get("at_t1")
-if res and res[0] == spec:
-    shown_t1 = table1_display(res[3])
-    st.caption(f"{res[1]}, {res[2]} held-out items · accuracy in %, Δ in {PP} (pts) as Rawal et al. report them · "
-               f"↓: a drop of at least 2 {PP} from the baseline · —: no item of that question type")
-    st.dataframe(shown_t1, hide_index=True, width="stretch", key="at_t1_table", placeholder=MISSING)
-    st.download_button("Table 1 (CSV)", shown_t1.to_csv(index=False), file_name="table1.csv", mime="text/csv",
-                       key="at_t1_csv", icon=":material/download:")
+table1_section(model, spec)  # Rawal et al.'s Table 1 over built-in items (ui/attention_table1.py)
 
 simulation_section()  # Rawal et al. §3, Fig. 2: α-coupled tokens, MSE vs α (a toy model, not the sidebar's)
