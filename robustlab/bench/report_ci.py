@@ -76,6 +76,12 @@ def cell_ranks(result) -> dict:
     return out
 
 
+def _dropped(result) -> list[int]:
+    d = result.extra.get("dropped") if isinstance(getattr(result, "extra", None), dict) else None
+    q = d.get("queries") if isinstance(d, dict) else None
+    return [int(i) for i in q] if isinstance(q, list) and all(isinstance(i, int) for i in q) else []
+
+
 class Replicates:
     """Bootstrap replicates of every cell's metrics, computed once per (cell, direction) and shared by the
     intervals and the paired comparisons."""
@@ -83,6 +89,8 @@ class Replicates:
     def __init__(self, run, n_boot: int = bs.N_BOOT, seed: int = bs.SEED, level: float = bs.LEVEL):
         self.n_boot, self.seed, self.level = n_boot, seed, level
         self.ranks = {r.extra.get("cell") or Path(f).stem: cell_ranks(r) for r, f in zip(run.results, run.files)}
+        # the text queries a cell's condition dropped (MLVP's similarity filter): left out of its text-query ranks
+        self.dropped = {r.extra.get("cell") or Path(f).stem: _dropped(r) for r, f in zip(run.results, run.files)}
         self._reps: dict = {}
 
     def of(self, cell: str, key: str) -> Optional[np.ndarray]:
@@ -111,6 +119,17 @@ class Replicates:
             return None
         return tuple(sorted((d, len(r)) for d, r in rk.items())) if rm[0] == "RSUM" else \
             ((rm[0], len(rk[rm[0]])) if rm[0] in rk else None)
+
+    def _without_dropped(self, cell: str, like: str) -> str:
+        """A pseudo-cell: ``cell``'s ranks without the text queries ``like``'s condition dropped (text-query
+        directions only, where ``cell`` has exactly those queries more), so the two are paired query by query."""
+        name = f"{cell}~without~{like}"
+        if name not in self.ranks:
+            drop = self.dropped[like]
+            mine, theirs = self.ranks.get(cell) or {}, self.ranks.get(like) or {}
+            self.ranks[name] = {d: np.delete(r, drop) if d.startswith("t") and d in theirs
+                                and len(r) == len(theirs[d]) + len(drop) else r for d, r in mine.items()}
+        return name
 
     def interval(self, cell: str, key: str) -> tuple:
         v = self.of(cell, key)
@@ -152,6 +171,8 @@ class Replicates:
 
     def paired_replicates(self, cell_a: str, cell_b: str, key: str, scale: Optional[float] = None):
         """``{"delta": a − b per resample[, "gamma_a", "gamma_r", "mmi"]}`` or None (see :meth:`paired`)."""
+        if self.n(cell_a, key) != self.n(cell_b, key) and self.dropped.get(cell_a):
+            cell_b = self._without_dropped(cell_b, cell_a)  # the same queries on both sides
         a, b = self.of(cell_a, key), self.of(cell_b, key)
         if a is None or b is None or self.n(cell_a, key) != self.n(cell_b, key):
             return None

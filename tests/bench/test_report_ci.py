@@ -204,3 +204,19 @@ def test_robustness_rows_carry_intervals_of_the_aggregates(run):
     assert over["gamma_r"] == pytest.approx(0.75)
     assert (over["gamma_r_lo"], over["gamma_r_hi"]) == pytest.approx(((lo + 1) / 2, (hi + 1) / 2))
     assert over["mmi_lo"] == pytest.approx(1 - over["gamma_r_hi"])
+
+
+def test_a_cell_with_dropped_text_queries_is_paired_on_the_queries_it_kept(tmp_path):
+    """MLVP's similarity filter drops text queries: the clean cell's ranks lose the same queries before pairing."""
+    clean = [1] * 20 + [30] * 20  # queries 20..39 are the clean model's failures
+    kept = [i for i in range(N) if i not in range(20, 30)]  # the text condition dropped queries 20..29
+    pert = [1] * 20 + [30] * 10  # the same queries as clean, one for one: no difference at all
+    tc = {"visual": {"name": None}, "text": {"name": "word_swap", "severity": 3, "seed": 0, "variant": "mlvp"}}
+    root = make_run(tmp_path / "d", [
+        (A, cond(), {"t2v": clean, "v2t": PERFECT}, {}),
+        (A, tc, {"t2v": pert, "v2t": PERFECT}, {"dropped": {"n": 10, "of": N, "queries": list(range(20, 30))}})])
+    df = results_table(load_run(root))
+    row = df[df["axes"] == "text"].iloc[0]
+    assert len(kept) == len(pert)
+    # paired on the 30 kept queries: identical ranks -> the difference is exactly 0, and it does not hold
+    assert row["delta_lo"] == 0.0 and row["delta_hi"] == 0.0 and not row["holds"]
