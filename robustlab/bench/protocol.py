@@ -26,11 +26,10 @@ from robustlab.datasets import registry as dataset_registry  # looked up at call
 from robustlab.perturb import get_perturbation
 from robustlab.perturb.condition import Condition, mixed_severities, random_types
 from robustlab.perturb.specs import split_variant
-from robustlab.tasks.registry import get as get_task
 from robustlab.tasks.retrieval import DIRECTIONS
 
 from robustlab.bench.spec import (SweepError, SweepSpec, build_spec, condition_grid, parse_adapt, parse_perturbations,
-                                  parse_severities)
+                                  parse_severities, visual_kind)
 
 PROTOCOL_DIR = Path(__file__).with_name("protocols")
 SCHEMA_PATH = PROTOCOL_DIR / "schema.json"
@@ -226,28 +225,46 @@ class Protocol:
             raise ProtocolError(f"protocol {self.name!r} names no default model: pass --models")
         tasks = list(tasks or self.data["tasks"])
         dirs = list(directions or self.data.get("directions") or []) or None
+        kind = visual_kind(ds, tasks)  # opened once (a folder), then given to the plain builder
         # the plain builder checks the dataset, tasks and models exactly as a grid sweep does (no perturbations)
         base = build_spec(models=models, dataset=ds, tasks=tasks, perturbations=None, directions=dirs,
-                          perturb_seed=perturb_seed, worst=worst, device=device, name=self.name)
-        self._check_kind(base, dirs)
-        keep = _selection(self, perturbations, text_perturbations, base)
-        sev = _sev(severities)
-        tsev = _sev(text_severities)
+                          perturb_seed=perturb_seed, worst=worst, device=device, name=self.name, kind=kind)
+        self._check_kind(base, dirs, kind)
+        chosen = _chosen(perturbations, text_perturbations, kind)
+        sev, tsev = _sev(severities), _sev(text_severities)
         methods = parse_adapt(adapt, adapt_params) if adapt is not None else None
         pairs = combine is None or str(combine).lower() not in ("none", "false", "0")
-        conds = self.conditions(seed=perturb_seed, perturbations=keep, severities=sev, text_severities=tsev,
-                                combine=pairs, adapt=methods, directions=dirs)
-        conds += _extra_conditions(self, perturbations, text_perturbations, base, sev, tsev, perturb_seed)
-        base.conditions = [c for c in dict.fromkeys(_freeze(c) for c in conds)]
-        base.conditions = [dict(c) for c in base.conditions]
+        conds = self.conditions(seed=perturb_seed, perturbations=self._keep(chosen), severities=sev,
+                                text_severities=tsev, combine=pairs, adapt=methods, directions=dirs)
+        conds += self._extra_conditions(chosen, sev, tsev, perturb_seed)
+        base.conditions = [dict(c) for c in dict.fromkeys(_freeze(c) for c in conds)]
         base.protocol = self.record(not_run=self.not_run())
         base.fields = self.fields
         base.report = {k: v for k, v in self.report.items() if k == "headline"}
         return base
 
-    def _check_kind(self, base: SweepSpec, directions) -> None:
+    def _keep(self, chosen: Optional[dict]) -> Optional[set]:
+        """The ``name/variant`` of the protocol's perturbations the grid options keep (None: all of them)."""
+        if chosen is None:
+            return None
+        return {s for axis in AXES for s in (chosen[axis] if chosen[axis] is not None
+                                             else [e.spec for e in self.entries(axis)])}
+
+    def _extra_conditions(self, chosen: Optional[dict], sev, tsev, seed) -> list[dict]:
+        """Perturbations chosen on the command line that the protocol does not list: run under their registry
+        category at the given (or all) severities."""
+        out = []
+        for axis in AXES if chosen else ():
+            known = {e.spec for e in self.entries(axis)} | {e.name for e in self.entries(axis) if e.variant is None}
+            extra = [s for s in chosen[axis] or [] if s not in known]
+            if extra:
+                kw = ({"visual": extra, "visual_severities": sev or [1, 2, 3, 4, 5]} if axis == "visual"
+                      else {"text": extra, "text_severities": tsev or [1, 2, 3, 4, 5]})
+                out += condition_grid(**kw, seed=seed, combine="none")[1:]
+        return out
+
+    def _check_kind(self, base: SweepSpec, directions, kind: str) -> None:
         """A video protocol on an image dataset (or the reverse) is one line, before any work."""
-        kind = _kind(base)
         bad = [e.spec for e in self.entries("visual") if e.available
                and kind not in get_perturbation(e.name).applies_to]
         wrong_dirs = [d for d in directions or [] if "retrieval" in base.tasks and d not in DIRECTIONS.get(kind, ())]
@@ -397,42 +414,13 @@ def _sev(text) -> Optional[list[int]]:
     return parse_severities(text)
 
 
-def _selection(p: Protocol, perturbations, text_perturbations, base: SweepSpec) -> Optional[set]:
-    """``--perturbations`` / ``--text-perturbations`` given with a protocol: the set of ``name/variant`` kept."""
+def _chosen(perturbations, text_perturbations, kind: str) -> Optional[dict]:
+    """``--perturbations`` / ``--text-perturbations`` given with a protocol, parsed once: ``{axis: [name/variant]
+    or None (that axis as the protocol has it)}``; None when neither is given."""
     if perturbations is None and text_perturbations is None:
         return None
-    keep: set = set()
-    kind = _kind(base)
-    for axis, text in (("visual", perturbations), ("text", text_perturbations)):
-        if text is None:  # that axis as the protocol has it
-            keep |= {e.spec for e in p.entries(axis)}
-        else:
-            keep |= set(parse_perturbations(text, kind if axis == "visual" else "text"))
-    return keep
-
-
-def _extra_conditions(p: Protocol, perturbations, text_perturbations, base, sev, tsev, seed) -> list[dict]:
-    """Perturbations chosen on the command line that the protocol does not list: run under their registry
-    category at the given (or all) severities."""
-    out = []
-    kind = _kind(base)
-    for axis, text in (("visual", perturbations), ("text", text_perturbations)):
-        if text is None:
-            continue
-        known = {e.spec for e in p.entries(axis)} | {e.name for e in p.entries(axis) if e.variant is None}
-        extra = [s for s in parse_perturbations(text, kind if axis == "visual" else "text") if s not in known]
-        if extra:
-            kw = ({"visual": extra, "visual_severities": sev or [1, 2, 3, 4, 5]} if axis == "visual"
-                  else {"text": extra, "text_severities": tsev or [1, 2, 3, 4, 5]})
-            out += condition_grid(**kw, seed=seed, combine="none")[1:]
-    return out
-
-
-def _kind(base: SweepSpec) -> str:
-    if any(get_task(t).kinds == ("image",) for t in base.tasks):
-        return "image"
-    kind = dataset_registry.get_entry(base.dataset["name"])["kind"]
-    return kind if kind in ("image", "video") else "video"
+    return {axis: None if text is None else parse_perturbations(text, kind if axis == "visual" else "text")
+            for axis, text in (("visual", perturbations), ("text", text_perturbations))}
 
 
 def native_kind(p: Protocol) -> str:

@@ -287,6 +287,31 @@ class Cell:
 
 
 # ------------------------------------------------------------------------------------------------ the builder
+def visual_kind(dataset: dict, tasks: Sequence[str], kind: Optional[str] = None) -> str:
+    """The kind ("image" / "video") a sweep's visual perturbations apply to: "image" when a task takes images only,
+    else the dataset's (``kind`` when the caller knows it; a dataset registered for any kind, a local folder, is
+    opened to find out). Unknown datasets and tasks, and a folder that does not open, are one-line SweepErrors."""
+    try:
+        entry = dataset_registry.get_entry(dataset["name"])
+    except KeyError as e:
+        raise SweepError(str(e.args[0]) if e.args else str(e)) from None
+    kind = kind or entry["kind"]
+    if kind not in ("image", "video"):  # a folder of either: open it (its errors are one line too)
+        try:
+            kind = dataset_registry.build(dataset["name"], root=dataset.get("root"),
+                                          split=dataset.get("split") or entry["default_split"],
+                                          **{k: dataset[k] for k in ("n", "seed") if dataset.get(k) is not None},
+                                          **(dataset.get("options") or {})).kind
+        except (KeyError, ValueError, OSError) as e:
+            raise SweepError(str(e.args[0]) if isinstance(e, KeyError) and e.args else str(e)) from None
+    for t in tasks:
+        try:
+            get_task(t)
+        except KeyError as e:
+            raise SweepError(str(e.args[0]) if e.args else str(e)) from None
+    return "image" if any(get_task(t).kinds == ("image",) for t in tasks) else kind
+
+
 def build_spec(*, models: Sequence[str], dataset: dict, tasks: Sequence[str] = ("retrieval",),
                perturbations=None, text_perturbations=None, severities="1-5", text_severities=None,
                combine="auto", interventions=None, adapt=None, adapt_params: Sequence[str] = (),
@@ -313,20 +338,7 @@ def build_spec(*, models: Sequence[str], dataset: dict, tasks: Sequence[str] = (
     if d["split"] not in entry["splits"]:
         raise SweepError(f"{d['name']} has no split {d['split']!r}; splits: {', '.join(entry['splits'])}")
     tasks = [str(t) for t in tasks]
-    kind = kind or entry["kind"]
-    if kind not in ("image", "video"):  # a folder of either: open it (its errors are one line too)
-        try:
-            kind = dataset_registry.build(d["name"], root=d["root"], split=d["split"],
-                         **{k: d[k] for k in ("n", "seed") if d[k] is not None}, **d["options"]).kind
-        except (KeyError, ValueError, OSError) as e:
-            raise SweepError(str(e.args[0]) if isinstance(e, KeyError) and e.args else str(e)) from None
-    for t in tasks:
-        try:
-            get_task(t)
-        except KeyError as e:
-            raise SweepError(str(e.args[0]) if e.args else str(e)) from None
-    if any(get_task(t).kinds == ("image",) for t in tasks):
-        kind = "image"
+    kind = visual_kind(d, tasks, kind)
     vis = parse_perturbations(perturbations, kind)
     txt = parse_perturbations(text_perturbations, "text")
     sev = parse_severities(severities) if vis or txt else []

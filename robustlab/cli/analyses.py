@@ -17,6 +17,16 @@ def _write(path, payload: dict) -> None:
     atomic_write(path, json.dumps(payload, indent=1))
 
 
+def _emit(args, res) -> bool:
+    """Write the result as JSON to ``--out`` and print it with ``--json``; True when that is all to print."""
+    out = res.to_dict()
+    if args.out:
+        _write(args.out, out)
+    if args.json:
+        print(json.dumps(out))
+    return bool(args.json)
+
+
 def cmd_quag_sim(args) -> int:
     try:
         alphas = [float(a) for a in split(args.alphas)]
@@ -28,14 +38,10 @@ def cmd_quag_sim(args) -> int:
         res = qs.simulate(alphas, args.config, seed=args.seed, shortcircuits=split(args.shortcircuits),
                           device=args.device or "cpu", threads=args.threads, progress=count, **over)
     except ValueError as e:
-        bar.close()
         return err(str(e))
-    bar.close()
-    out = res.to_dict()
-    if args.out:
-        _write(args.out, out)
-    if args.json:
-        print(json.dumps(out))
+    finally:
+        bar.close()
+    if _emit(args, res):
         return 0
     c = res.config
     print(f"{res.labels['title']} — config {args.config}: {c.tokens} tokens × {c.dim} features per modality, "
@@ -67,14 +73,10 @@ def cmd_clavi_distance(args) -> int:
         res = cd.dataset_distances(model, dataset, args.pairs, qtypes=split(args.qtypes), method=args.method,
                                    seed=args.pair_seed, same_modality=args.same_modality, progress=count)
     except (ClaviError, ValueError) as e:
-        bar.close()
         return err(str(e))
-    bar.close()
-    out = res.to_dict()
-    if args.out:
-        _write(args.out, out)
-    if args.json:
-        print(json.dumps(out))
+    finally:
+        bar.close()
+    if _emit(args, res):
         return 0
     print(f"{res.labels['title']} — {res.model_id}, {dataset.name}, question types {', '.join(res.qtypes)}, "
           f"{args.method} complements" + (", matching within each modality" if res.same_modality else ""))

@@ -19,9 +19,7 @@ def _spec(args):
                "options": {"trust_pickle": True} if args.trust_pickle else {}}
     if args.protocol:
         proto = load_protocol(args.protocol)
-        ds = {k: v for k, v in dataset.items() if v not in (None, {})} if (args.dataset or args.root) else None
-        if ds is None and any(v is not None for v in (args.split, args.n, args.seed)):
-            ds = {k: dataset[k] for k in ("split", "n", "seed") if dataset[k] is not None}
+        ds = {k: v for k, v in dataset.items() if v not in (None, {})} or None  # the flags given override
         return proto, proto.build_spec(
             models=split(args.models) or None, dataset=ds, tasks=split(args.tasks) or None,
             directions=split(args.directions) or None, perturbations=args.perturbations,
