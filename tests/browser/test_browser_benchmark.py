@@ -64,3 +64,24 @@ def test_benchmark_sweep_heatmap_and_download(runs_root, server, browser, tmp_pa
     if os.environ.get("ROBUSTLAB_SCREENSHOTS"):
         page.screenshot(path=os.path.join(os.environ["ROBUSTLAB_SCREENSHOTS"], "benchmark.png"), full_page=True)
     page.close()
+
+
+def test_protocol_mode_shows_the_papers_cells(runs_root, server, browser):
+    """The Benchmark page's protocol mode in a real browser: a shipped protocol for the sidebar's images, its
+    not-run perturbation named with why, and every condition set with its resolved parameters."""
+    page = browser.new_page(viewport={"width": 1400, "height": 2400})
+    page.set_default_timeout(90_000)
+    page.goto(server)
+    sidebar = page.locator('[data-testid="stSidebar"]')
+    sidebar.get_by_text("Model", exact=True).wait_for()
+    settle(page)
+    sidebar.get_by_role("link", name="Benchmark", exact=True).click()
+    page.get_by_text("Benchmark — a robustness sweep").wait_for()
+    settle(page)
+    choose_radio(page, "A paper's protocol", scope=page.locator(".st-key-bench_mode"))
+    page.get_by_text("81 cells: 1 model(s) × 81 condition sets", exact=False).wait_for()  # qiu-image: 16 types × 5
+    page.get_by_text("stylize/qiu_code", exact=False).first.wait_for()  # unavailable here: named, with why
+    page.get_by_text("Every condition set with its resolved parameters").click()
+    page.locator('[data-testid="stDataFrame"]').first.wait_for()
+    assert page.locator('[data-testid="stException"]').count() == 0
+    page.close()
