@@ -6,6 +6,7 @@ ENOSPC. Each case is tried with the disk filling up at many points of the export
 """
 from __future__ import annotations
 
+import datetime as _datetime
 import errno
 import io
 import json
@@ -19,6 +20,7 @@ from PIL import Image
 from robustlab.cli import main
 from robustlab.datasets.synthetic.datasets import builtin_gallery
 from robustlab.export import manifest as M
+from robustlab.export.manifest import writer
 from robustlab.export.basket import Basket, builtin_source, make_example
 from robustlab.perturb import perturb
 
@@ -104,15 +106,30 @@ def test_export_dir_on_a_full_disk_leaves_nothing_and_says_so(basket, tmp_path, 
     assert all(r.ok for r in M.regenerate_export(out))
 
 
+class _FrozenClock:
+    """Stands in for the writer's ``datetime`` module: every manifest says it was exported at one fixed time."""
+
+    class datetime(_datetime.datetime):
+        @classmethod
+        def now(cls, tz=None):
+            return _datetime.datetime(2026, 1, 1, 12, 0, 0, tzinfo=tz)
+
+    timezone = _datetime.timezone
+
+
 def test_save_zip_on_a_full_disk_leaves_no_partial_zip(basket, tmp_path, monkeypatch):
+    # The manifest's "exported" time is deflated with the rest: a clock that ticks between measuring the zip and
+    # saving it can change the zip's size by a byte (CI once saw size - 1 bytes suffice). The clock is frozen so
+    # the budgets below are exact.
+    monkeypatch.setattr(writer, "_dt", _FrozenClock)
     path = tmp_path / "robustlab-export.zip"
     path.write_bytes(b"an older export the user keeps")
     size = len(M.build_zip(basket))
     for budget in (0, size // 3, size - 1):
-        monkeypatch.setattr(M.os, "fdopen", FullDisk(budget).fdopen)
-        with pytest.raises(M.ExportWriteError, match="disk is full.*no partial zip"):
-            M.save_zip(basket, path)
-        monkeypatch.undo()
+        with monkeypatch.context() as m:
+            m.setattr(M.os, "fdopen", FullDisk(budget).fdopen)
+            with pytest.raises(M.ExportWriteError, match="disk is full.*no partial zip"):
+                M.save_zip(basket, path)
         assert path.read_bytes() == b"an older export the user keeps"
         assert _files(tmp_path) == ["robustlab-export.zip"]
     assert M.save_zip(basket, path) == size and path.read_bytes() == M.build_zip(basket)
