@@ -13,8 +13,10 @@ Which parameters adapt (HAT-VTR §5.1 and the released ``collect_parameters_with
   are computed once per batch); open_clip: the text transformer and ``ln_final``; transformers CLIP: ``text_model``.
 * visual queries (i2t / v2t): the image tower, applied to every frame for videos. tiny-clip-video: the frame
   adapter and, for seqTransf, the temporal transformer (its CNN has BatchNorm, no LayerNorm, and is computed once
-  per batch); open_clip: ``visual``; transformers CLIP: ``vision_model``. tiny-clip's image tower is a CNN with
-  BatchNorm only: it has nothing to adapt on that side, and says so.
+  per batch); the tiny-vit-clip family: its ViT image tower's LayerNorms too (every block, ``ln_pre``,
+  ``ln_post``), as CLIP4Clip's visual encoder in HAT-VTR; open_clip: ``visual``; transformers CLIP:
+  ``vision_model``. tiny-clip's image tower is a CNN with BatchNorm only: it has nothing to adapt on that side,
+  and says so.
 
 ``encode`` gives L2-normalised ``B×D`` features, or ``B×T×D`` per-frame features for video queries (T = 1 for an
 image), as the released code's losses expect; :meth:`Tower.pool` turns frames into the model's own video
@@ -217,12 +219,16 @@ class BuiltinTextTower(Tower):
 
 class BuiltinVideoTower(Tower):
     """tiny-clip-video visual queries: the frame CNN (BatchNorm, frozen) once per batch; the frame adapter's and,
-    for seqTransf, the temporal transformer's LayerNorms adapt. Frames after the temporal transformer, each
-    normalised: the model's own video embedding is their normalised mean."""
+    for seqTransf, the temporal transformer's LayerNorms adapt. The tiny-vit-clip video models' frame tower is a
+    ViT: its LayerNorms adapt too, so it runs inside :meth:`encode` (with gradients) instead of once per batch.
+    Frames after the temporal transformer, each normalised: the model's own video embedding is their normalised
+    mean."""
     def __init__(self, model, video: bool = True, clone: bool = True):
         super().__init__(model, "visual", video, clone)
         net = self.adapted.net
-        prefixes = ("adapter.",) + (("temporal.",) if model.aggregator == "seqtransf" else ())
+        self.tune_tower = net.cfg.get("tower") == "vit"
+        prefixes = (("image.",) if self.tune_tower else ()) + ("adapter.",) \
+            + (("temporal.",) if model.aggregator == "seqtransf" else ())
         self.norms = [(f"net.{n}", ln) for n, ln in layernorms(net, prefixes)]
 
     def prepare(self, inputs: list):
@@ -233,12 +239,17 @@ class BuiltinVideoTower(Tower):
 
             pix = m.preprocess_images([to_uint8_rgb(im) for im in inputs]).unsqueeze(1)
         b, t = pix.shape[:2]
+        if self.tune_tower:  # the ViT's LayerNorms adapt: the tower runs in encode()
+            return pix.to(self.device, torch.float32)
         with torch.no_grad():
             f = m.net.image(pix.flatten(0, 1).to(self.device, torch.float32))
         return f.view(b, t, -1).float()
 
     def encode(self, prepared) -> torch.Tensor:
         net, f = self.adapted.net, prepared
+        if self.tune_tower:
+            b, t = prepared.shape[:2]
+            f = net.image(prepared.flatten(0, 1)).view(b, t, -1)
         f = net.adapter(f)
         if self.model.aggregator == "seqtransf" and self.video:
             f = net.temporal(f)
@@ -273,6 +284,8 @@ def _make(model, side: str, video: bool, clone: bool) -> Tower:
     if isinstance(model, _TinyClipVideo):
         return BuiltinTextTower(model, video, clone) if side == "text" else BuiltinVideoTower(model, video, clone)
     if isinstance(model, TinyClip):
+        if side == "visual" and model.cfg.get("tower") == "vit":
+            return VisualTower(model, video, clone)  # tiny-vit-clip: the ViT's LayerNorms (module names image.*)
         if side == "visual":
             raise AdaptError(f"{mid} has no LayerNorm on its image side (a CNN with BatchNorm): test-time "
                              "adaptation of its image or frame queries has nothing to update; use a "

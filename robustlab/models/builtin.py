@@ -60,6 +60,53 @@ class ImageTower(nn.Module):
         return self.proj(self.features(x))
 
 
+class ViTTrunk(nn.Module):
+    """A CLIP-style pre-LN vision transformer up to the pooled token: patch conv (no bias), class token + learned
+    position embeddings, ``ln_pre``, pre-LN blocks, ``ln_post`` on the class token (Radford et al. 2021, §2.4).
+    LayerNorm throughout, no BatchNorm: what test-time adaptation (Tent, TCR, HAT-VTR) updates."""
+
+    def __init__(self, image_size=96, patch=12, width=128, layers=6, heads=4, mlp=4, **_):
+        super().__init__()
+        self.conv = nn.Conv2d(3, width, patch, patch, bias=False)
+        n = (image_size // patch) ** 2
+        self.cls = nn.Parameter(torch.randn(width) * width ** -0.5)
+        self.pos = nn.Parameter(torch.randn(n + 1, width) * 0.02)
+        self.ln_pre = nn.LayerNorm(width)
+        layer = nn.TransformerEncoderLayer(width, heads, dim_feedforward=mlp * width, dropout=0.0, activation="gelu",
+                                           batch_first=True, norm_first=True)
+        self.blocks = nn.TransformerEncoder(layer, layers, enable_nested_tensor=False)
+        self.ln_post = nn.LayerNorm(width)
+
+    def forward(self, x):
+        x = self.conv(x).flatten(2).transpose(1, 2)  # B×N×W patch tokens
+        x = torch.cat([self.cls.to(x.dtype).expand(len(x), 1, -1), x], 1) + self.pos.to(x.dtype)
+        x = self.blocks(self.ln_pre(x))
+        return self.ln_post(x[:, 0])
+
+
+class ViTTower(nn.Module):
+    """The tiny ViT image tower: :class:`ViTTrunk` (``features``) and a linear projection (``proj``), the same
+    two parts as :class:`ImageTower`, so the video models can freeze ``features`` and tune ``proj`` alike."""
+
+    def __init__(self, width=128, embed_dim=256, **cfg):
+        super().__init__()
+        self.features = ViTTrunk(width=width, **cfg)
+        self.proj = nn.Linear(width, embed_dim, bias=False)
+
+    def forward(self, x):
+        return self.proj(self.features(x))
+
+
+def image_tower(cfg: dict) -> nn.Module:
+    """The image tower a config names (``tower``: ``cnn``, the default, or ``vit``)."""
+    kind = cfg.get("tower", "cnn")
+    if kind == "vit":
+        return ViTTower(**cfg)
+    if kind == "cnn":
+        return ImageTower(**cfg)
+    raise ValueError(f"unknown image tower {kind!r}; one of cnn, vit")
+
+
 class TextHead(nn.Module):
     """Trained head over frozen MiniLM token states: transformer layer(s), masked mean, projection."""
 
@@ -85,7 +132,7 @@ class TinyClipNet(nn.Module):
     def __init__(self, cfg: dict):
         super().__init__()
         self.cfg = dict(cfg)
-        self.image = ImageTower(**cfg)
+        self.image = image_tower(cfg)
         self.text = TextHead(**cfg)
         self.logit_scale = nn.Parameter(torch.tensor(float(np.log(1 / 0.07))))
 
@@ -124,21 +171,23 @@ class TinyClip(EmbeddingModel):
     backend = "builtin"
     default_image_batch = 256
     default_text_batch = 128
+    name = "tiny-clip"
+    checkpoint_file = "tiny-clip.safetensors"
+    description = "tiny-clip: frozen all-MiniLM-L6-v2 text tower + trained 64-px CNN image tower"
 
     def __init__(self, device=None, half=None, checkpoint: str | Path | None = None, net: TinyClipNet | None = None):
         super().__init__(device=device, half=half)
-        self.model_id = "builtin:tiny-clip"
+        self.model_id = f"builtin:{self.name}"
         self.meta: dict = {}
         if net is None:
-            path = Path(checkpoint) if checkpoint else checkpoint_path("tiny-clip.safetensors")
-            net, self.meta = load_tiny_clip(path)
+            path = Path(checkpoint) if checkpoint else checkpoint_path(self.checkpoint_file)
+            net, self.meta = load_tiny_clip(path, self.name)
             if checkpoint:
-                self.model_id = f"builtin:tiny-clip@{Path(checkpoint).name}"
+                self.model_id = f"builtin:{self.name}@{Path(checkpoint).name}"
         self.net = net
         self.cfg = net.cfg
         self.embed_dim = int(self.cfg["embed_dim"])
         self.image_size = int(self.cfg["image_size"])
-        self.description = "tiny-clip: frozen all-MiniLM-L6-v2 text tower + trained 64-px CNN image tower"
         self._place()
         load_minilm()[1].to(self.device)
 
@@ -186,17 +235,22 @@ def save_tiny_clip(net: TinyClipNet, path: Path, meta: dict) -> None:
     save_checkpoint(net, path, meta)
 
 
-def load_tiny_clip(path: Path) -> tuple[TinyClipNet, dict]:
+def load_tiny_clip(path: Path, name: str = "tiny-clip") -> tuple[TinyClipNet, dict]:
+    """A tiny-clip-shaped checkpoint (the CNN or the ViT image tower, as its config says) and its metadata."""
     from safetensors import safe_open
     from safetensors.torch import load_file
 
     if not Path(path).exists():
-        raise ModelUnavailable(f"tiny-clip checkpoint {path} is missing; run `robustlab train tiny-clip` to make it")
-    with safe_open(str(path), "pt") as f:
-        md = f.metadata() or {}
-    cfg = json.loads(md.get("config", json.dumps(TINY_CLIP_CONFIG)))
-    meta = {k: json.loads(v) for k, v in md.items() if k != "config"}
-    net = TinyClipNet(cfg)
-    net.load_state_dict(load_file(str(path)))
+        raise ModelUnavailable(f"{name} checkpoint {path} is missing; run `robustlab train {name}` to make it")
+    try:
+        with safe_open(str(path), "pt") as f:
+            md = f.metadata() or {}
+        cfg = json.loads(md.get("config", json.dumps(TINY_CLIP_CONFIG)))
+        meta = {k: json.loads(v) for k, v in md.items() if k != "config"}
+        net = TinyClipNet(cfg)
+        net.load_state_dict(load_file(str(path)))
+    except Exception as e:  # noqa: BLE001 - a corrupt or foreign file: one line, no traceback
+        raise ModelUnavailable(f"{name} checkpoint {path} cannot be read ({type(e).__name__}: "
+                               f"{str(e).splitlines()[0] if str(e) else ''}); run `robustlab train {name}`") from e
     net.eval()
     return net, meta

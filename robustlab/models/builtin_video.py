@@ -33,8 +33,8 @@ from robustlab.io.convert import to_uint8_rgb
 from robustlab.models.base import ModelUnavailable, VideoRetrievalModel
 from robustlab.models.builtin import (
     TINY_CLIP_CONFIG,
-    ImageTower,
     TextHead,
+    image_tower,
     load_minilm,
     minilm_tokens,
     preprocess_64,
@@ -95,7 +95,7 @@ class TinyClipVideoNet(nn.Module):
     def __init__(self, cfg: dict):
         super().__init__()
         self.cfg = dict(cfg)
-        self.image = ImageTower(**cfg)
+        self.image = image_tower(cfg)  # tiny-clip's CNN, or the ViT of the tiny-vit-clip family
         self.adapter = FrameAdapter(**cfg) if cfg.get("frame_adapter") else nn.Identity()
         self.temporal = TemporalTransformer(**cfg)
         self.text = nn.ModuleDict({a: TextHead(**cfg) for a in AGGREGATORS})
@@ -125,6 +125,8 @@ class _TinyClipVideo(VideoRetrievalModel):
     backend = "builtin"
     aggregator = "meanp"
     name = "tiny-clip-video"
+    checkpoint_file = CHECKPOINT
+    recipe = "tiny-clip-video"  # the `robustlab train` recipe that makes the checkpoint
     default_image_batch = 64
     default_text_batch = 128
     default_video_batch = 32
@@ -135,8 +137,8 @@ class _TinyClipVideo(VideoRetrievalModel):
         self.model_id = f"builtin:{self.name}"
         self.meta: dict = {}
         if net is None:
-            path = Path(checkpoint) if checkpoint else checkpoint_path(CHECKPOINT)
-            net, self.meta = load_tiny_clip_video(path)
+            path = Path(checkpoint) if checkpoint else checkpoint_path(self.checkpoint_file)
+            net, self.meta = load_tiny_clip_video(path, self.recipe)
             if checkpoint:
                 self.model_id = f"builtin:{self.name}@{Path(checkpoint).name}"
         self.net = net
@@ -228,12 +230,13 @@ def save_tiny_clip_video(net: TinyClipVideoNet, path: Path, meta: dict) -> None:
     save_checkpoint(net, path, meta)
 
 
-def load_tiny_clip_video(path: Path) -> tuple[TinyClipVideoNet, dict]:
+def load_tiny_clip_video(path: Path, recipe: str = "tiny-clip-video") -> tuple[TinyClipVideoNet, dict]:
+    """A video checkpoint of either family (its config names the frame tower) and its metadata."""
     from safetensors import safe_open
     from safetensors.torch import load_file
 
     if not Path(path).exists():
-        raise ModelUnavailable(f"tiny-clip-video checkpoint {path} is missing; run `robustlab train tiny-clip-video` "
+        raise ModelUnavailable(f"{recipe} checkpoint {path} is missing; run `robustlab train {recipe}` "
                                "to make it (about 30 minutes on 2 CPU cores)")
     try:
         with safe_open(str(path), "pt") as f:
@@ -243,8 +246,8 @@ def load_tiny_clip_video(path: Path) -> tuple[TinyClipVideoNet, dict]:
         net = TinyClipVideoNet(cfg)
         net.load_state_dict(load_file(str(path)))
     except Exception as e:  # noqa: BLE001 - a corrupt or foreign file: one line, no traceback
-        raise ModelUnavailable(f"tiny-clip-video checkpoint {path} cannot be read ({type(e).__name__}: "
-                               f"{str(e).splitlines()[0] if str(e) else ''}); run `robustlab train tiny-clip-video`"
+        raise ModelUnavailable(f"{recipe} checkpoint {path} cannot be read ({type(e).__name__}: "
+                               f"{str(e).splitlines()[0] if str(e) else ''}); run `robustlab train {recipe}`"
                                ) from e
     net.eval()
     return net, meta

@@ -182,6 +182,7 @@ def register_builtin(name: str, *, task: str, description: str, checkpoint: str 
 BUILTIN_MODULES = (
     "robustlab.models.builtin",        # tiny-clip (image-text dual encoder)
     "robustlab.models.builtin_video",  # tiny-clip-video-meanp / -seqtransf (text-video retrieval)
+    "robustlab.models.builtin_vit",    # tiny-vit-clip (+ -video-meanp / -seqtransf): the LayerNorm ViT family
     "robustlab.models.tiny_vilt",      # tiny-vilt (single-stream fusion: ITM, VQA, grounding)
 )
 

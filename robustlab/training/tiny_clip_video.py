@@ -36,7 +36,7 @@ from tqdm.auto import tqdm
 
 from robustlab.datasets.synthetic import world
 from robustlab.metrics import caption_groups, retrieval
-from robustlab.models.builtin import load_tiny_clip
+from robustlab.models.builtin import load_tiny_clip, preprocess_64
 from robustlab.models.builtin_video import (
     CHECKPOINT,
     TINY_CLIP_VIDEO_CONFIG,
@@ -79,15 +79,20 @@ def build_video_set(n: int, seed: int, num_frames: int, size: int = 64, log=prin
 
 
 @torch.no_grad()
-def frozen_conv_features(image_tower, frames: np.ndarray, mean: float, std: float, batch: int = 512) -> torch.Tensor:
-    """Frozen conv features (before the projection) of every frame: N×T×F float16."""
+def frozen_conv_features(image_tower, frames: np.ndarray, mean: float, std: float, batch: int = 512,
+                         size: int | None = None) -> torch.Tensor:
+    """Frozen features (the tower's ``features``, before its projection) of every frame: N×T×F float16. Frames
+    of another size than ``size`` are resampled as the model's own preprocessing does (:func:`preprocess_64`)."""
     n, t = frames.shape[:2]
     flat = frames.reshape(n * t, *frames.shape[2:])
     out = None
     image_tower.features.eval()
-    for i in tqdm(range(0, len(flat), batch), desc="frozen conv features", unit="batch", mininterval=5):
-        x = torch.from_numpy(flat[i:i + batch]).permute(0, 3, 1, 2).float().div_(255.0)
-        f = image_tower.features((x - mean) / std).flatten(1)
+    for i in tqdm(range(0, len(flat), batch), desc="frozen frame features", unit="batch", mininterval=5):
+        if size and flat.shape[1] != size:
+            x = preprocess_64(list(flat[i:i + batch]), size, mean, std)
+        else:
+            x = (torch.from_numpy(flat[i:i + batch]).permute(0, 3, 1, 2).float().div_(255.0) - mean) / std
+        f = image_tower.features(x).flatten(1)
         if out is None:
             out = torch.empty(len(flat), f.shape[1], dtype=torch.float16)
         out[i:i + len(f)] = f.to(torch.float16)
@@ -139,16 +144,25 @@ def _validate(net, feats, caps, ci, ri, states, lengths, text_emb=None) -> dict:
 
 def train_tiny_clip_video(out: str | Path | None = None, seed: int = 0, n_train: int = 12000, epochs: int = 20,
                           batch_size: int = 256, lr: float = 2e-3, threads: int | None = None, eval_n: int = 1000,
-                          val_n: int = 500, val_every: int = 4, log=print) -> dict:
+                          val_n: int = 500, val_every: int = 4, log=print, *, name: str = "tiny-clip-video",
+                          cfg: dict | None = None, base: str = "tiny-clip.safetensors", checkpoint: str = CHECKPOINT,
+                          classes: tuple = (TinyClipVideoMeanP, TinyClipVideoSeqTransf),
+                          render_size: int | None = None) -> dict:
+    """Train both CLIP4Clip variants over the frozen frame tower of ``base`` (an image checkpoint of the same
+    family as ``cfg``); frames are rendered at ``render_size`` (default: the tower's size) and resampled to the
+    tower's size as the model's preprocessing does."""
     t0 = time.time()
     if threads:
         torch.set_num_threads(threads)
     torch.manual_seed(seed)
     rng = np.random.default_rng(seed)
-    cfg = dict(TINY_CLIP_VIDEO_CONFIG)
+    cfg = dict(cfg or TINY_CLIP_VIDEO_CONFIG)
     T = int(cfg["num_frames"])
+    size = int(cfg["image_size"])
+    render_size = int(render_size or size)
 
-    base, base_meta = load_tiny_clip(checkpoint_path("tiny-clip.safetensors"))
+    base_file = base
+    base, base_meta = load_tiny_clip(checkpoint_path(base_file), base_file.split(".")[0])
     net = TinyClipVideoNet(cfg)
     net.image.load_state_dict(base.image.state_dict())
     for a in net.text:
@@ -157,10 +171,10 @@ def train_tiny_clip_video(out: str | Path | None = None, seed: int = 0, n_train:
     for p in net.image.features.parameters():
         p.requires_grad_(False)
 
-    frames, caps, rcaps = build_video_set(n_train, world.TRAIN_SEED, T, cfg["image_size"], log=log)
+    frames, caps, rcaps = build_video_set(n_train, world.TRAIN_SEED, T, render_size, log=log)
     log(f"rendered {n_train} videos × {T} frames in {time.time() - t0:.0f}s")
     t1 = time.time()
-    feats = frozen_conv_features(net.image, frames, cfg["mean"], cfg["std"])
+    feats = frozen_conv_features(net.image, frames, cfg["mean"], cfg["std"], size=size)
     del frames
     log(f"frozen conv features {tuple(feats.shape)} in {time.time() - t1:.0f}s")
 
@@ -174,8 +188,8 @@ def train_tiny_clip_video(out: str | Path | None = None, seed: int = 0, n_train:
 
     val = None
     if val_n:
-        vframes, vcaps, vrcaps = build_video_set(val_n, VAL_SEED, T, cfg["image_size"], log=log)
-        vfeats = frozen_conv_features(net.image, vframes, cfg["mean"], cfg["std"])
+        vframes, vcaps, vrcaps = build_video_set(val_n, VAL_SEED, T, render_size, log=log)
+        vfeats = frozen_conv_features(net.image, vframes, cfg["mean"], cfg["std"], size=size)
         vuniq = sorted(set(vcaps) | set(vrcaps))
         vstates, vlengths = minilm_states(vuniq, cfg["max_tokens"])
         vw = {c: i for i, c in enumerate(vuniq)}
@@ -198,7 +212,7 @@ def train_tiny_clip_video(out: str | Path | None = None, seed: int = 0, n_train:
     t2 = time.time()
     net.train()
     net.image.features.eval()  # frozen: BatchNorm keeps its running statistics
-    bar = tqdm(total=total, desc="train tiny-clip-video", unit="step", mininterval=5)
+    bar = tqdm(total=total, desc=f"train {name}", unit="step", mininterval=5)
     losses, lm, ls = [], [], []
     for ep in range(epochs):
         perm = rng.permutation(n_train)
@@ -243,7 +257,8 @@ def train_tiny_clip_video(out: str | Path | None = None, seed: int = 0, n_train:
     log(f"trained {total} steps in {train_s:.0f}s")
 
     recipe = dict(seed=seed, n_train=n_train, epochs=epochs, batch_size=batch_size, lr=lr, num_frames=T,
-                  train_world_seed=world.TRAIN_SEED, init="tiny-clip.safetensors (image tower, text head)",
+                  train_world_seed=world.TRAIN_SEED, init=f"{base_file} (image tower, text head)",
+                  render_size=render_size,
                   frozen="MiniLM; conv features of the frame tower",
                   init_train=base_meta.get("train", {}),
                   seconds=round(time.time() - t0, 1), train_seconds=round(train_s, 1),
@@ -252,12 +267,12 @@ def train_tiny_clip_video(out: str | Path | None = None, seed: int = 0, n_train:
     quality = {}
     if eval_n:
 
-        for cls in (TinyClipVideoMeanP, TinyClipVideoSeqTransf):
+        for cls in classes:
             m = cls(device="cpu", net=net)
             q = heldout_quality("retrieval", m, "builtin-videos", eval_n)
             quality[cls.aggregator] = q
             log(f"held-out {cls.name} ({eval_n} videos, seed {world.HELDOUT_SEED}): {json.dumps(q)}")
-    out = Path(out) if out else checkpoint_path(CHECKPOINT)
+    out = Path(out) if out else checkpoint_path(checkpoint)
     save_tiny_clip_video(net, out, {"train": recipe, "quality": quality})
     log(f"saved {out} ({out.stat().st_size / 1e6:.1f} MB) in {time.time() - t0:.0f}s total")
     return dict(train=recipe, quality=quality, path=str(out))

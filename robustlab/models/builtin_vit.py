@@ -1,0 +1,66 @@
+"""The tiny ViT CLIP family: ``builtin:tiny-vit-clip`` (image–text) and ``builtin:tiny-vit-clip-video-meanp`` /
+``-seqtransf`` (CLIP4Clip's heads over the same frame tower).
+
+Built like the papers' models, small: a CLIP-style pre-LN vision transformer at 96 px (12-px patches, width 128,
+6 blocks, LayerNorm throughout, no BatchNorm; :class:`robustlab.models.builtin.ViTTower`) and the frozen
+all-MiniLM-L6-v2 text tower with a trained head, as tiny-clip. Trained by ``robustlab train tiny-vit-clip`` with
+the kind of data diversity that makes pretrained models degrade gradually (textured backgrounds, lighting, crops
+and colour jitter; none of the benchmark's perturbations), the video heads by ``robustlab train
+tiny-vit-clip-video`` over the frozen frame tower. The checkpoints' metadata hold the config, the recipe and the
+held-out numbers; their model cards are ``assets/<name>.md``.
+"""
+from __future__ import annotations
+
+from robustlab.models.builtin import TINY_CLIP_CONFIG, TinyClip
+from robustlab.models.builtin_video import TinyClipVideoMeanP, TinyClipVideoSeqTransf
+from robustlab.models.registry import register_builtin
+
+TINY_VIT_CLIP_CONFIG = dict(TINY_CLIP_CONFIG, tower="vit", image_size=96, patch=12, width=128, layers=6, heads=4,
+                            mlp=4)
+TINY_VIT_CLIP_CHECKPOINT = "tiny-vit-clip.safetensors"
+TINY_VIT_CLIP_VIDEO_CONFIG = dict(TINY_VIT_CLIP_CONFIG, num_frames=8, temporal_layers=2, temporal_heads=4,
+                                  temporal_ff=512, frame_adapter=512)
+TINY_VIT_CLIP_VIDEO_CHECKPOINT = "tiny-vit-clip-video.safetensors"
+
+
+@register_builtin("tiny-vit-clip", task="retrieval", tasks=("retrieval", "video-retrieval"),
+                  checkpoint=TINY_VIT_CLIP_CHECKPOINT,
+                  description="CLIP-style dual encoder: frozen all-MiniLM-L6-v2 text tower + tiny pre-LN ViT image "
+                              "tower (96 px, 12-px patches, 6 blocks, LayerNorm throughout), trained on robustlab's "
+                              "synthetic world with background, lighting and colour diversity",
+                  tags=("image", "text", "contrastive", "offline", "vit", "layernorm"))
+class TinyVitClip(TinyClip):
+    name = "tiny-vit-clip"
+    checkpoint_file = TINY_VIT_CLIP_CHECKPOINT
+    description = "tiny-vit-clip: frozen all-MiniLM-L6-v2 text tower + trained 96-px ViT image tower (LayerNorm)"
+
+
+_VIDEO = dict(task="video-retrieval", tasks=("video-retrieval", "retrieval"), checkpoint=TINY_VIT_CLIP_VIDEO_CHECKPOINT)
+
+
+@register_builtin("tiny-vit-clip-video-meanp", **_VIDEO,
+                  description="tiny-vit-clip frame tower (96-px ViT, 8 frames) + CLIP4Clip meanP: mean of frame "
+                              "embeddings (order-invariant); frozen all-MiniLM-L6-v2 text tower with a trained head",
+                  tags=("video", "image", "text", "contrastive", "offline", "meanP", "vit", "layernorm"))
+class TinyVitClipVideoMeanP(TinyClipVideoMeanP):
+    name = "tiny-vit-clip-video-meanp"
+    checkpoint_file = TINY_VIT_CLIP_VIDEO_CHECKPOINT
+    recipe = "tiny-vit-clip-video"
+    description = "tiny-vit-clip-video (meanP): mean of 8 frame embeddings of the 96-px ViT; order-invariant"
+
+
+@register_builtin("tiny-vit-clip-video-seqtransf", **_VIDEO,
+                  description="tiny-vit-clip frame tower (96-px ViT, 8 frames) + CLIP4Clip seqTransf: 2-layer "
+                              "temporal transformer with frame positions (order-sensitive); frozen MiniLM text tower "
+                              "+ head",
+                  tags=("video", "image", "text", "contrastive", "offline", "seqTransf", "vit", "layernorm"))
+class TinyVitClipVideoSeqTransf(TinyClipVideoSeqTransf):
+    name = "tiny-vit-clip-video-seqtransf"
+    checkpoint_file = TINY_VIT_CLIP_VIDEO_CHECKPOINT
+    recipe = "tiny-vit-clip-video"
+    description = ("tiny-vit-clip-video (seqTransf): temporal transformer over 8 frame embeddings of the 96-px ViT "
+                   "with position embeddings, residual, mean-pooled; order-sensitive")
+
+
+__all__ = ["TINY_VIT_CLIP_CONFIG", "TINY_VIT_CLIP_CHECKPOINT", "TINY_VIT_CLIP_VIDEO_CONFIG",
+           "TINY_VIT_CLIP_VIDEO_CHECKPOINT", "TinyVitClip", "TinyVitClipVideoMeanP", "TinyVitClipVideoSeqTransf"]
