@@ -280,25 +280,31 @@ def current_bench() -> Bench | None:
 
 
 VIDEO_BUILTIN = "builtin:tiny-clip-video-seqtransf"  # the best built-in on videos (t2v R@1 0.884 vs meanP 0.699)
+# an image built-in's own video model (the same frame tower with CLIP4Clip's seqTransf head); others: VIDEO_BUILTIN
+VIDEO_SIBLING = {"builtin:tiny-vit-clip": "builtin:tiny-vit-clip-video-seqtransf"}
 KEEP = "keep_model"  # session key: (spec, kind) the viewer chose to keep despite the switch
+
+
+def _video_family(spec: str) -> bool:
+    """A built-in whose family is video retrieval (a temporal model), by the registry."""
+    return any(m["spec"] == spec and m["task"] == "video-retrieval" for m in list_models(task="video-retrieval"))
 
 
 def follow_data(spec: str, kind: str) -> str:
     """The model a retrieval page uses on a dataset of ``kind``: the sidebar's, unless it is a built-in image model
-    and the data are videos (it would average frames and score near chance: a demo reads that as "broken"); then the
-    best built-in video model, after one visible line saying so with an undo."""
-    if kind != "video" or not spec.startswith("builtin:") or spec == VIDEO_BUILTIN:
+    and the data are videos (it would average frames and score near chance: a demo reads that as "broken"); then
+    its own family's built-in video model, after one visible line saying so with an undo."""
+    if kind != "video" or not spec.startswith("builtin:") or _video_family(spec):
         return spec
-    if spec in models_for("video-retrieval") and spec.startswith("builtin:tiny-clip-video"):
-        return spec
-    if tuple(st.session_state.get(KEEP) or ()) == (spec, kind) or VIDEO_BUILTIN not in models_for("video-retrieval"):
+    video = VIDEO_SIBLING.get(spec, VIDEO_BUILTIN)
+    if tuple(st.session_state.get(KEEP) or ()) == (spec, kind) or video not in models_for("video-retrieval"):
         return spec
     c1, c2 = st.columns([5, 1])
     c1.info(f"**{safe_md(spec)}** is an image model: on videos it only averages frames and scores near chance, so "
-            f"this page uses **{VIDEO_BUILTIN}**, the built-in video model.")
+            f"this page uses **{video}**, the built-in video model.")
     c2.button(f"Use {spec} anyway", key="keep_model_btn",
               on_click=lambda: st.session_state.__setitem__(KEEP, (spec, kind)))
-    return VIDEO_BUILTIN
+    return video
 
 
 # ---- widget state: what the browser shows is what the page uses ------------------------------------------------

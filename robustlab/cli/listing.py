@@ -26,7 +26,9 @@ def cmd_models(args) -> int:
         return 0
     for r in builtin:
         state = "available" if r["available"] else f"unavailable: {r['reason']}"
-        print(f"{r['spec']:<24} {r['task']:<10} {state}\n    {r['description']}\n    tasks: {', '.join(r['tasks'])}")
+        card = f"\n    model card: {r['card']}" if r.get("card") else ""
+        print(f"{r['spec']:<24} {r['task']:<10} {state}\n    {r['description']}\n    tasks: {', '.join(r['tasks'])}"
+              f"{card}")
     if backends:
         print("\nBackends (hub models need network or a local copy; a local folder or file also works as a bare path):")
         for r in backends:

@@ -204,7 +204,9 @@ def _builtin_row(e: dict) -> dict:
     ok = ck is None or ck.exists()
     return dict(spec=f"builtin:{e['name']}", name=e["name"], kind="builtin", task=e["task"], tasks=list(e["tasks"]),
                 description=e["description"], tags=list(e["tags"]), available=ok,
-                reason="" if ok else f"checkpoint {ck} missing; run `robustlab train {_recipe(e)}`")
+                reason="" if ok else f"checkpoint {ck} missing; run `robustlab train {_recipe(e)}`",
+                card=f"assets/{ck.with_suffix('.md').name}" if ck is not None and ck.with_suffix(".md").exists()
+                else None)
 
 
 def list_builtin() -> list[dict]:

@@ -289,7 +289,9 @@ def test_cli_protocols_and_dry_run(capsys):
     out = capsys.readouterr().out
     p = load_protocol("msrvtt-p")
     n = 1 + 90 + sum(e.available for e in p.entries("text")) + sum(v.available and t.available for v, t in p.pairs())
-    assert f"{n} condition sets × 2 model(s) × 1 task(s)" in out
+    models = p.data["models"]  # the ViT family first, then the CNN built-ins (issue 27)
+    assert models[:2] == ["builtin:tiny-vit-clip-video-seqtransf", "builtin:tiny-vit-clip-video-meanp"]
+    assert f"{n} condition sets × {len(models)} model(s) × 1 task(s)" in out
     assert 'visual shot_noise/schiappa_video s3 [Noise] {"lam":50}' in out
     assert "[ChangeChar/natural]" in out and "not run here" in out
     assert main(["bench", "--protocol", "no-such", "--dry-run"]) != 0

@@ -77,6 +77,8 @@ def test_quality_on_a_small_heldout_split_and_it_breaks_under_noise_and_blur(tin
 def test_list_models_with_a_wildcard():
     specs = [r["spec"] for r in list_models("tiny-clip*")]
     assert specs == ["builtin:tiny-clip", "builtin:tiny-clip-video-meanp", "builtin:tiny-clip-video-seqtransf"]
+    assert [r["spec"] for r in list_models("tiny-vit-clip*")] == [
+        "builtin:tiny-vit-clip", "builtin:tiny-vit-clip-video-meanp", "builtin:tiny-vit-clip-video-seqtransf"]
     assert [r["spec"] for r in list_models("builtin:*VILT")] == ["builtin:tiny-vilt"]  # spec or name, any case
     assert list_models("no-such-*") == []
     rows = list_models("*clip*", backends=True)
@@ -92,7 +94,8 @@ def test_list_models_by_task():
     video = {r["spec"] for r in list_models(task="video-retrieval", backends=True)}
     assert {"builtin:tiny-clip-video-meanp", "builtin:tiny-clip", "hf-xclip:microsoft/xclip-base-patch32"} <= video
     assert "builtin:tiny-vilt" not in video
-    assert [r["spec"] for r in list_models("*seq*", task="video-retrieval")] == ["builtin:tiny-clip-video-seqtransf"]
+    assert [r["spec"] for r in list_models("*seq*", task="video-retrieval")] == [
+        "builtin:tiny-clip-video-seqtransf", "builtin:tiny-vit-clip-video-seqtransf"]
     with pytest.raises(ValueError, match="unknown task 'ground'.*grounding"):
         list_models(task="ground")
 

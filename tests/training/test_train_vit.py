@@ -1,0 +1,72 @@
+"""`robustlab train tiny-vit-clip` / `tiny-vit-clip-video` are reproducible from their seed (small recipes; the full
+ones are in the model cards), and the image recipe's data diversity is not the benchmark's perturbations."""
+import ast
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+from safetensors.torch import load_file
+
+from robustlab.datasets.synthetic import world
+from robustlab.training import tiny_vit_clip as R
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.mark.slow  # trains
+def test_vit_training_is_reproducible_from_the_seed(tmp_path):
+    torch.set_num_threads(2)
+    kw = dict(n_train=256, epochs=1, batch_size=128, eval_n=0, log=lambda *a: None)
+    a = R.train_tiny_vit_clip(tmp_path / "a.safetensors", seed=3, **kw)
+    b = R.train_tiny_vit_clip(tmp_path / "b.safetensors", seed=3, **kw)
+    c = R.train_tiny_vit_clip(tmp_path / "c.safetensors", seed=4, **kw)
+    sa, sb, sc = (load_file(r["path"]) for r in (a, b, c))
+    assert sa.keys() == sb.keys() and any(k.startswith("image.features.blocks.") for k in sa)
+    assert all(torch.equal(sa[k], sb[k]) for k in sa)
+    assert not all(torch.equal(sa[k], sc[k]) for k in sa)
+    assert a["train"]["final_loss"] == b["train"]["final_loss"] and a["train"]["steps"] == 2
+
+
+@pytest.mark.slow  # trains
+@pytest.mark.skipif(not (ROOT / "assets" / "tiny-vit-clip.safetensors").exists(), reason="needs the ViT checkpoint")
+def test_vit_video_training_is_reproducible_and_keeps_the_trunk_frozen(tmp_path):
+    torch.set_num_threads(2)
+    kw = dict(n_train=64, epochs=1, batch_size=32, eval_n=0, val_n=0, log=lambda *a: None)
+    a = R.train_tiny_vit_clip_video(tmp_path / "a.safetensors", seed=3, **kw)
+    b = R.train_tiny_vit_clip_video(tmp_path / "b.safetensors", seed=3, **kw)
+    sa, sb = load_file(a["path"]), load_file(b["path"])
+    assert all(torch.equal(sa[k], sb[k]) for k in sa)
+    base = load_file(str(ROOT / "assets" / "tiny-vit-clip.safetensors"))
+    trunk = [k for k in base if k.startswith("image.features.")]
+    assert trunk and all(torch.equal(base[k], sa[k]) for k in trunk)
+    assert a["train"]["render_size"] == 64  # the built-in videos' size, upsampled to the ViT's 96 px
+
+
+def test_the_diverse_views_keep_what_the_caption_says():
+    """Textured backgrounds keep the caption's background tone; the objects are the world's."""
+    sc = world.make_scenes(6, world.TRAIN_SEED)
+    for s in sc:
+        plain = world.render_scene(s, 96).astype(float)
+        view = R.render_diverse(s, 96, world.TRAIN_SEED).astype(float)
+        assert view.shape == (96, 96, 3)
+        # the background tone: the corners' mean colour moves by less than the gap between the world's tones
+        corners = (slice(0, 8), slice(0, 8))
+        assert np.abs(view[corners].mean((0, 1)) - plain[corners].mean((0, 1))).max() < 60
+    g = torch.Generator().manual_seed(0)
+    x = torch.rand(8, 3, 96, 96)
+    y = R.augment(x, g)
+    assert y.shape == x.shape and float(y.min()) >= 0 and float(y.max()) <= 1
+
+
+def test_the_recipe_uses_none_of_the_benchmarks_perturbations():
+    """A perturbation the model was trained on is no test: the recipe imports nothing from robustlab.perturb and
+    names no registered visual perturbation."""
+    src = (ROOT / "robustlab" / "training" / "tiny_vit_clip.py").read_text()
+    mods = {n.module for n in ast.walk(ast.parse(src)) if isinstance(n, ast.ImportFrom)}
+    assert not any(m and m.startswith("robustlab.perturb") for m in mods)
+    from robustlab.perturb.registry import list_perturbations
+
+    code = "\n".join(ln for ln in src.splitlines() if not ln.lstrip().startswith(("#", '"')))
+    named = [p.name for p in list_perturbations() if p.modality != "text" and f'"{p.name}"' in code]
+    assert named == []
