@@ -134,6 +134,13 @@ def one_start(browser, cache: Path, timeout_s: float = 300.0, switches: bool = F
     return out
 
 
+def _default_model() -> str:
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    from ui.state import DEFAULT_MODEL  # the dashboard's own default, whatever it is
+
+    return DEFAULT_MODEL
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--runs", type=int, default=3)
@@ -161,7 +168,7 @@ def main() -> None:
         return round(statistics.median(r[k] for r in rows), 2)
 
     res = {
-        "what": "streamlit run app.py (empty cache) to a usable Retrieval page: default model builtin:tiny-clip, "
+        "what": f"streamlit run app.py (empty cache) to a usable Retrieval page: default model {_default_model()}, "
                 "built-in gallery of 300 images, gaussian_noise s3 / keyboard s2",
         "runs": args.runs,
         "cold": {k: med(cold, k) for k in ("health_s", "usable_s", "complete_s")},

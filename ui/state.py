@@ -19,7 +19,7 @@ from ui import operator
 from ui.media import safe_md
 
 DEMO_N, VIDEO_DEMO_N = 300, 200
-DEFAULT_MODEL = "builtin:tiny-clip"
+DEFAULT_MODEL = "builtin:tiny-vit-clip"  # degrades gradually and adapts on both sides: the demo model (issue 27)
 OTHER_MODEL = "other (open_clip / hf / path)…"
 DATASETS = {"builtin": "Built-in images", "builtin-videos": "Built-in videos", "upload": "My uploads",
             "folder": "Local folder"}

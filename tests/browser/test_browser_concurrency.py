@@ -66,7 +66,7 @@ def test_sixteen_sessions_each_see_their_own_results(tmp_path):
     assert all(p["ok"] for p in checks["distinct_pairs"]), checks["distinct_pairs"]
 
     loads = res["model_loads"]
-    assert {"builtin:tiny-clip on auto", "builtin:tiny-vilt on auto"} <= set(loads), loads
+    assert {"builtin:tiny-vit-clip on auto", "builtin:tiny-vilt on auto"} <= set(loads), loads  # the default
     assert all(n == 1 for n in loads.values()), loads  # st.cache_resource: one load per model per process
     assert res["server_tracebacks"] == 0
     assert res["memory_mb"]["server_rss_peak"] <= res["bounds"]["server_rss_peak_mb"], summary

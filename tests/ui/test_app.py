@@ -71,7 +71,7 @@ def test_other_perturbations_queries_and_topk(app):
 
 def test_sidebar_widgets_exist(app):
     assert app.radio(key="dataset").value == "builtin"
-    assert app.selectbox(key="model_choice").value == "builtin:tiny-clip"
+    assert app.selectbox(key="model_choice").value == "builtin:tiny-vit-clip"  # the default (issue 27)
     assert app.selectbox(key="device").value == "auto"
 
 

@@ -155,7 +155,7 @@ def test_tent_on_builtin_videos_shows_metrics_losses_histograms_and_map():
 
 def test_a_model_that_cannot_adapt_that_side_is_one_line():
     # builtin:tiny-clip: a CNN image tower (BatchNorm only)
-    at = open_page(ad_direction="i2t", ad_method="tent", ad_proj="pca")
+    at = open_page(model_choice="builtin:tiny-clip", ad_direction="i2t", ad_method="tent", ad_proj="pca")
     at.button(key="ad_run").click().run()
     assert not at.exception, at.exception
     assert len(at.error) == 1

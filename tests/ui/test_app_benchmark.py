@@ -59,7 +59,7 @@ def test_renders_with_the_sidebar_choices(runs):
     at = page()
     assert not at.error and not at.warning
     assert at.selectbox(key="bench_task").value == "retrieval"
-    assert at.multiselect(key="bench_models").value == ["builtin:tiny-clip"]
+    assert at.multiselect(key="bench_models").value == ["builtin:tiny-vit-clip"]  # the sidebar's (default) model
     assert "builtin:tiny-vilt" not in at.multiselect(key="bench_models").options  # cannot retrieve
     assert not at.button(key="bench_go").disabled
     assert any("cells:" in c.value for c in at.caption)

@@ -111,7 +111,7 @@ def test_sidebar_grounding_model_is_used_directly():
 
 def test_sidebar_model_that_cannot_ground_offers_the_grounding_models(page):
     (line,) = [i.value for i in page.info if "cannot do grounding" in i.value]
-    assert line.startswith("The sidebar's model builtin:tiny-clip cannot do grounding")
+    assert line.startswith("The sidebar's model builtin:tiny-vit-clip cannot do grounding")
     assert page.selectbox(key="gr_model").options[0] == "builtin:tiny-vilt"
     assert any(o.startswith("hf-grounding:") for o in page.selectbox(key="gr_model").options)
 
