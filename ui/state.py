@@ -47,8 +47,10 @@ def can_do(spec: str, task: str) -> bool:
 
 
 def sidebar_models() -> list[str]:
-    """The sidebar's model choices: retrieval models first, then the other registered models."""
+    """The sidebar's model choices: the default first, the other retrieval models, then the other registered
+    models."""
     ret = models_for("retrieval")
+    ret = [m for m in ret if m == DEFAULT_MODEL] + [m for m in ret if m != DEFAULT_MODEL]
     return ret + [m["spec"] for m in list_models() if m["spec"] not in ret]
 
 

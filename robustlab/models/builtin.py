@@ -65,8 +65,9 @@ class ViTTrunk(nn.Module):
     position embeddings, ``ln_pre``, pre-LN blocks, ``ln_post`` on the class token (Radford et al. 2021, §2.4).
     LayerNorm throughout, no BatchNorm: what test-time adaptation (Tent, TCR, HAT-VTR) updates."""
 
-    def __init__(self, image_size=96, patch=12, width=128, layers=6, heads=4, mlp=4, **_):
+    def __init__(self, image_size=96, patch=12, width=128, layers=6, heads=4, mlp=4, grid=0, **_):
         super().__init__()
+        self.grid = int(grid)  # > 0: also the patch tokens average-pooled to grid×grid (the video frame tower)
         self.conv = nn.Conv2d(3, width, patch, patch, bias=False)
         n = (image_size // patch) ** 2
         self.cls = nn.Parameter(torch.randn(width) * width ** -0.5)
@@ -78,20 +79,30 @@ class ViTTrunk(nn.Module):
         self.ln_post = nn.LayerNorm(width)
 
     def forward(self, x):
-        x = self.conv(x).flatten(2).transpose(1, 2)  # B×N×W patch tokens
+        x = self.conv(x)
+        side = x.shape[-1]
+        x = x.flatten(2).transpose(1, 2)  # B×N×W patch tokens
         x = torch.cat([self.cls.to(x.dtype).expand(len(x), 1, -1), x], 1) + self.pos.to(x.dtype)
         x = self.blocks(self.ln_pre(x))
-        return self.ln_post(x[:, 0])
+        if not self.grid:
+            return self.ln_post(x[:, 0])
+        # the class token and the patch tokens pooled to grid×grid cells, each through ln_post: B×(1+grid²)·W
+        patches = x[:, 1:].transpose(1, 2).reshape(len(x), -1, side, side)
+        cells = nn.functional.adaptive_avg_pool2d(patches, self.grid).flatten(2).transpose(1, 2)
+        return self.ln_post(torch.cat([x[:, :1], cells], 1)).flatten(1)
 
 
 class ViTTower(nn.Module):
     """The tiny ViT image tower: :class:`ViTTrunk` (``features``) and a linear projection (``proj``), the same
-    two parts as :class:`ImageTower`, so the video models can freeze ``features`` and tune ``proj`` alike."""
+    two parts as :class:`ImageTower`, so the video models can freeze ``features`` and tune ``proj`` alike. With
+    ``frame_grid`` > 0 (the video models' frame tower) the projection also sees the patch tokens pooled to a
+    grid, as tiny-clip's projection sees its CNN's 4×4 map: where things are in a frame, which a video caption's
+    events need and the class token alone (trained on still captions) only summarises."""
 
-    def __init__(self, width=128, embed_dim=256, **cfg):
+    def __init__(self, width=128, embed_dim=256, frame_grid=0, **cfg):
         super().__init__()
-        self.features = ViTTrunk(width=width, **cfg)
-        self.proj = nn.Linear(width, embed_dim, bias=False)
+        self.features = ViTTrunk(width=width, grid=frame_grid, **cfg)
+        self.proj = nn.Linear(width * (1 + int(frame_grid) ** 2), embed_dim, bias=False)
 
     def forward(self, x):
         return self.proj(self.features(x))

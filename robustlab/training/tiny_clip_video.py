@@ -112,6 +112,23 @@ def multi_positive_nce(logits: torch.Tensor, pos: torch.Tensor) -> torch.Tensor:
     return (l_row.mean() + l_col.mean()) / 2
 
 
+def _init_frame_tower(tower, image_tower) -> None:
+    """The frame tower starts as the image model's tower. A projection that sees more features than the image
+    model's (the ViT's grid cells besides its class token) starts with the image projection on the class token's
+    part and zeros elsewhere, so the first frame embeddings are the image model's."""
+    src, dst = image_tower.state_dict(), tower.state_dict()
+    for k, v in src.items():
+        if dst[k].shape == v.shape:
+            dst[k].copy_(v)
+        elif k == "proj.weight" and dst[k].shape[0] == v.shape[0] and dst[k].shape[1] > v.shape[1]:
+            dst[k].zero_()
+            dst[k][:, :v.shape[1]].copy_(v)
+        else:
+            raise ValueError(f"the frame tower's {k} {tuple(dst[k].shape)} does not fit the image model's "
+                             f"{tuple(v.shape)}")
+    tower.load_state_dict(dst)
+
+
 def _text_ids(texts: list[str]) -> np.ndarray:
     return np.array([zlib.crc32(t.encode()) for t in texts], np.int64)
 
@@ -164,7 +181,7 @@ def train_tiny_clip_video(out: str | Path | None = None, seed: int = 0, n_train:
     base_file = base
     base, base_meta = load_tiny_clip(checkpoint_path(base_file), base_file.split(".")[0])
     net = TinyClipVideoNet(cfg)
-    net.image.load_state_dict(base.image.state_dict())
+    _init_frame_tower(net.image, base.image)
     for a in net.text:
         net.text[a].load_state_dict(base.text.state_dict())
         net.logit_scale[a].data.copy_(base.logit_scale.data)
