@@ -71,13 +71,16 @@ def run(args) -> dict:
         torch.set_num_threads(args.threads)
     out = Path(args.out)
     res = json.loads(out.read_text()) if out.exists() else {}
-    res.setdefault("meta", dict(kind=args.kind, n=args.n, seed=args.seed, dataset=DATASET[args.kind],
-                                severities=args.severities, unavailable=dict(unavailable(args.kind)),
-                                categories=dict(perturbations(args.kind))))
+    cats = dict(perturbations(args.kind))
+    names = args.perturbations or list(cats)  # NAME or NAME/VARIANT (e.g. shot_noise/schiappa_video)
+    meta = res.setdefault("meta", dict(kind=args.kind, n=args.n, seed=args.seed, dataset=DATASET[args.kind],
+                                       severities=args.severities, unavailable=dict(unavailable(args.kind)),
+                                       categories={}))
+    meta["categories"].update({p: cats[p.split("/")[0]] for p in names})
+    meta["severities"] = sorted(set(meta["severities"]) | set(args.severities))
     ds = build(DATASET[args.kind], split="test", n=args.n, seed=args.seed)
     task = get("retrieval")
-    plan = [(None, 0)] + [(p, s) for p, _ in perturbations(args.kind) if not args.perturbations
-                          or p in args.perturbations for s in args.severities]
+    plan = [(None, 0)] + [(p, s) for p in names for s in args.severities]
     for spec in args.models:
         model = load_model(spec, device="cpu")
         bench = RetrievalBench(model, ds, cache=EmbeddingCache(enabled=False), lazy=True)
@@ -137,7 +140,8 @@ def report(res: dict, md: Path | None, figures: Path | None) -> str:
             summary[m]["half"] += c["half"]
             cells.append(" / ".join(f"{v:.2f}" for v in c["values"])
                          + f" {'✓' if c['monotone'] else '✗'}{'✓' if c['half'] else '✗'}")
-        lines.append(f"| {name} ({cat}) | " + " | ".join(cells) + " |")
+        if any(c != "—" for c in cells):  # a perturbation no model ran is left out
+            lines.append(f"| {name} ({cat}) | " + " | ".join(cells) + " |")
     lines += ["", "| model | clean | monotone | s1 ≥ half clean | mean R@1 over all perturbed cells | seconds |",
               "|---|---|---|---|---|---|"]
     for m, s in zip(models, short):
