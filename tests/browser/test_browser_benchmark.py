@@ -79,7 +79,7 @@ def test_protocol_mode_shows_the_papers_cells(runs_root, server, browser):
     page.get_by_text("Benchmark — a robustness sweep").wait_for()
     settle(page)
     choose_radio(page, "A paper's protocol", scope=page.locator(".st-key-bench_mode"))
-    page.get_by_text("81 cells: 1 model(s) × 81 condition sets", exact=False).wait_for()  # qiu-image: 16 types × 5
+    page.get_by_text("162 cells: 2 model(s) × 81 condition sets", exact=False).wait_for()  # qiu-image: 16 types × 5
     page.get_by_text("stylize/qiu_code", exact=False).first.wait_for()  # unavailable here: named, with why
     page.get_by_text("Every condition set with its resolved parameters").click()
     page.locator('[data-testid="stDataFrame"]').first.wait_for()

@@ -41,7 +41,8 @@ def test_protocols_offered_for_the_dataset_with_their_cells(runs):
     assert len(rows) == 1 + 16 * 5  # clean + the 16 runnable types x 5 severities
     shot = rows[rows["visual"] == "shot_noise s3"]
     assert "'lam': 12" in shot["parameters"].iloc[0]  # Qiu's image table, not Schiappa's video one
-    assert any(c.value.startswith("81 cells: 1 model(s) × 81 condition sets") for c in at.caption)
+    # the protocol's own models: tiny-vit-clip and tiny-clip (issue 27)
+    assert any(c.value.startswith("162 cells: 2 model(s) × 81 condition sets") for c in at.caption)
 
 
 def test_a_protocol_run_shows_the_papers_table(runs):
