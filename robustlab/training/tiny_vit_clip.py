@@ -32,10 +32,19 @@ from tqdm.auto import tqdm
 
 from robustlab.datasets.synthetic import world
 from robustlab.models.builtin import TinyClipNet, save_checkpoint
-from robustlab.models.builtin_vit import TINY_VIT_CLIP_CHECKPOINT, TINY_VIT_CLIP_CONFIG, TinyVitClip
+from robustlab.models.builtin_vit import (
+    TINY_VIT_CLIP_CHECKPOINT,
+    TINY_VIT_CLIP_CONFIG,
+    TINY_VIT_CLIP_VIDEO_CHECKPOINT,
+    TINY_VIT_CLIP_VIDEO_CONFIG,
+    TinyVitClip,
+    TinyVitClipVideoMeanP,
+    TinyVitClipVideoSeqTransf,
+)
 from robustlab.models.checkpoints import checkpoint_path
 from robustlab.tasks.quality import heldout_quality
 from robustlab.training.tiny_clip import clip_loss, encode_captions_frozen
+from robustlab.training.tiny_clip_video import train_tiny_clip_video
 
 RENDER = 128  # the world's image size; the tower sees it area-resampled to its own size
 
@@ -199,14 +208,6 @@ def train_tiny_vit_clip_video(out: str | Path | None = None, seed: int = 0, n_tr
     ViT trunk (its projection, a frame adapter, the temporal transformer and a text head per variant train), the
     recipe of tiny-clip-video (:func:`robustlab.training.tiny_clip_video.train_tiny_clip_video`) on frames rendered
     at 64 px (the built-in videos' size) and upsampled to 96 px as the model's preprocessing does."""
-    from robustlab.models.builtin_vit import (
-        TINY_VIT_CLIP_VIDEO_CHECKPOINT,
-        TINY_VIT_CLIP_VIDEO_CONFIG,
-        TinyVitClipVideoMeanP,
-        TinyVitClipVideoSeqTransf,
-    )
-    from robustlab.training.tiny_clip_video import train_tiny_clip_video
-
     return train_tiny_clip_video(out, seed=seed, n_train=n_train, epochs=epochs, threads=threads, eval_n=eval_n,
                                  log=log, name="tiny-vit-clip-video", cfg=TINY_VIT_CLIP_VIDEO_CONFIG,
                                  base=TINY_VIT_CLIP_CHECKPOINT, checkpoint=TINY_VIT_CLIP_VIDEO_CHECKPOINT,
