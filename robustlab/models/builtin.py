@@ -246,22 +246,29 @@ def save_tiny_clip(net: TinyClipNet, path: Path, meta: dict) -> None:
     save_checkpoint(net, path, meta)
 
 
-def load_tiny_clip(path: Path, name: str = "tiny-clip") -> tuple[TinyClipNet, dict]:
-    """A tiny-clip-shaped checkpoint (the CNN or the ViT image tower, as its config says) and its metadata."""
+def load_checkpoint(path: Path, net_cls, default_cfg: dict, recipe: str, hint: str = "") -> tuple:
+    """A built-in checkpoint as ``net_cls(config)`` with its weights, and its metadata; a missing, corrupt or
+    foreign file is one line (:class:`ModelUnavailable`) naming the recipe that makes it."""
     from safetensors import safe_open
     from safetensors.torch import load_file
 
     if not Path(path).exists():
-        raise ModelUnavailable(f"{name} checkpoint {path} is missing; run `robustlab train {name}` to make it")
+        raise ModelUnavailable(f"{recipe} checkpoint {path} is missing; run `robustlab train {recipe}` "
+                               f"to make it{hint}")
     try:
         with safe_open(str(path), "pt") as f:
             md = f.metadata() or {}
-        cfg = json.loads(md.get("config", json.dumps(TINY_CLIP_CONFIG)))
+        cfg = json.loads(md.get("config", json.dumps(default_cfg)))
         meta = {k: json.loads(v) for k, v in md.items() if k != "config"}
-        net = TinyClipNet(cfg)
+        net = net_cls(cfg)
         net.load_state_dict(load_file(str(path)))
     except Exception as e:  # noqa: BLE001 - a corrupt or foreign file: one line, no traceback
-        raise ModelUnavailable(f"{name} checkpoint {path} cannot be read ({type(e).__name__}: "
-                               f"{str(e).splitlines()[0] if str(e) else ''}); run `robustlab train {name}`") from e
+        raise ModelUnavailable(f"{recipe} checkpoint {path} cannot be read ({type(e).__name__}: "
+                               f"{str(e).splitlines()[0] if str(e) else ''}); run `robustlab train {recipe}`") from e
     net.eval()
     return net, meta
+
+
+def load_tiny_clip(path: Path, name: str = "tiny-clip") -> tuple[TinyClipNet, dict]:
+    """A tiny-clip-shaped checkpoint (the CNN or the ViT image tower, as its config says) and its metadata."""
+    return load_checkpoint(path, TinyClipNet, TINY_CLIP_CONFIG, name)

@@ -20,7 +20,6 @@ times), so both models also work on image galleries.
 """
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import numpy as np
@@ -30,11 +29,12 @@ from torch import nn
 
 from robustlab.engine.batching import _run_batched
 from robustlab.io.convert import to_uint8_rgb
-from robustlab.models.base import ModelUnavailable, VideoRetrievalModel
+from robustlab.models.base import VideoRetrievalModel
 from robustlab.models.builtin import (
     TINY_CLIP_CONFIG,
     TextHead,
     image_tower,
+    load_checkpoint,
     load_minilm,
     minilm_tokens,
     preprocess_64,
@@ -232,25 +232,8 @@ def save_tiny_clip_video(net: TinyClipVideoNet, path: Path, meta: dict) -> None:
 
 def load_tiny_clip_video(path: Path, recipe: str = "tiny-clip-video") -> tuple[TinyClipVideoNet, dict]:
     """A video checkpoint of either family (its config names the frame tower) and its metadata."""
-    from safetensors import safe_open
-    from safetensors.torch import load_file
-
-    if not Path(path).exists():
-        raise ModelUnavailable(f"{recipe} checkpoint {path} is missing; run `robustlab train {recipe}` "
-                               "to make it (about 30 minutes on 2 CPU cores)")
-    try:
-        with safe_open(str(path), "pt") as f:
-            md = f.metadata() or {}
-        cfg = json.loads(md.get("config", json.dumps(TINY_CLIP_VIDEO_CONFIG)))
-        meta = {k: json.loads(v) for k, v in md.items() if k != "config"}
-        net = TinyClipVideoNet(cfg)
-        net.load_state_dict(load_file(str(path)))
-    except Exception as e:  # noqa: BLE001 - a corrupt or foreign file: one line, no traceback
-        raise ModelUnavailable(f"{recipe} checkpoint {path} cannot be read ({type(e).__name__}: "
-                               f"{str(e).splitlines()[0] if str(e) else ''}); run `robustlab train {recipe}`"
-                               ) from e
-    net.eval()
-    return net, meta
+    return load_checkpoint(path, TinyClipVideoNet, TINY_CLIP_VIDEO_CONFIG, recipe,
+                           hint=" (about 30 minutes on 2 CPU cores)")
 
 
 __all__ = ["TINY_CLIP_VIDEO_CONFIG", "TinyClipVideoNet", "TinyClipVideoMeanP", "TinyClipVideoSeqTransf",
