@@ -63,7 +63,26 @@ def summarize(runs: list) -> list:
                     "s_per_1000_queries": float(np.mean([r["seconds"]["per_1000_queries"] for r in rs])),
                     "spread_shifted": float(np.mean([r["spread"]["shifted"] for r in rs if "spread" in r]
                                                     or [np.nan])),
-                    "spread_clean": float(np.mean([r["spread"]["clean"] for r in rs if "spread" in r] or [np.nan]))})
+                    "spread_clean": float(np.mean([r["spread"]["clean"] for r in rs if "spread" in r] or [np.nan])),
+                    **{f"k_skewness_{w}": float(np.mean([r["hubness"][w]["k_skewness"] for r in rs if "hubness" in r]
+                                                        or [np.nan])) for w in ("clean", "shifted", "adapted")}})
+    return out
+
+
+HUB_K = 15
+HUB_KEEP = ("k_skewness", "robinhood", "antihub_occurrence", "hub_occurrence")
+
+
+def hubness(r) -> dict:
+    """The gallery's hubness under the clean, shifted and adapted queries of one run (kept arrays), k = 15."""
+    from robustlab.diagnostics.hubness import k_occurrence, measures_from_nk
+
+    clean = np.asarray(r.query_clean, np.float32) @ np.asarray(r.gallery, np.float32).T
+    out = {}
+    for what, scores in (("clean", clean), ("shifted", r.scores_shifted), ("adapted", r.scores_adapted)):
+        nk = k_occurrence(np.asarray(scores, np.float32), k=HUB_K)
+        m = measures_from_nk(nk, HUB_K)
+        out[what] = {k: round(float(m[k]), 4) for k in HUB_KEEP} | {"max_n_k": int(np.max(nk))}
     return out
 
 
@@ -89,6 +108,7 @@ def main(argv=None) -> int:
 
     out = Path(a.out)
     doc = json.loads(out.read_text()) if out.exists() else {"runs": []}
+    doc["runs"] = [r for r in doc["runs"] if "hubness" in r]  # runs from before the hubness fields: run again
     done = {(r["model"], r["direction"], r["perturbation"], r["severity"], r["method"]) for r in doc["runs"]}
     video, text, missing = shifts()
     if a.only:
@@ -115,15 +135,18 @@ def main(argv=None) -> int:
             t0 = time.perf_counter()
             for meth in todo:
                 name, kw = parse_method(meth)
-                r = adapt.run(model, ds, name, d, f"{pert}:{sev}", bench=bench, keep_arrays=False, **kw)
+                r = adapt.run(model, ds, name, d, f"{pert}:{sev}", bench=bench, keep_arrays=True, **kw)
                 row = {"model": spec, "direction": d, "perturbation": pert, "severity": sev, "method": meth,
                        "spread": r.spread,
                        "clean": r.metrics["clean"], "shifted": r.metrics["shifted"], "adapted": r.metrics["adapted"],
                        "seconds": r.seconds, "params": r.params, "adapted_parameters": r.adapted_parameters,
-                       "final_loss": (r.loss_curve()[-1] if r.losses else None)}
+                       "final_loss": (r.loss_curve()[-1] if r.losses else None), "hubness": hubness(r)}
                 doc["runs"].append(row)
                 print(f"{spec} {d} {pert}:{sev} {meth:8s} R@1 {r.metrics['shifted']['R@1']:.3f} -> "
-                      f"{r.metrics['adapted']['R@1']:.3f} ({r.seconds['per_1000_queries']:.1f} s/1k)", flush=True)
+                      f"{r.metrics['adapted']['R@1']:.3f} ({r.seconds['per_1000_queries']:.1f} s/1k), k_skewness "
+                      f"{row['hubness']['shifted']['k_skewness']:.2f} -> {row['hubness']['adapted']['k_skewness']:.2f}",
+                      flush=True)
+                del r
             doc["summary"] = summarize(doc["runs"])
             out.parent.mkdir(parents=True, exist_ok=True)
             out.write_text(json.dumps(doc, indent=1))
