@@ -9,10 +9,15 @@ Timed from the moment the server process is spawned (the browser is already open
 - ``complete``: the gallery metrics table is drawn too (every caption perturbed and encoded; the whole page).
 
 Reference in the same run: the same three times on a warm start (a new server process on the cache the cold run
-filled), so the cold / warm ratio is machine-independent. The texts of every progress bar, spinner and boot
-caption seen while loading are recorded (polled every 100 ms), which shows that each step says what it is doing.
+filled), so the cold / warm ratio is machine-independent. With ``--models A,B`` the same runs for each model as the
+session's first model (the operator's ``ROBUSTLAB_DEFAULT_MODEL``), interleaved run by run, so two defaults are
+compared on the same machine in the same minutes (``paired``: B − A per run, and B / A). The texts of every
+progress bar, spinner and boot caption seen while loading are recorded (polled every 100 ms), which shows that each
+step says what it is doing.
 
     python benchmarks/bench_cold_start.py [--runs 3] [--out benchmarks/results/cold_start.json]
+    python benchmarks/bench_cold_start.py --models builtin:tiny-clip,builtin:tiny-vit-clip --runs 3 \
+        --out benchmarks/results/cold_start_paired.json
 """
 from __future__ import annotations
 
@@ -73,10 +78,13 @@ def page_switches(page, rounds: int = 2) -> list[dict]:
     return rows
 
 
-def one_start(browser, cache: Path, timeout_s: float = 300.0, switches: bool = False) -> dict:
+def one_start(browser, cache: Path, timeout_s: float = 300.0, switches: bool = False,
+              model: str | None = None) -> dict:
     """Spawn a server on ``cache``, open the Retrieval page, time health / usable / complete."""
     port = free_port()
     env = dict(os.environ, ROBUSTLAB_CACHE=str(cache))
+    if model:
+        env["ROBUSTLAB_DEFAULT_MODEL"] = model  # the operator's choice of the model a session opens with
     log = tempfile.TemporaryFile("w+")
     t0 = time.perf_counter()
     proc = subprocess.Popen([sys.executable, "-m", "streamlit", "run", "app.py", "--server.port", str(port),
@@ -141,36 +149,15 @@ def _default_model() -> str:
     return DEFAULT_MODEL
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--runs", type=int, default=3)
-    ap.add_argument("--out", default=str(ROOT / "benchmarks/results/cold_start.json"))
-    args = ap.parse_args()
-    from playwright.sync_api import sync_playwright
-
-    cold, warm = [], []
-    load0 = os.getloadavg()
-    with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=chromium(), headless=True,
-                              args=["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage"])
-        for i in range(args.runs):
-            with tempfile.TemporaryDirectory() as d:
-                c = one_start(b, Path(d) / "cache")
-                w = one_start(b, Path(d) / "cache", switches=True)
-            cold.append(c)
-            warm.append(w)
-            print(f"run {i + 1}: cold health {c['health_s']:.1f}s usable {c['usable_s']:.1f}s complete "
-                  f"{c['complete_s']:.1f}s | warm usable {w['usable_s']:.1f}s complete {w['complete_s']:.1f}s",
-                  flush=True)
-        b.close()
-
+def summary(model: str, cold: list, warm: list) -> dict:
     def med(rows, k):
         return round(statistics.median(r[k] for r in rows), 2)
 
-    res = {
-        "what": f"streamlit run app.py (empty cache) to a usable Retrieval page: default model {_default_model()}, "
+    return {
+        "what": f"streamlit run app.py (empty cache) to a usable Retrieval page: default model {model}, "
                 "built-in gallery of 300 images, gaussian_noise s3 / keyboard s2",
-        "runs": args.runs,
+        "model": model,
+        "runs": len(cold),
         "cold": {k: med(cold, k) for k in ("health_s", "usable_s", "complete_s")},
         "warm": {k: med(warm, k) for k in ("health_s", "usable_s", "complete_s")},
         "cold_over_warm_usable": round(med(cold, "usable_s") / med(warm, "usable_s"), 2),
@@ -183,14 +170,53 @@ def main() -> None:
         "errors": sum(r["errors_on_page"] for r in cold + warm),
         "tracebacks": sum(r["traceback_in_log"] for r in cold + warm),
         "per_run": {"cold": cold, "warm": warm},
-        "machine": {"cpus": os.cpu_count(), "python": platform.python_version(),
-                    "loadavg_start": load0, "loadavg_end": os.getloadavg()},
     }
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--models", default="",
+                    help="comma-separated specs, each run as the session's first model (default: the dashboard's)")
+    ap.add_argument("--out", default=str(ROOT / "benchmarks/results/cold_start.json"))
+    args = ap.parse_args()
+    from playwright.sync_api import sync_playwright
+
+    models = [m.strip() for m in args.models.split(",") if m.strip()] or [None]
+    cold: dict = {m: [] for m in models}
+    warm: dict = {m: [] for m in models}
+    load0 = os.getloadavg()
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path=chromium(), headless=True,
+                              args=["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage"])
+        for i in range(args.runs):
+            for m in (models if i % 2 == 0 else models[::-1]):  # interleaved, the order alternating run by run
+                with tempfile.TemporaryDirectory() as d:
+                    c = one_start(b, Path(d) / "cache", model=m)
+                    w = one_start(b, Path(d) / "cache", switches=True, model=m)
+                cold[m].append(c)
+                warm[m].append(w)
+                print(f"run {i + 1} {m or _default_model()}: cold health {c['health_s']:.1f}s usable "
+                      f"{c['usable_s']:.1f}s complete {c['complete_s']:.1f}s | warm usable {w['usable_s']:.1f}s "
+                      f"complete {w['complete_s']:.1f}s", flush=True)
+        b.close()
+
+    machine = {"cpus": os.cpu_count(), "python": platform.python_version(),
+               "loadavg_start": load0, "loadavg_end": os.getloadavg()}
+    if len(models) == 1:
+        res = summary(models[0] or _default_model(), cold[models[0]], warm[models[0]]) | {"machine": machine}
+    else:
+        a, z = models[0], models[-1]
+        res = {"models": {m: summary(m, cold[m], warm[m]) for m in models}, "machine": machine,
+               "paired": {f"{z} - {a}": {k: [round(cz[k] - ca[k], 2) for ca, cz in zip(cold[a], cold[z])]
+                                         for k in ("usable_s", "complete_s")},
+                   f"{z} / {a} usable, cold (median of per-run ratios)": round(statistics.median(
+                       cz["usable_s"] / ca["usable_s"] for ca, cz in zip(cold[a], cold[z])), 3)}}
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     Path(args.out).write_text(json.dumps(res, indent=2))
-    print(json.dumps({k: res[k] for k in ("cold", "warm", "cold_over_warm_usable", "warm_page_switch_s",
-                                          "steps_seen_cold", "errors")},
-                     indent=1))
+    show = res["models"].values() if "models" in res else [res]
+    print(json.dumps([{k: r[k] for k in ("model", "cold", "warm", "cold_over_warm_usable", "warm_page_switch_s",
+                                         "errors")} for r in show] + [res.get("paired", {})], indent=1))
 
 
 if __name__ == "__main__":

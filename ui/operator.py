@@ -9,6 +9,8 @@ environment variable that overrides it (docs/security.md lists them with their d
                                                         (besides the data roots); unset: none
     ui_models            ROBUSTLAB_UI_MODELS            model specs offered besides the built-ins (comma list);
                                                         entries with * ? [ are patterns a typed spec may match
+    default_model        ROBUSTLAB_DEFAULT_MODEL        the model a viewer's session opens with (a built-in or one
+                                                        of ui_models); unset: the dashboard's default
     allow_custom_models  ROBUSTLAB_ALLOW_CUSTOM_MODELS  free-text model specs (any backend); default off
     allow_hub            ROBUSTLAB_ALLOW_HUB            downloads from the model hub; default off (the process
                                                         runs with HF_HUB_OFFLINE=1: no connection is attempted)
@@ -44,6 +46,7 @@ class OperatorConfig:
     max_sweeps: int = 2
     personal: bool = False
     problems: tuple[str, ...] = field(default=(), compare=False)  # what was wrong in the configuration
+    default_model: str | None = None  # checked against the offered models where the sidebar lists them
 
     @property
     def model_patterns(self) -> tuple[str, ...]:
@@ -131,7 +134,8 @@ def load_config(env: dict | None = None, path: Path | None = None, address: str 
     def get(key: str, var: str, default=None):
         return env[var] if var in env else table.get(key, default)
 
-    known = {"data_roots", "model_root", "ui_models", "allow_custom_models", "allow_hub", "max_sweeps", "personal"}
+    known = {"data_roots", "model_root", "ui_models", "allow_custom_models", "allow_hub", "max_sweeps", "personal",
+             "default_model"}
     problems += [f"robustlab.toml: unknown key {k!r} in [dashboard] (ignored)" for k in table if k not in known]
     personal = _flag(get("personal", "ROBUSTLAB_PERSONAL", False), "personal", problems)
     if personal:
@@ -159,8 +163,12 @@ def load_config(env: dict | None = None, path: Path | None = None, address: str 
     except ValueError:
         problems.append(f"max_sweeps={raw!r} is not a whole number from 1 to 64 (using 2)")
         sweeps = 2
+    default = get("default_model", "ROBUSTLAB_DEFAULT_MODEL", None)
+    if default is not None and not (isinstance(default, str) and default.strip()):
+        problems.append(f"default_model={default!r} is not a model spec (using the dashboard's default)")
+        default = None
     return OperatorConfig(roots, mroots[0] if mroots else None, models, custom, hub, sweeps, personal,
-                          tuple(problems))
+                          tuple(problems), default.strip() if default else None)
 
 
 _CONFIG: OperatorConfig | None = None

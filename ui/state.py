@@ -5,6 +5,7 @@ Every loader is cached per process (``st.cache_resource``); every failure is a o
 """
 from __future__ import annotations
 
+import functools
 import inspect
 from typing import NamedTuple
 
@@ -46,11 +47,31 @@ def can_do(spec: str, task: str) -> bool:
         return False
 
 
+def default_model() -> str:
+    """The model a session opens with: the operator's ``default_model`` when it is one of the models the sidebar
+    offers (the built-ins and the operator's ``ui_models``), else :data:`DEFAULT_MODEL` (logged once)."""
+    want = operator.config().default_model
+    if not want or want == DEFAULT_MODEL:
+        return DEFAULT_MODEL
+    registered = [m["spec"] for m in list_models()]
+    if want in registered or want in operator.config().offered_models:
+        return want
+    _warn_once(f"operator configuration: default_model {want!r} is neither a built-in nor in ui_models "
+               f"(using {DEFAULT_MODEL})")
+    return DEFAULT_MODEL
+
+
+@functools.lru_cache(maxsize=None)
+def _warn_once(msg: str) -> None:
+    __import__("logging").getLogger("robustlab.ui").warning(msg)
+
+
 def sidebar_models() -> list[str]:
     """The sidebar's model choices: the default first, the other retrieval models, then the other registered
     models."""
+    first = default_model()
     ret = models_for("retrieval")
-    ret = [m for m in ret if m == DEFAULT_MODEL] + [m for m in ret if m != DEFAULT_MODEL]
+    ret = [m for m in ret if m == first] + [m for m in ret if m != first]
     return ret + [m["spec"] for m in list_models() if m["spec"] not in ret]
 
 
@@ -100,14 +121,15 @@ def spec_device() -> tuple[str, str]:
     """The sidebar's model spec and device, read from its widgets' state (so a page run on its own, as AppTest's
     switch_page does, sees the same choice)."""
     s = st.session_state
-    choice = s.get("model_choice", DEFAULT_MODEL)
-    spec = (s.get("custom_spec") or "").strip() or DEFAULT_MODEL if choice == OTHER_MODEL else choice
+    choice = s.get("model_choice", default_model())
+    spec = (s.get("custom_spec") or "").strip() or default_model() if choice == OTHER_MODEL else choice
     return spec, s.get("device", "auto")
 
 
 def offered_models() -> list[str]:
     """The models the sidebar lists: the built-ins (retrieval first), then the operator's ``ui_models``."""
-    return list(dict.fromkeys(sidebar_models() + list(operator.config().offered_models)))
+    first = default_model()
+    return list(dict.fromkeys([first] + sidebar_models() + list(operator.config().offered_models)))
 
 
 def refusal(spec: str) -> str | None:

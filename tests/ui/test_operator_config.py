@@ -179,6 +179,36 @@ def test_typed_specs_are_off_by_default_and_the_list_is_the_operators(monkeypatc
     assert "open_clip:ViT-B-32" in opts and opts[-1].startswith("other") and "hf:*" not in opts
 
 
+def test_the_operator_picks_the_model_a_session_opens_with(monkeypatch, tmp_path, caplog):
+    """default_model: a built-in or one of ui_models opens first (the sidebar's first choice, the model the pages
+    load); anything else is logged and the dashboard's own default stays; an empty value is a problem line."""
+    from ui import state
+
+    assert operator.load_config(env={"ROBUSTLAB_DEFAULT_MODEL": " builtin:tiny-clip "},
+                                path=tmp_path / "x").default_model == "builtin:tiny-clip"
+    bad = operator.load_config(env={"ROBUSTLAB_DEFAULT_MODEL": ""}, path=tmp_path / "x")
+    assert bad.default_model is None and any("default_model" in p for p in bad.problems)
+    monkeypatch.setenv("ROBUSTLAB_DEFAULT_MODEL", "builtin:tiny-clip")
+    operator.reset_for_tests()
+    at = _app()
+    assert at.selectbox(key="model_choice").options[0] == "builtin:tiny-clip"
+    assert at.selectbox(key="model_choice").value == "builtin:tiny-clip" and not at.exception
+    monkeypatch.setenv("ROBUSTLAB_DEFAULT_MODEL", "hf:org/not-offered")
+    operator.reset_for_tests()
+    with caplog.at_level("WARNING", logger="robustlab.ui"):
+        assert state.default_model() == state.DEFAULT_MODEL
+    assert any("not-offered" in r.getMessage() for r in caplog.records)
+    at = _app()
+    assert at.selectbox(key="model_choice").options[0] == state.DEFAULT_MODEL and not at.exception
+    monkeypatch.setenv("ROBUSTLAB_UI_MODELS", "hf:org/offered")
+    monkeypatch.setenv("ROBUSTLAB_DEFAULT_MODEL", "hf:org/offered")
+    operator.reset_for_tests()
+    assert state.default_model() == "hf:org/offered" and state.offered_models()[0] == "hf:org/offered"
+    monkeypatch.delenv("ROBUSTLAB_DEFAULT_MODEL")
+    monkeypatch.delenv("ROBUSTLAB_UI_MODELS")
+    operator.reset_for_tests()
+
+
 @pytest.mark.parametrize("spec", ["open_clip:ViT-B-32//etc/shadow", "open_clip:ViT-B-32//etc/nonexistent.pt",
                                   "hf:/etc", "hf:/no/such/folder", "/etc/passwd", "/no/such.pt",
                                   "open_clip:local-dir:/etc"])
