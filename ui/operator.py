@@ -204,6 +204,27 @@ def apply(cfg: OperatorConfig) -> OperatorConfig:
     return cfg
 
 
+_WARNED: set = set()
+
+
+def default_model(fallback: str) -> str:
+    """The model a session opens with: the operator's ``default_model`` when it is a registered model or one of
+    ``ui_models``, else ``fallback`` (the dashboard's default; a line in the server log, once)."""
+    cfg = config()
+    want = cfg.default_model
+    if not want or want == fallback or want in cfg.offered_models:
+        return want or fallback
+    from robustlab.models import list_models  # the model registry, only when the operator named another model
+
+    if want in {m["spec"] for m in list_models()}:
+        return want
+    if want not in _WARNED:
+        _WARNED.add(want)
+        log.warning("operator configuration: default_model %r is neither a registered model nor in ui_models "
+                    "(using %s)", want, fallback)
+    return fallback
+
+
 def _path_like(spec: str) -> bool:
     return spec.startswith(("/", "~", ".", "\\")) or os.sep in spec.partition(":")[0] or \
         (":" not in spec and "/" in spec)

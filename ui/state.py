@@ -5,7 +5,6 @@ Every loader is cached per process (``st.cache_resource``); every failure is a o
 """
 from __future__ import annotations
 
-import functools
 import inspect
 from typing import NamedTuple
 
@@ -48,22 +47,8 @@ def can_do(spec: str, task: str) -> bool:
 
 
 def default_model() -> str:
-    """The model a session opens with: the operator's ``default_model`` when it is one of the models the sidebar
-    offers (the built-ins and the operator's ``ui_models``), else :data:`DEFAULT_MODEL` (logged once)."""
-    want = operator.config().default_model
-    if not want or want == DEFAULT_MODEL:
-        return DEFAULT_MODEL
-    registered = [m["spec"] for m in list_models()]
-    if want in registered or want in operator.config().offered_models:
-        return want
-    _warn_once(f"operator configuration: default_model {want!r} is neither a built-in nor in ui_models "
-               f"(using {DEFAULT_MODEL})")
-    return DEFAULT_MODEL
-
-
-@functools.lru_cache(maxsize=None)
-def _warn_once(msg: str) -> None:
-    __import__("logging").getLogger("robustlab.ui").warning(msg)
+    """The model a session opens with (:func:`ui.operator.default_model`: the operator's, else DEFAULT_MODEL)."""
+    return operator.default_model(DEFAULT_MODEL)
 
 
 def sidebar_models() -> list[str]:
