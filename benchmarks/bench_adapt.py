@@ -108,8 +108,10 @@ def main(argv=None) -> int:
 
     out = Path(a.out)
     doc = json.loads(out.read_text()) if out.exists() else {"runs": []}
-    doc["runs"] = [r for r in doc["runs"] if "hubness" in r]  # runs from before the hubness fields: run again
-    done = {(r["model"], r["direction"], r["perturbation"], r["severity"], r["method"]) for r in doc["runs"]}
+    def key(r):
+        return r["model"], r["direction"], r["perturbation"], r["severity"], r["method"]
+
+    done = {key(r) for r in doc["runs"] if "hubness" in r}  # a run from before the hubness fields: run again
     video, text, missing = shifts()
     if a.only:
         keep = set(a.only.split(","))
@@ -141,7 +143,7 @@ def main(argv=None) -> int:
                        "clean": r.metrics["clean"], "shifted": r.metrics["shifted"], "adapted": r.metrics["adapted"],
                        "seconds": r.seconds, "params": r.params, "adapted_parameters": r.adapted_parameters,
                        "final_loss": (r.loss_curve()[-1] if r.losses else None), "hubness": hubness(r)}
-                doc["runs"].append(row)
+                doc["runs"] = [r for r in doc["runs"] if key(r) != key(row)] + [row]  # replaces an older record
                 print(f"{spec} {d} {pert}:{sev} {meth:8s} R@1 {r.metrics['shifted']['R@1']:.3f} -> "
                       f"{r.metrics['adapted']['R@1']:.3f} ({r.seconds['per_1000_queries']:.1f} s/1k), k_skewness "
                       f"{row['hubness']['shifted']['k_skewness']:.2f} -> {row['hubness']['adapted']['k_skewness']:.2f}",
