@@ -143,7 +143,7 @@ def main(argv=None) -> int:
                        "clean": r.metrics["clean"], "shifted": r.metrics["shifted"], "adapted": r.metrics["adapted"],
                        "seconds": r.seconds, "params": r.params, "adapted_parameters": r.adapted_parameters,
                        "final_loss": (r.loss_curve()[-1] if r.losses else None), "hubness": hubness(r)}
-                doc["runs"] = [r for r in doc["runs"] if key(r) != key(row)] + [row]  # replaces an older record
+                doc["runs"] = [old for old in doc["runs"] if key(old) != key(row)] + [row]  # replaces an older record
                 print(f"{spec} {d} {pert}:{sev} {meth:8s} R@1 {r.metrics['shifted']['R@1']:.3f} -> "
                       f"{r.metrics['adapted']['R@1']:.3f} ({r.seconds['per_1000_queries']:.1f} s/1k), k_skewness "
                       f"{row['hubness']['shifted']['k_skewness']:.2f} -> {row['hubness']['adapted']['k_skewness']:.2f}",

@@ -46,7 +46,7 @@ class OperatorConfig:
     max_sweeps: int = 2
     personal: bool = False
     problems: tuple[str, ...] = field(default=(), compare=False)  # what was wrong in the configuration
-    default_model: str | None = None  # checked against the offered models where the sidebar lists them
+    default_model: str | None = None  # checked against the registered and offered models by default_model()
 
     @property
     def model_patterns(self) -> tuple[str, ...]:
