@@ -8,6 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import streamlit as st
+from streamlit.runtime.scriptrunner import RerunException  # a run cut short by a rerun (ui.state.end_run)
 
 st.set_page_config(page_title="robustlab", page_icon="🧪", layout="wide")
 _boot = st.empty()  # the first run of a fresh server imports PyTorch and robustlab (seconds): say so meanwhile
@@ -38,8 +39,15 @@ VIEWS = [
 ]
 PAGES = [st.Page(f, title=t, icon=i, default=(f == "pages/retrieval.py")) for f, t, i in VIEWS if (HERE / f).exists()]
 
-ui.state.begin_run()  # which widgets the last run drew: a remounted one gets its kept value sent again
-with st.sidebar:
-    ui.sidebar()
-
-st.navigation(PAGES).run()
+ui.state.begin_run()  # which widgets the last finished run drew: a remounted one gets its kept value sent again
+try:
+    with st.sidebar:
+        ui.sidebar()
+    st.navigation(PAGES).run()
+except RerunException:
+    raise  # cut short by a rerun: the browser may not keep what this run drew
+except BaseException:
+    ui.state.end_run()  # st.stop() or an error the page shows: the run ended, what it drew is what the browser keeps
+    raise
+else:
+    ui.state.end_run()

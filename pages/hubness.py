@@ -49,7 +49,7 @@ with c2:
     pdefault = f"{kind}:gaussian_noise" if f"{kind}:gaussian_noise" in perts else ui.NONE
     ui.valid("hub_pert", perts, pdefault, pfmt)
     pert = st.selectbox("Perturbation", perts, key="hub_pert", format_func=pfmt,
-                        **ui.initial("hub_pert", index=perts.index(pdefault)))
+                        **ui.initial("hub_pert", perts, index=perts.index(pdefault)))
 with c3:
     sev = st.slider("Severity", 0, 5, key="hub_sev", disabled=pert == ui.NONE, **ui.initial("hub_sev", value=3))
 with c4:

@@ -1,6 +1,7 @@
 """Streamlit glue shared by app.py and the pages (kept out of ``robustlab/``: the core is UI-free).
 
-- :mod:`ui.state`: the sidebar (model, dataset, device), cached model / dataset / bench loaders, widget-state helpers
+- :mod:`ui.state`: the sidebar (model, dataset, device), cached model / dataset / bench loaders
+- :mod:`ui.widget_state`: what the browser shows is what the page uses (valid / clamp / initial / remount)
 - :mod:`ui.uploads`: the "My uploads" gallery form (images or videos, with captions)
 - :mod:`ui.widgets`: perturbation picker, condition row, encode-with-progress, ranked grid, metrics and recall chart
 - :mod:`ui.media`: images, video players, boxes, user text shown literally

@@ -17,6 +17,7 @@ from robustlab.models import ModelUnavailable, list_models, load_model
 from robustlab.tasks.retrieval import RetrievalBench
 from ui import operator
 from ui.media import safe_md
+from ui.widget_state import begin_run, clamp, end_run, initial, remount, valid  # noqa: F401 - ui.state's API
 
 DEMO_N, VIDEO_DEMO_N = 300, 200
 DEFAULT_MODEL = "builtin:tiny-vit-clip"  # degrades gradually and adapts on both sides: the demo model (issue 27)
@@ -314,97 +315,6 @@ def follow_data(spec: str, kind: str) -> str:
     c2.button(f"Use {spec} anyway", key="keep_model_btn",
               on_click=lambda: st.session_state.__setitem__(KEEP, (spec, kind)))
     return video
-
-
-# ---- widget state: what the browser shows is what the page uses ------------------------------------------------
-# Streamlit keeps a keyed widget's identity across reruns whatever its options, and the browser keeps showing the
-# label it last had: a value corrected in Python (an option gone with the dataset, a number out of a new range) or
-# relabelled (the same caption index on another gallery) is used by the page but not shown, unless it is set again
-# through the Session State API, which sends it to the browser. Every page's data-dependent widget goes through
-# valid() / clamp() before it is drawn, and gets its default from initial() instead of value= / index= (a default
-# passed while the state is set in the same run is what Streamlit warns about).
-def begin_run() -> None:
-    """app.py, first thing in every run: the widgets drawn in the last run are those :func:`remount` looks at."""
-    s = st.session_state
-    s["_drawn_prev"], s["_drawn_now"] = s.get("_drawn_now", set()), set()
-
-
-def remount(key: str) -> None:
-    """A widget about to be drawn that was not drawn in the last run (a page that stopped early, another page, an
-    empty gallery) is new to the browser, which shows its declared default; the page would use the value kept in
-    the session state. Send that value, so the two agree."""
-    s = st.session_state
-    drawn = s.setdefault("_drawn_now", set())
-    if key in s and "_drawn_prev" in s and key not in s["_drawn_prev"] and key not in drawn:
-        _resend(key, s[key])
-    drawn.add(key)
-
-
-def initial(key: str, **defaults) -> dict:
-    """``defaults`` (``value=`` / ``index=``) for a widget drawn for the first time; {} once its key is in the session
-    state (Streamlit then shows the state, and warns when a default is passed beside a state set in the same run).
-    Call it right before the widget: it also re-sends a kept value to a remounted widget (:func:`remount`)."""
-    remount(key)
-    return {} if key in st.session_state else defaults
-
-
-def _resend(key: str, value) -> None:
-    st.session_state[key] = value  # through the Session State API: the browser is told
-
-
-def clamp(key: str, lo, hi, default_value=None) -> None:
-    """Keep a number widget inside its current range (a smaller gallery lowers the maximum), and remember what the
-    viewer had chosen: when the range allows it again (the larger gallery back), it comes back."""
-    s = st.session_state
-    if default_value is not None:
-        s.setdefault(key, default_value)
-    remount(key)
-    v, wish_key = s.get(key), f"_wish_{key}"
-    if not isinstance(v, (int, float)) or isinstance(v, bool):
-        return
-    range_key = f"_range_{key}"
-    if s.get(range_key, (lo, hi)) != (lo, hi):
-        _resend(key, v)  # a slider with another range is a new widget to Streamlit: it would start at its minimum
-    s[range_key] = (lo, hi)
-    wish = s.get(wish_key)  # (the viewer's value, the value it was clamped to)
-    if wish is not None and v != wish[1]:
-        s.pop(wish_key, None)  # the viewer has chosen since
-        wish = None
-    if wish is not None and lo <= wish[0] <= hi:
-        _resend(key, type(v)(wish[0]))
-        s.pop(wish_key, None)
-    elif not lo <= v <= hi:
-        new = type(v)(min(max(v, lo), hi))
-        s[wish_key] = (wish[0] if wish else v, new)
-        _resend(key, new)
-
-
-def valid(key: str, options, default_value=None, format_func=str) -> None:
-    """Keep a choice widget's value one of ``options`` (else ``default_value`` or the first option), and the label
-    the browser shows equal to the value's label (the same value relabelled by another dataset is sent again)."""
-    s = st.session_state
-    options = list(options)
-    if not options:
-        return
-    remount(key)
-    shown_key = f"_shown_{key}"
-    if key in s and s[key] in options:
-        try:
-            label = format_func(s[key])
-        except Exception:  # noqa: BLE001 - a label function that can't take this value: just keep it
-            return
-        before = s.get(shown_key)
-        if before is not None and before[0] == s[key] and before[1] != label:
-            _resend(key, s[key])
-        s[shown_key] = (s[key], label)
-        return
-    new = default_value if default_value in options else options[0]
-    if key in s:
-        _resend(key, new)  # else: drawn with its default (new), whose label is recorded below
-    try:
-        s[shown_key] = (new, format_func(new))
-    except Exception:  # noqa: BLE001
-        s.pop(shown_key, None)
 
 
 def sidebar() -> None:

@@ -106,3 +106,49 @@ def test_task_model_boxes_are_labelled_as_people_write_the_tasks():
     at = app("pages/attention.py")
     labels = [sb.label for sb in at.selectbox]
     assert "VQA model" in labels and "Vqa model" not in labels, labels
+
+
+def test_a_kept_value_is_the_widgets_declared_default():
+    """A widget the browser mounts afresh (its state dropped at the end of a finished run) shows its declared
+    default: that is the value the page uses, never the first-run default or the slider's minimum."""
+    at = app()
+    assert at.slider(key="topk").value == 5 and list(at.slider(key="topk").proto.default) == [5]
+    at.slider(key="topk").set_value(9)
+    at.slider(key="img_sev").set_value(1)
+    at.number_input(key="seed").set_value(7).run()
+    assert not at.exception
+    assert at.slider(key="topk").value == 9 and list(at.slider(key="topk").proto.default) == [9]
+    assert list(at.slider(key="img_sev").proto.default) == [1]
+    assert at.number_input(key="seed").proto.default == 7
+    assert {"topk", "img_sev", "seed"} <= set(at.session_state["_drawn_done"])  # app.py: the run ended
+
+
+def test_a_widget_drawn_only_in_runs_cut_short_is_sent_again(monkeypatch):
+    """The browser drops, at the end of a finished run, every widget that run did not draw; a run cut short by a
+    rerun may draw it on the server while the browser never keeps it. Until a finished run has drawn it, its kept
+    value is sent again (``remount``)."""
+    import types
+
+    import ui.widget_state as ws
+
+    state, sent = {}, []
+    monkeypatch.setattr(ws, "st", types.SimpleNamespace(session_state=state))
+    monkeypatch.setattr(ws, "_resend", lambda k, v: sent.append((k, v)))
+
+    def run(draw: bool, finished: bool):
+        ws.begin_run()
+        if draw:
+            ws.remount("topk")
+            state.setdefault("topk", 5)
+        if finished:
+            ws.end_run()
+
+    run(draw=True, finished=True)      # first time: drawn with its default, nothing to send
+    run(draw=True, finished=False)     # drawn by the last finished run: the browser has it
+    assert sent == []
+    run(draw=False, finished=True)     # a finished run without it (st.stop before it): the browser drops it
+    run(draw=True, finished=False)     # cut short after drawing it: sent, but maybe never kept
+    run(draw=True, finished=False)     # so sent again
+    run(draw=True, finished=True)      # and again; this run finished, so the browser keeps it from now on
+    run(draw=True, finished=True)
+    assert sent == [("topk", 5)] * 3
