@@ -179,7 +179,7 @@ def summary(res: dict) -> str:
             f"{p['session']} {p['page']}: {p['steps']}/{p['actions']}/{p['page_switches']}/{p['passed']}/{p['errors']}"
             for p in res["per_session"]),
     ]
-    for e in res["errors"]["details"][:10]:
-        lines.append(f"  ERROR s{e.get('session')} {e.get('page')} {e['kind']}: {e['detail'][:300]}")
+    for j, e in enumerate(res["errors"]["details"][:10]):  # the first ones whole: CI's log is all a failure leaves
+        lines.append(f"  ERROR s{e.get('session')} {e.get('page')} {e['kind']}: {e['detail'][:1500 if j < 3 else 300]}")
     lines.append("OK" if res["ok"] else "FAILED")
     return "\n".join(lines)

@@ -121,7 +121,7 @@ class Session:
             main = await texts(self.page.locator('[data-testid="stMain"] [data-testid="stMarkdownContainer"], '
                                                  '[data-testid="stMain"] [data-testid="stText"]'))
             shot = await self.screenshot(f"check{self.step_no}") if len(self.stats.errors) < 3 else None
-            ok = self.check(False, what, f"expected {pattern!r}; page shows {main[:40]!r}")
+            ok = self.check(False, what, f"expected {pattern!r}; page shows {main[:80]!r}")
             self.stats.errors[-1]["screenshot"] = shot
             return ok
 
