@@ -90,7 +90,8 @@ m1, m2 = st.columns([1, 3])
 with m1:
     method = st.radio("Projection", ["tsne", "pca"], key="ad_proj", horizontal=True,
                       format_func=lambda m: "t-SNE" if m == "tsne" else "PCA (instant)")
-    perplexity = float(st.slider("Perplexity", 2, 100, 30, key="ad_perplexity", disabled=method != "tsne"))
+    perplexity = float(st.slider("Perplexity", 2, 100, key="ad_perplexity", disabled=method != "tsne",
+                                 **ui.initial("ad_perplexity", value=30)))
 qi, gi = ad.subsample(res.n_queries, res.n_gallery)
 x = np.concatenate([res.query_shifted[qi], res.query_adapted[qi], res.gallery[gi]])
 perp = min(perplexity, (len(x) - 2) / 3)

@@ -47,7 +47,8 @@ question, answer = "", None
 with st.container(border=True):
     if src in ("scene", "video"):
         ds = qa_data("builtin" if src == "scene" else "builtin-videos")
-        i = int(st.number_input("Item", 0, len(ds) - 1, 0, key=f"at_item_{src}"))
+        ui.clamp(f"at_item_{src}", 0, len(ds) - 1)
+        i = int(st.number_input("Item", 0, len(ds) - 1, key=f"at_item_{src}", **ui.initial(f"at_item_{src}", value=0)))
         visual, qas = ds.visual(i), ds.item(i).questions
         if qas:
             question, answer = qas[0].question, qas[0].answer

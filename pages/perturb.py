@@ -58,7 +58,7 @@ finally:
 severity_strip(kind, x, [strip[k].output for k in range(1, 6)])
 
 # ---- one severity, side by side ---------------------------------------------------------------------------
-severity = st.slider("Severity (0 = clean)", 0, 5, 3, key="pt_severity")
+severity = st.slider("Severity (0 = clean)", 0, 5, key="pt_severity", **ui.initial("pt_severity", value=3))
 res = strip[severity] if severity else run_perturbation(x, x_hash, name, 0, seed, variant)
 left, right = st.columns(2)
 left.markdown("**Clean**")

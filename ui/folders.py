@@ -16,6 +16,7 @@ from robustlab.datasets.registry import discover, get_entry, list_datasets
 from robustlab.io.access import AccessDenied, resolve_inside
 from ui import operator
 from ui.media import safe_md
+from ui.widget_state import initial
 
 ANOTHER = "another folder under a data root…"
 OFF = ("Local folders are off on this dashboard: the operator lists the folders it may open in "
@@ -98,7 +99,7 @@ def sidebar_section() -> None:
     valid("folder_split", e["splits"])
     st.selectbox("Split", e["splits"], key="folder_split",
                  index=e["splits"].index(e["default_split"]) if e["default_split"] in e["splits"] else 0)
-    st.number_input("Max items (0 = all)", 0, 10**7, 0, step=100, key="folder_max",
+    st.number_input("Max items (0 = all)", 0, 10**7, step=100, key="folder_max", **initial("folder_max", value=0),
                     help="Use only the first N items (faster on a large dataset).")
 
 

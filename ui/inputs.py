@@ -9,6 +9,7 @@ from robustlab.datasets.synthetic.datasets import BUILTIN_VIDEO_FPS
 from robustlab.export.basket import LoadedInput, builtin_source, load_upload, typed_source
 from robustlab.io.files import InputError, clean_caption, uploaded_bytes
 from ui.state import DEMO_N, current_dataset, get_builtin_gallery
+from ui.widget_state import clamp, initial
 
 VIDEO_MAX_FRAMES, VIDEO_MAX_SIDE = 300, 320  # uploads are bounded so that every severity stays interactive
 BUILTIN_VIDEO_SIZE, BUILTIN_VIDEOS = 128, 200
@@ -47,14 +48,17 @@ def choose_input(kind: str) -> LoadedInput | None:
 
 def _builtin(kind: str) -> LoadedInput:
     if kind == "video":
-        i = int(st.number_input("Built-in event video", 0, BUILTIN_VIDEOS - 1, 0, key="pt_video_idx"))
+        i = int(st.number_input("Built-in event video", 0, BUILTIN_VIDEOS - 1, key="pt_video_idx",
+                                **initial("pt_video_idx", value=0)))
         frames, caption = builtin_video(world.DEMO_SEED, i, BUILTIN_VIDEO_SIZE)
         st.caption(f"“{caption}” · {len(frames)} frames at {BUILTIN_VIDEO_FPS:g} fps")
         src = builtin_source("video", world.DEMO_SEED, i, size=BUILTIN_VIDEO_SIZE)
         return LoadedInput("video", frames, src, f"video-{world.DEMO_SEED}-{i:05d}", fps=BUILTIN_VIDEO_FPS)
     g = get_builtin_gallery(DEMO_N)
     if kind == "image":
-        i = int(st.number_input("Built-in scene", 0, len(g) - 1, 0, key="pt_image_idx"))
+        clamp("pt_image_idx", 0, len(g) - 1)
+        i = int(st.number_input("Built-in scene", 0, len(g) - 1, key="pt_image_idx",
+                                **initial("pt_image_idx", value=0)))
         st.caption(f"#{i} · “{g.captions[i]}”")
         return LoadedInput("image", g.images[i], builtin_source("gallery", g.meta[i]["seed"], i, g.names[i]),
                            g.names[i])
@@ -165,5 +169,6 @@ def _uploaded_image():
         st.info("Upload an image, or pick an item of the sidebar's dataset.")
         return None
     st.text(f"{up.label}: {up.note} · no ground truth for an upload (IoU is to the clean prediction)")
-    expr = st.text_input("Referring expression", "the red circle", key="gr_expr_upload")
+    expr = st.text_input("Referring expression", key="gr_expr_upload",
+                         **initial("gr_expr_upload", value="the red circle"))
     return up.data, expr, None, up.source, up.label

@@ -17,6 +17,7 @@ from robustlab.io.files import InputError, uploaded_bytes
 from robustlab.models import ModelUnavailable
 from ui.media import CLEAN, PERT, boxed, md_escape
 from ui.state import current_dataset, get_model
+from ui.widget_state import clamp, initial
 from ui.widgets import basket
 
 VQA_FALLBACK = "builtin:tiny-vilt"
@@ -191,7 +192,7 @@ def _panel(spec, device, model, image, image_hash, expr, gt, source, label, src,
     st.caption("P1 drops properties the object does not need (a VQA model must say the shorter phrase names exactly "
                "one object), P2 perturbs it; the model grounds it again on the clean image: IoU ≤ 0.5 is an issue.")
     opts = _controls(seed)
-    if not st.toggle("Run PEELING on this input", False, key="gr_pl_run",
+    if not st.toggle("Run PEELING on this input", key="gr_pl_run", **initial("gr_pl_run", value=False),
                      help="Extracts the object and its properties, asks the VQA model three questions per shorter "
                           "candidate, perturbs and grounds every test (cached per input and options)."):
         return
@@ -246,7 +247,7 @@ def extraction_view() -> None:
     st.caption("The paper's RQ4 (Table V): precision, recall and F1 of the extracted object and properties against "
                "labelled expressions. PEELING (ChatGPT) on the paper's 80 expressions: objects 96.0 / 96.0 / 96.0, "
                "properties 95.7 / 94.0 / 94.8. Here: robustlab's offline extractor (spaCy rules).")
-    if not st.toggle("Score the extraction", False, key="gr_ex_run",
+    if not st.toggle("Score the extraction", key="gr_ex_run", **initial("gr_ex_run", value=False),
                      help="Runs the extractor on every labelled expression (cached per labels and matching)."):
         return
     c1, c2 = st.columns([3, 2])
@@ -362,7 +363,7 @@ def atcr_view(spec: str, device: str, model) -> None:
                "labelled. A test is valid when its final expression still names the ground-truth object and no "
                "other. The paper labels 100 random tests per dataset (ATCR 90.0 / 93.3 / 96.0 % on RefCOCO / "
                "RefCOCO+ / RefCOCOg).")
-    if not st.toggle("Generate tests to label", False, key="gr_at_run",
+    if not st.toggle("Generate tests to label", key="gr_at_run", **initial("gr_at_run", value=False),
                      help="Runs PEELING on the first items of the sidebar's dataset with referring expressions (the "
                           "built-in over-specified expressions otherwise), cached per models, items and seed."):
         return
@@ -402,6 +403,8 @@ def atcr_view(spec: str, device: str, model) -> None:
     st.download_button("Download labels (JSON)", P.labels_json(sample, store, meta), "peeling_atcr_labels.json",
                        "application/json", key="gr_at_download", icon=":material/download:")
     pages = (len(sample) + PAGE - 1) // PAGE
-    page = int(st.number_input(f"Page (of {pages}, {PAGE} tests each)", 1, pages, 1, key="gr_at_page")) - 1
+    clamp("gr_at_page", 1, pages)
+    page = int(st.number_input(f"Page (of {pages}, {PAGE} tests each)", 1, pages, key="gr_at_page",
+                               **initial("gr_at_page", value=1))) - 1
     for t in sample[page * PAGE:(page + 1) * PAGE]:
         _label_one(t, run.image_of(t.item), store)
