@@ -47,9 +47,8 @@ with c1:
 with c2:
     pfmt = lambda p: p if p == ui.NONE else " · ".join(p.split(":", 1))  # noqa: E731
     pdefault = f"{kind}:gaussian_noise" if f"{kind}:gaussian_noise" in perts else ui.NONE
-    ui.valid("hub_pert", perts, pdefault, pfmt)
     pert = st.selectbox("Perturbation", perts, key="hub_pert", format_func=pfmt,
-                        **ui.initial("hub_pert", perts, index=perts.index(pdefault)))
+                        **ui.valid("hub_pert", perts, pdefault, pfmt))
 with c3:
     sev = st.slider("Severity", 0, 5, key="hub_sev", disabled=pert == ui.NONE, **ui.initial("hub_sev", value=3))
 with c4:

@@ -31,31 +31,27 @@ def item_label(i):
 # ---- controls ---------------------------------------------------------------------------------------------
 c1, c2 = st.columns([3, 2])
 with c1:
-    ui.valid("direction", bench.directions, format_func=DIRECTION_LABELS.get)
     d = st.radio("Direction", bench.directions, key="direction", horizontal=True, format_func=DIRECTION_LABELS.get,
-                 **ui.initial("direction", bench.directions, index=0))
+                 **ui.valid("direction", bench.directions, format_func=DIRECTION_LABELS.get))
     qi = qtext = gt = None
     if d[0] == "t":
         modes = ["gallery caption", "my own text"]
         mode = st.radio("Query", modes, horizontal=True, key="query_mode", **ui.initial("query_mode", modes, index=0))
         if mode == "gallery caption":
             cap = lambda i: f"#{i} · {texts[bench.caption_of[i]]}"  # noqa: E731
-            ui.valid("query_idx", items, format_func=cap)
             qi = st.selectbox(f"Caption (its {kind} is the ground truth)", items, key="query_idx", format_func=cap,
-                              **ui.initial("query_idx", items, index=0))
+                              **ui.valid("query_idx", items, format_func=cap))
         else:
             if st.session_state.get("_typed_kind") != kind and "query_text" in st.session_state:
                 st.session_state["query_text"] = TYPED[kind]  # the other kind's example no longer applies
             st.session_state["_typed_kind"] = kind
             qtext = st.text_input("Query text", key="query_text", **ui.initial("query_text", value=TYPED[kind]))
             gts = [None] + list(range(len(ds)))
-            ui.valid("query_gt", gts, format_func=item_label)
             gt = st.selectbox(f"Ground-truth {kind} (optional)", gts, key="query_gt", format_func=item_label,
-                              **ui.initial("query_gt", gts, index=0))
+                              **ui.valid("query_gt", gts, format_func=item_label))
     else:
-        ui.valid("query_visual", items, format_func=item_label)
         qi = st.selectbox(f"Query {kind} (its captions are the ground truth)", items, key="query_visual",
-                          format_func=item_label, **ui.initial("query_visual", items, index=0))
+                          format_func=item_label, **ui.valid("query_visual", items, format_func=item_label))
 with c2:
     hi = min(20 if kind == "image" else 10, len(ds) if d[0] == "t" else len(texts))
     k = ui.int_slider("Top-k", 1, hi, 5, key="topk")

@@ -4,7 +4,8 @@ Streamlit keeps a keyed widget's identity across reruns whatever its options, an
 it last had: a value corrected in Python (an option gone with the dataset, a number out of a new range) or relabelled
 (the same caption index on another gallery) is used by the page but not shown, unless it is set again through the
 Session State API, which sends it to the browser. Every page's data-dependent widget goes through :func:`valid` /
-:func:`clamp` before it is drawn, and gets its default from :func:`initial` instead of ``value=`` / ``index=``.
+:func:`clamp` before it is drawn, and gets its default from :func:`initial` instead of ``value=`` / ``index=``
+(a choice widget from :func:`valid` itself, which returns it).
 
 The browser also forgets: at the end of a run that finished (not one cut short by a rerun) it drops the state of
 every widget that run did not draw, and a widget it then mounts again shows its *declared* default. Two guards keep
@@ -111,29 +112,32 @@ def clamp(key: str, lo, hi, default_value=None) -> None:
         _resend(key, new)
 
 
-def valid(key: str, options, default_value=None, format_func=str) -> None:
+def valid(key: str, options, default_value=None, format_func=str) -> dict:
     """Keep a choice widget's value one of ``options`` (else ``default_value`` or the first option), and the label
-    the browser shows equal to the value's label (the same value relabelled by another dataset is sent again)."""
+    the browser shows equal to the value's label (the same value relabelled by another dataset is sent again).
+    -> the ``index=`` to declare (:func:`initial`): spread it into the widget, ``st.radio(..., **valid(...))``."""
     s = st.session_state
     options = list(options)
     if not options:
-        return
+        return {}
     remount(key)
     shown_key = f"_shown_{key}"
+    first = default_value if default_value in options else options[0]
+    declared = lambda: initial(key, options, index=options.index(first))  # noqa: E731 - after the checks below
     if key in s and s[key] in options:
         try:
             label = format_func(s[key])
         except Exception:  # noqa: BLE001 - a label function that can't take this value: just keep it
-            return
+            return declared()
         before = s.get(shown_key)
         if before is not None and before[0] == s[key] and before[1] != label:
             _resend(key, s[key])
         s[shown_key] = (s[key], label)
-        return
-    new = default_value if default_value in options else options[0]
+        return declared()
     if key in s:
-        _resend(key, new)  # else: drawn with its default (new), whose label is recorded below
+        _resend(key, first)  # else: drawn with its default (first), whose label is recorded below
     try:
-        s[shown_key] = (new, format_func(new))
+        s[shown_key] = (first, format_func(first))
     except Exception:  # noqa: BLE001
         s.pop(shown_key, None)
+    return declared()

@@ -34,10 +34,9 @@ def perturbation_picker(modality: str, key: str, sev_key: str, default: str | No
     """A perturbation of ``modality`` (grouped by category) and its severity -> (name or None, severity)."""
     names, cat = perturbation_names(modality)
     fmt = lambda n: n if n == NONE else f"{cat[n]} · {n}"  # noqa: E731
-    valid(key, names, default if default in names else NONE, fmt)
     label = label or {"image": "Image", "video": "Video", "text": "Text"}[modality]
     name = st.selectbox(f"{label} perturbation", names, key=key, format_func=fmt,
-                        **initial(key, names, index=names.index(default) if default in names else 0))
+                        **valid(key, names, default if default in names else NONE, fmt))
     clamp(sev_key, 0, 5)
     sev = st.slider(f"{label} severity", 0, 5, key=sev_key, disabled=name == NONE, **initial(sev_key, value=severity))
     return (None if name == NONE else name), int(sev)
