@@ -237,6 +237,9 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("--out", default=None, help="checkpoint path (default: assets/NAME.safetensors)")
     t.add_argument("--stage3-from", default=None, metavar="CHECKPOINT",
                    help="tiny-vilt only: run the last stage (PEELING's uniqueness questions) on a stage-2 checkpoint")
+    t.add_argument("--stage2-from", default=None, metavar="CHECKPOINT",
+                   help="tiny-vit-clip only: run the second stage (new scenes, lower learning rate) on a stage-1 "
+                        "checkpoint")
 
     pr = sub.add_parser("protocols", help="list the papers' benchmark protocols (robustlab bench --protocol NAME)")
     pr.add_argument("name", nargs="?", default=None, help="show one protocol (a shipped name or a .toml/.json file)")

@@ -34,10 +34,11 @@ def cmd_train(args) -> int:
         kw["epochs"] = args.epochs
     if args.threads and "threads" in inspect.signature(fn).parameters:
         kw["threads"] = args.threads
-    if getattr(args, "stage3_from", None):
-        if "stage3_from" not in inspect.signature(fn).parameters:
-            return err(f"--stage3-from is for tiny-vilt, not {args.model}")
-        kw["stage3_from"] = args.stage3_from
+    for stage, owner in (("stage2_from", "tiny-vit-clip"), ("stage3_from", "tiny-vilt")):
+        if getattr(args, stage, None):
+            if stage not in inspect.signature(fn).parameters:
+                return err(f"--{stage.replace('_', '-')} is for {owner}, not {args.model}")
+            kw[stage] = getattr(args, stage)
     try:
         res = fn(**kw)
     except ValueError as e:

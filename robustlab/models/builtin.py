@@ -11,6 +11,7 @@ architecture config, the training recipe and the held-out quality figures.
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 
 import cv2
@@ -78,18 +79,32 @@ class ViTTrunk(nn.Module):
         self.blocks = nn.TransformerEncoder(layer, layers, enable_nested_tensor=False)
         self.ln_post = nn.LayerNorm(width)
 
-    def forward(self, x):
+    def tokens(self, x, stop: int | None = None):
+        """The token states (B×(1+N)×W) after ``ln_pre`` and the blocks before ``stop`` (all when None)."""
         x = self.conv(x)
-        side = x.shape[-1]
         x = x.flatten(2).transpose(1, 2)  # B×N×W patch tokens
         x = torch.cat([self.cls.to(x.dtype).expand(len(x), 1, -1), x], 1) + self.pos.to(x.dtype)
-        x = self.blocks(self.ln_pre(x))
+        x = self.ln_pre(x)
+        for block in self.blocks.layers[:stop]:
+            x = block(x)
+        return x
+
+    def pool(self, x, start: int | None = None):
+        """Token states before block ``start`` (None: after the last) -> the rest of the blocks, ``ln_post`` on
+        the class token and, with ``grid``, on the patch tokens average-pooled to grid×grid cells: B×(1+grid²)·W.
+        ``pool(tokens(x, k), k)`` is ``forward(x)``; the video recipe caches ``tokens(x, k)`` to tune the last
+        blocks."""
+        for block in self.blocks.layers[start:] if start is not None else ():
+            x = block(x)
         if not self.grid:
             return self.ln_post(x[:, 0])
-        # the class token and the patch tokens pooled to grid×grid cells, each through ln_post: B×(1+grid²)·W
+        side = math.isqrt(x.shape[1] - 1)
         patches = x[:, 1:].transpose(1, 2).reshape(len(x), -1, side, side)
         cells = nn.functional.adaptive_avg_pool2d(patches, self.grid).flatten(2).transpose(1, 2)
         return self.ln_post(torch.cat([x[:, :1], cells], 1)).flatten(1)
+
+    def forward(self, x):
+        return self.pool(self.tokens(x))
 
 
 class ViTTower(nn.Module):

@@ -19,7 +19,7 @@ TINY_VIT_CLIP_CONFIG = dict(TINY_CLIP_CONFIG, tower="vit", image_size=96, patch=
                             mlp=4)
 TINY_VIT_CLIP_CHECKPOINT = "tiny-vit-clip.safetensors"
 TINY_VIT_CLIP_VIDEO_CONFIG = dict(TINY_VIT_CLIP_CONFIG, num_frames=8, temporal_layers=2, temporal_heads=4,
-                                  temporal_ff=512, frame_adapter=512, frame_grid=4)
+                                  temporal_ff=512, frame_adapter=512, frame_grid=8)
 TINY_VIT_CLIP_VIDEO_CHECKPOINT = "tiny-vit-clip-video.safetensors"
 
 

@@ -84,10 +84,14 @@ def model_card(checkpoint: str) -> str:
     lines += ["", "## Recipe", "", "Retrain (reproducible from the seed on the same machine and thread count):", "",
               "```", f"robustlab train {recipe} --seed {train.get('seed', 0)}", "```", "",
               "| setting | value |", "|---|---|"]
+    def row(k, v):
+        return f"| {k} | {v if not isinstance(v, list) else ', '.join(map(str, v))} |"
+
     for k, v in train.items():
-        if k in ("diversity",) or isinstance(v, dict):
-            continue
-        lines.append(f"| {k} | {v if not isinstance(v, list) else ', '.join(map(str, v))} |")
+        if k.startswith("stage") and isinstance(v, dict):  # a later stage of the recipe: its settings, prefixed
+            lines += [row(f"{k} {k2}", v2) for k2, v2 in v.items()]
+        elif k not in ("diversity",) and not isinstance(v, dict):
+            lines.append(row(k, v))
     lines += ["", "Architecture (the checkpoint's config):", "", "```json", json.dumps(cfg, sort_keys=True), "```",
               "", f"## Held-out numbers ({q_n} items of world seed {q_seed}, clean)", "",
               "| model | metric | value |", "|---|---|---|"]

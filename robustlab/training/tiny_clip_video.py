@@ -80,9 +80,11 @@ def build_video_set(n: int, seed: int, num_frames: int, size: int = 64, log=prin
 
 @torch.no_grad()
 def frozen_conv_features(image_tower, frames: np.ndarray, mean: float, std: float, batch: int = 512,
-                         size: int | None = None) -> torch.Tensor:
-    """Frozen features (the tower's ``features``, before its projection) of every frame: N×T×F float16. Frames
-    of another size than ``size`` are resampled as the model's own preprocessing does (:func:`preprocess_64`)."""
+                         size: int | None = None, stop: int | None = None) -> torch.Tensor:
+    """Frozen features (the tower's ``features``, before its projection) of every frame: N×T×F float16. With
+    ``stop`` (a ViT trunk whose last blocks train), the token states before block ``stop`` instead: N×T×tokens×W.
+    Frames of another size than ``size`` are resampled as the model's own preprocessing does
+    (:func:`preprocess_64`)."""
     n, t = frames.shape[:2]
     flat = frames.reshape(n * t, *frames.shape[2:])
     out = None
@@ -92,11 +94,11 @@ def frozen_conv_features(image_tower, frames: np.ndarray, mean: float, std: floa
             x = preprocess_64(list(flat[i:i + batch]), size, mean, std)
         else:
             x = (torch.from_numpy(flat[i:i + batch]).permute(0, 3, 1, 2).float().div_(255.0) - mean) / std
-        f = image_tower.features(x).flatten(1)
+        f = image_tower.features(x).flatten(1) if stop is None else image_tower.features.tokens(x, stop)
         if out is None:
-            out = torch.empty(len(flat), f.shape[1], dtype=torch.float16)
+            out = torch.empty(len(flat), *f.shape[1:], dtype=torch.float16)
         out[i:i + len(f)] = f.to(torch.float16)
-    return out.view(n, t, -1)
+    return out.view(n, t, *out.shape[1:])
 
 
 def minilm_states(texts: list[str], max_tokens: int, batch: int = 128):
@@ -133,15 +135,25 @@ def _text_ids(texts: list[str]) -> np.ndarray:
     return np.array([zlib.crc32(t.encode()) for t in texts], np.int64)
 
 
+TRUNK_LR_SCALE = 0.1  # the learning rate of the frame tower's tuned blocks, relative to ``lr``
 VAL_SEED = 2  # a validation world for the training log only (never the held-out HELDOUT_SEED)
 
 
+def frame_embeddings(net, feats: torch.Tensor, start: int | None = None) -> torch.Tensor:
+    """B×T frame embeddings (after the adapter) from cached frozen features: the tower's projection of them, or,
+    with ``start`` (cached ViT token states), the trunk's blocks from ``start`` on, its pooling, then the projection."""
+    B, T = feats.shape[:2]
+    f = feats.float().flatten(0, 1)
+    if start is not None:
+        f = net.image.features.pool(f, start)
+    return net.adapter(net.image.proj(f)).view(B, T, -1)
+
+
 @torch.no_grad()
-def _validate(net, feats, caps, ci, ri, states, lengths, text_emb=None) -> dict:
+def _validate(net, feats, caps, ci, ri, states, lengths, text_emb=None, start=None) -> dict:
     """t2v R@1 and own-vs-reversed caption accuracy of both variants on cached validation features."""
     net.eval()
-    n, T = feats.shape[:2]
-    fr = net.adapter(net.image.proj(feats.float().flatten(0, 1))).view(n, T, -1)
+    fr = torch.cat([frame_embeddings(net, feats[i:i + 64], start) for i in range(0, len(feats), 64)])
     out = {}
     for a in ("meanp", "seqtransf"):
         v = F.normalize(net.aggregate(fr, a), dim=-1)
@@ -164,10 +176,11 @@ def train_tiny_clip_video(out: str | Path | None = None, seed: int = 0, n_train:
                           val_n: int = 500, val_every: int = 4, log=print, *, name: str = "tiny-clip-video",
                           cfg: dict | None = None, base: str = "tiny-clip.safetensors", checkpoint: str = CHECKPOINT,
                           classes: tuple = (TinyClipVideoMeanP, TinyClipVideoSeqTransf),
-                          render_size: int | None = None) -> dict:
+                          render_size: int | None = None, tune_blocks: int = 0) -> dict:
     """Train both CLIP4Clip variants over the frozen frame tower of ``base`` (an image checkpoint of the same
     family as ``cfg``); frames are rendered at ``render_size`` (default: the tower's size) and resampled to the
-    tower's size as the model's preprocessing does."""
+    tower's size as the model's preprocessing does. ``tune_blocks`` > 0 (a ViT tower) also trains the trunk's last
+    that many blocks and its ``ln_post``; the blocks before them stay frozen."""
     t0 = time.time()
     if threads:
         torch.set_num_threads(threads)
@@ -187,11 +200,17 @@ def train_tiny_clip_video(out: str | Path | None = None, seed: int = 0, n_train:
         net.logit_scale[a].data.copy_(base.logit_scale.data)
     for p in net.image.features.parameters():
         p.requires_grad_(False)
+    start = None
+    if tune_blocks:
+        start = len(net.image.features.blocks.layers) - int(tune_blocks)
+        for m in (*net.image.features.blocks.layers[start:], net.image.features.ln_post):
+            for p in m.parameters():
+                p.requires_grad_(True)
 
     frames, caps, rcaps = build_video_set(n_train, world.TRAIN_SEED, T, render_size, log=log)
     log(f"rendered {n_train} videos × {T} frames in {time.time() - t0:.0f}s")
     t1 = time.time()
-    feats = frozen_conv_features(net.image, frames, cfg["mean"], cfg["std"], size=size)
+    feats = frozen_conv_features(net.image, frames, cfg["mean"], cfg["std"], size=size, stop=start)
     del frames
     log(f"frozen conv features {tuple(feats.shape)} in {time.time() - t1:.0f}s")
 
@@ -206,14 +225,18 @@ def train_tiny_clip_video(out: str | Path | None = None, seed: int = 0, n_train:
     val = None
     if val_n:
         vframes, vcaps, vrcaps = build_video_set(val_n, VAL_SEED, T, render_size, log=log)
-        vfeats = frozen_conv_features(net.image, vframes, cfg["mean"], cfg["std"], size=size)
+        vfeats = frozen_conv_features(net.image, vframes, cfg["mean"], cfg["std"], size=size, stop=start)
         vuniq = sorted(set(vcaps) | set(vrcaps))
         vstates, vlengths = minilm_states(vuniq, cfg["max_tokens"])
         vw = {c: i for i, c in enumerate(vuniq)}
         val = (vfeats, vcaps, [vw[c] for c in vcaps], [vw[c] for c in vrcaps], vstates, vlengths)
 
-    params = [p for p in net.parameters() if p.requires_grad]
-    opt = torch.optim.AdamW(params, lr=lr, weight_decay=0.05)
+    # the trunk's tuned blocks learn at a tenth of the new parts' rate (CLIP4Clip tunes CLIP far slower than its heads)
+    trunk = {id(p) for p in net.image.features.parameters()}
+    params = [p for p in net.parameters() if p.requires_grad and id(p) not in trunk]
+    tuned = [p for p in net.image.features.parameters() if p.requires_grad]
+    groups = [{"params": params}] + ([{"params": tuned, "lr": lr * TRUNK_LR_SCALE}] if tuned else [])
+    opt = torch.optim.AdamW(groups, lr=lr, weight_decay=0.05)
     steps_per_epoch = n_train // batch_size
     total = steps_per_epoch * epochs
     warm = max(1, total // 20)
@@ -235,8 +258,7 @@ def train_tiny_clip_video(out: str | Path | None = None, seed: int = 0, n_train:
         perm = rng.permutation(n_train)
         for s in range(steps_per_epoch):
             idx = torch.as_tensor(perm[s * batch_size:(s + 1) * batch_size])
-            B = len(idx)
-            fr = net.adapter(net.image.proj(feats[idx].float().flatten(0, 1))).view(B, T, -1)  # B×T×D
+            fr = frame_embeddings(net, feats[idx], start)  # B×T×D
             ci, ri = cap_idx[idx], rcap_idx[idx]
             # meanP: videos × captions
             v_m = F.normalize(net.aggregate(fr, "meanp"), dim=-1)
@@ -263,7 +285,7 @@ def train_tiny_clip_video(out: str | Path | None = None, seed: int = 0, n_train:
         msg = ""
         if val is not None and ((ep + 1) % val_every == 0 or ep + 1 == epochs):
             msg = " | validation (world seed %d, %d videos): %s" % (VAL_SEED, len(val[1]), json.dumps(
-                _validate(net, *val, text_emb=text_emb)))
+                _validate(net, *val, text_emb=text_emb, start=start)))
             net.train()
             net.image.features.eval()
         log(f"epoch {ep + 1}/{epochs}: loss meanP {np.mean(lm[-steps_per_epoch:]):.3f}, "
@@ -276,7 +298,9 @@ def train_tiny_clip_video(out: str | Path | None = None, seed: int = 0, n_train:
     recipe = dict(seed=seed, n_train=n_train, epochs=epochs, batch_size=batch_size, lr=lr, num_frames=T,
                   train_world_seed=world.TRAIN_SEED, init=f"{base_file} (image tower, text head)",
                   render_size=render_size,
-                  frozen="MiniLM; conv features of the frame tower",
+                  frozen="MiniLM; " + (f"the frame tower's first {start} blocks" if tune_blocks
+                                       else "conv features of the frame tower"),
+                  **({"tune_blocks": int(tune_blocks), "trunk_lr": lr * TRUNK_LR_SCALE} if tune_blocks else {}),
                   init_train=base_meta.get("train", {}),
                   seconds=round(time.time() - t0, 1), train_seconds=round(train_s, 1),
                   final_loss_meanp=round(float(np.mean(lm[-20:])), 4),

@@ -152,3 +152,28 @@ def test_train_passes_threads_to_recipes_that_take_them(monkeypatch, capsys, tmp
     assert seen == {"out": out, "seed": 4, "eval_n": 0, "threads": 1}
     assert main(["train", "old-model", "--threads", "1", "--eval-n", "0"]) == 0 and seen["old"]
     assert capsys.readouterr().out.count('"ok": true') == 2  # each run prints its recipe's result as JSON
+
+
+def test_train_stage_options_reach_only_the_recipe_that_has_them(monkeypatch, capsys):
+    import robustlab.cli as cli
+
+    seen = {}
+
+    def vit(out=None, seed=0, eval_n=0, stage2_from=None):  # a stand-in for tiny-vit-clip's recipe
+        seen.update(stage2_from=stage2_from)
+        return {"ok": True}
+
+    def other(out=None, seed=0, eval_n=0):
+        return {"ok": True}
+
+    monkeypatch.setattr(cli, "_resolve", lambda target: {"fake:vit": vit, "fake:other": other}[target])
+    monkeypatch.setitem(cli.TRAIN_RECIPES, "vit-model", "fake:vit")
+    monkeypatch.setitem(cli.TRAIN_RECIPES, "other-model", "fake:other")
+    assert main(["train", "vit-model", "--eval-n", "0", "--stage2-from", "stage1.safetensors"]) == 0
+    assert seen == {"stage2_from": "stage1.safetensors"}
+    assert main(["train", "other-model", "--stage2-from", "stage1.safetensors"]) == 2  # a usage error
+    assert main(["train", "other-model", "--stage3-from", "stage2.safetensors"]) == 2
+    err = capsys.readouterr().err
+    assert "--stage2-from is for tiny-vit-clip, not other-model" in err
+    assert "--stage3-from is for tiny-vilt, not other-model" in err
+    assert "Traceback" not in err

@@ -17,7 +17,12 @@ ROOT = Path(__file__).resolve().parents[2]
 @pytest.mark.slow  # trains
 def test_vit_training_is_reproducible_from_the_seed(tmp_path):
     torch.set_num_threads(2)
-    kw = dict(n_train=256, epochs=1, batch_size=128, eval_n=0, log=lambda *a: None)
+    kw = dict(n_train=256, epochs=1, stage2_n=256, stage2_epochs=1, batch_size=128, eval_n=0, log=lambda *a: None)
+    # The first MiniLM load in a process draws from torch's global RNG (as it always does, first, in a fresh
+    # `robustlab train` process); load it before run a, as a fresh process would have by the time it seeds the net.
+    from robustlab.training.tiny_clip import encode_captions_frozen
+
+    encode_captions_frozen(["a red circle at the top on a gray background"], 64)
     a = R.train_tiny_vit_clip(tmp_path / "a.safetensors", seed=3, **kw)
     b = R.train_tiny_vit_clip(tmp_path / "b.safetensors", seed=3, **kw)
     c = R.train_tiny_vit_clip(tmp_path / "c.safetensors", seed=4, **kw)
@@ -26,13 +31,21 @@ def test_vit_training_is_reproducible_from_the_seed(tmp_path):
     assert all(torch.equal(sa[k], sb[k]) for k in sa)
     assert not all(torch.equal(sa[k], sc[k]) for k in sa)
     assert a["train"]["final_loss"] == b["train"]["final_loss"] and a["train"]["steps"] == 2
+    assert a["train"]["stage2"]["steps"] == 2 and a["train"]["stage2"]["scenes"] == "256-511"
+    # stage 2 from a stage-1 checkpoint (`robustlab train tiny-vit-clip --stage2-from`) gives the same weights
+    one = R.train_tiny_vit_clip(tmp_path / "one.safetensors", seed=3, **dict(kw, stage2_epochs=0))
+    assert "stage2" not in one["train"]
+    two = R.train_tiny_vit_clip(tmp_path / "two.safetensors", seed=3, stage2_from=one["path"], **kw)
+    st = load_file(two["path"])
+    assert all(torch.equal(sa[k], st[k]) for k in sa)
+    assert two["train"]["stage2"] == a["train"]["stage2"] | {"seconds": two["train"]["stage2"]["seconds"]}
 
 
 @pytest.mark.slow  # trains
 @pytest.mark.skipif(not (ROOT / "assets" / "tiny-vit-clip.safetensors").exists(), reason="needs the ViT checkpoint")
 def test_vit_video_training_is_reproducible_and_keeps_the_trunk_frozen(tmp_path):
     torch.set_num_threads(2)
-    kw = dict(n_train=64, epochs=1, batch_size=32, eval_n=0, val_n=0, log=lambda *a: None)
+    kw = dict(n_train=64, epochs=1, batch_size=32, eval_n=0, val_n=32, val_every=1, log=lambda *a: None)
     a = R.train_tiny_vit_clip_video(tmp_path / "a.safetensors", seed=3, **kw)
     b = R.train_tiny_vit_clip_video(tmp_path / "b.safetensors", seed=3, **kw)
     sa, sb = load_file(a["path"]), load_file(b["path"])
@@ -40,7 +53,16 @@ def test_vit_video_training_is_reproducible_and_keeps_the_trunk_frozen(tmp_path)
     base = load_file(str(ROOT / "assets" / "tiny-vit-clip.safetensors"))
     trunk = [k for k in base if k.startswith("image.features.")]
     assert trunk and all(torch.equal(base[k], sa[k]) for k in trunk)
+    assert sa["image.proj.weight"].shape[1] == 128 * (1 + 8 * 8)  # the class token and all 8×8 patch tokens
     assert a["train"]["render_size"] == 64  # the built-in videos' size, upsampled to the ViT's 96 px
+    # tune_blocks=1: the last block and ln_post train, the blocks before it stay the image model's
+    c = R.train_tiny_vit_clip_video(tmp_path / "c.safetensors", seed=3, tune_blocks=1, **kw)
+    sc = load_file(c["path"])
+    last = len({k.split(".")[4] for k in base if k.startswith("image.features.blocks.layers.")}) - 1
+    tuned = (f"image.features.blocks.layers.{last}.", "image.features.ln_post.")
+    assert all(torch.equal(base[k], sc[k]) for k in trunk if not k.startswith(tuned))
+    assert any(not torch.equal(base[k], sc[k]) for k in trunk if k.startswith(tuned))
+    assert c["train"]["tune_blocks"] == 1 and c["train"]["frozen"] == f"MiniLM; the frame tower's first {last} blocks"
 
 
 def test_the_diverse_views_keep_what_the_caption_says():

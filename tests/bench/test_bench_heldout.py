@@ -1,0 +1,53 @@
+"""benchmarks/bench_heldout_builtins.py resumes a model's rows only for the checkpoint that computed them."""
+import importlib.util
+import json
+from pathlib import Path
+from types import SimpleNamespace
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _bench():
+    spec = importlib.util.spec_from_file_location("bench_heldout", ROOT / "benchmarks" / "bench_heldout_builtins.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_a_retrained_checkpoint_runs_its_rows_again(tmp_path, monkeypatch):
+    b = _bench()
+    fp = b.fingerprint(SimpleNamespace(checkpoint_file="tiny-clip.safetensors"))
+    assert fp and len(fp) == 16 and b.fingerprint(SimpleNamespace()) is None
+    # stored rows of "m" from other weights, of "k" from these: only "m" is evaluated again
+    out = tmp_path / "h.json"
+    old = {"meta": {"kind": "image", "n": 4, "seed": 5, "dataset": "builtin", "severities": [1],
+                    "unavailable": {}, "categories": {}},
+           "checkpoints": {"m": "0" * 16, "k": fp},
+           "models": {"m": {"clean": {"t2i_R@1": 0.1}}, "k": {"clean": {"t2i_R@1": 0.9}}}, "seconds": {"m": 1.0}}
+    out.write_text(json.dumps(old))
+    seen = []
+
+    class Task:
+        def evaluate(self, model, ds, conds, bench=None):
+            seen.append(model.spec)
+            return [SimpleNamespace(flat=lambda: {"t2i_R@1": 0.5})]
+
+    import robustlab.datasets
+    import robustlab.models
+    import robustlab.tasks.registry
+    import robustlab.tasks.retrieval
+
+    monkeypatch.setattr(robustlab.models, "load_model",
+                        lambda spec, device="cpu": SimpleNamespace(spec=spec, checkpoint_file="tiny-clip.safetensors"))
+    monkeypatch.setattr(robustlab.datasets, "build", lambda *a, **k: None)
+    monkeypatch.setattr(robustlab.tasks.registry, "get", lambda name: Task())
+    monkeypatch.setattr(robustlab.tasks.retrieval, "RetrievalBench", lambda *a, **k: None)
+    args = SimpleNamespace(kind="image", models=["m", "k"], n=4, seed=5, severities=[1], perturbations=[],
+                           perturb_seed=0, threads=0, out=str(out))
+    monkeypatch.setattr(b, "perturbations", lambda kind: [])
+    monkeypatch.setattr(b, "unavailable", lambda kind: [])
+    res = b.run(args)
+    assert seen == ["m"]  # k's clean row is kept: same weights
+    assert res["models"]["m"]["clean"]["t2i_R@1"] == 0.5 and res["models"]["k"]["clean"]["t2i_R@1"] == 0.9
+    assert res["checkpoints"] == {"m": fp, "k": fp}
+    assert json.loads(out.read_text())["models"]["m"]["clean"]["t2i_R@1"] == 0.5
