@@ -57,17 +57,6 @@ def unavailable(kind: str) -> list:
             if p.modality != "text" and kind in p.applies_to and not p.available]
 
 
-def fingerprint(model) -> str | None:
-    """The first 16 hex digits of the SHA-256 of a built-in model's checkpoint file (None for other models)."""
-    import hashlib
-
-    from robustlab.models.checkpoints import checkpoint_path
-
-    name = getattr(model, "checkpoint_file", None)
-    path = checkpoint_path(name) if name else None
-    return hashlib.sha256(path.read_bytes()).hexdigest()[:16] if path and path.exists() else None
-
-
 def run(args) -> dict:
     import torch
 
@@ -96,7 +85,7 @@ def run(args) -> dict:
         model = load_model(spec, device="cpu")
         bench = RetrievalBench(model, ds, cache=EmbeddingCache(enabled=False), lazy=True)
         # a condition is resumed only for the same weights: a retrained checkpoint starts its rows again
-        fp = fingerprint(model)
+        fp = model.fingerprint  # the weights' identity (robustlab.models.base.Fingerprinted)
         if res.get("checkpoints", {}).get(spec) not in (None, fp) and spec in res.get("models", {}):
             print(f"{spec}: checkpoint changed ({res['checkpoints'][spec]} -> {fp}); its rows are run again",
                   flush=True)

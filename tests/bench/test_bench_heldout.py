@@ -16,8 +16,7 @@ def _bench():
 
 def test_a_retrained_checkpoint_runs_its_rows_again(tmp_path, monkeypatch):
     b = _bench()
-    fp = b.fingerprint(SimpleNamespace(checkpoint_file="tiny-clip.safetensors"))
-    assert fp and len(fp) == 16 and b.fingerprint(SimpleNamespace()) is None
+    fp = "1" * 16  # the loaded model's fingerprint (Fingerprinted.fingerprint: its weights' identity)
     # stored rows of "m" from other weights, of "k" from these: only "m" is evaluated again
     out = tmp_path / "h.json"
     old = {"meta": {"kind": "image", "n": 4, "seed": 5, "dataset": "builtin", "severities": [1],
@@ -38,7 +37,7 @@ def test_a_retrained_checkpoint_runs_its_rows_again(tmp_path, monkeypatch):
     import robustlab.tasks.retrieval
 
     monkeypatch.setattr(robustlab.models, "load_model",
-                        lambda spec, device="cpu": SimpleNamespace(spec=spec, checkpoint_file="tiny-clip.safetensors"))
+                        lambda spec, device="cpu": SimpleNamespace(spec=spec, fingerprint=fp))
     monkeypatch.setattr(robustlab.datasets, "build", lambda *a, **k: None)
     monkeypatch.setattr(robustlab.tasks.registry, "get", lambda name: Task())
     monkeypatch.setattr(robustlab.tasks.retrieval, "RetrievalBench", lambda *a, **k: None)
