@@ -18,6 +18,10 @@ step says what it is doing.
     python benchmarks/bench_cold_start.py [--runs 3] [--out benchmarks/results/cold_start.json]
     python benchmarks/bench_cold_start.py --models builtin:tiny-clip,builtin:tiny-vit-clip --runs 3 \
         --out benchmarks/results/cold_start_paired.json
+    python benchmarks/bench_cold_start.py --warm-up off,on --runs 5 --out benchmarks/results/cold_start_warm_up.json
+
+``--warm-up off,on`` compares the server-start warm-up (ui.warmup: the default view computed while the browser
+loads) with none, run by run, the order alternating (``ROBUSTLAB_WARM_UP=0`` / ``1``).
 """
 from __future__ import annotations
 
@@ -79,12 +83,14 @@ def page_switches(page, rounds: int = 2) -> list[dict]:
 
 
 def one_start(browser, cache: Path, timeout_s: float = 300.0, switches: bool = False,
-              model: str | None = None) -> dict:
+              model: str | None = None, warm_up: bool | None = None) -> dict:
     """Spawn a server on ``cache``, open the Retrieval page, time health / usable / complete."""
     port = free_port()
     env = dict(os.environ, ROBUSTLAB_CACHE=str(cache))
     if model:
         env["ROBUSTLAB_DEFAULT_MODEL"] = model  # the operator's choice of the model a session opens with
+    if warm_up is not None:
+        env["ROBUSTLAB_WARM_UP"] = "1" if warm_up else "0"  # the server-start warm-up (ui.warmup), on or off
     log = tempfile.TemporaryFile("w+")
     t0 = time.perf_counter()
     proc = subprocess.Popen([sys.executable, "-m", "streamlit", "run", "app.py", "--server.port", str(port),
@@ -178,36 +184,43 @@ def main() -> None:
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--models", default="",
                     help="comma-separated specs, each run as the session's first model (default: the dashboard's)")
+    ap.add_argument("--warm-up", default="",
+                    help="off,on: each run with the server-start warm-up off and on (ROBUSTLAB_WARM_UP), paired")
     ap.add_argument("--out", default=str(ROOT / "benchmarks/results/cold_start.json"))
     args = ap.parse_args()
     from playwright.sync_api import sync_playwright
 
     models = [m.strip() for m in args.models.split(",") if m.strip()] or [None]
-    cold: dict = {m: [] for m in models}
-    warm: dict = {m: [] for m in models}
+    warm_ups = [{"on": True, "off": False}[w.strip()] for w in args.warm_up.split(",") if w.strip()] or [None]
+    # the variants compared run by run: (label, model, warm-up)
+    variants = [((m or _default_model()) + ("" if w is None else f" warm-up {'on' if w else 'off'}"), m, w)
+                for m in models for w in warm_ups]
+    cold: dict = {v[0]: [] for v in variants}
+    warm: dict = {v[0]: [] for v in variants}
     load0 = os.getloadavg()
     with sync_playwright() as p:
         b = p.chromium.launch(executable_path=chromium(), headless=True,
                               args=["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage"])
         for i in range(args.runs):
-            for m in (models if i % 2 == 0 else models[::-1]):  # interleaved, the order alternating run by run
+            for label, m, w_up in (variants if i % 2 == 0 else variants[::-1]):  # interleaved, alternating order
                 with tempfile.TemporaryDirectory() as d:
-                    c = one_start(b, Path(d) / "cache", model=m)
-                    w = one_start(b, Path(d) / "cache", switches=True, model=m)
-                cold[m].append(c)
-                warm[m].append(w)
-                print(f"run {i + 1} {m or _default_model()}: cold health {c['health_s']:.1f}s usable "
+                    c = one_start(b, Path(d) / "cache", model=m, warm_up=w_up)
+                    w = one_start(b, Path(d) / "cache", switches=True, model=m, warm_up=w_up)
+                cold[label].append(c)
+                warm[label].append(w)
+                print(f"run {i + 1} {label}: cold health {c['health_s']:.1f}s usable "
                       f"{c['usable_s']:.1f}s complete {c['complete_s']:.1f}s | warm usable {w['usable_s']:.1f}s "
                       f"complete {w['complete_s']:.1f}s", flush=True)
         b.close()
 
     machine = {"cpus": os.cpu_count(), "python": platform.python_version(),
                "loadavg_start": load0, "loadavg_end": os.getloadavg()}
-    if len(models) == 1:
-        res = summary(models[0] or _default_model(), cold[models[0]], warm[models[0]]) | {"machine": machine}
+    labels = [v[0] for v in variants]
+    if len(labels) == 1:
+        res = summary(labels[0], cold[labels[0]], warm[labels[0]]) | {"machine": machine}
     else:
-        a, z = models[0], models[-1]
-        res = {"models": {m: summary(m, cold[m], warm[m]) for m in models}, "machine": machine,
+        a, z = labels[0], labels[-1]
+        res = {"models": {m: summary(m, cold[m], warm[m]) for m in labels}, "machine": machine,
                "paired": {f"{z} - {a}": {k: [round(cz[k] - ca[k], 2) for ca, cz in zip(cold[a], cold[z])]
                                          for k in ("usable_s", "complete_s")},
                    f"{z} / {a} usable, cold (median of per-run ratios)": round(statistics.median(

@@ -8,9 +8,7 @@ import ui
 import ui.compare
 from robustlab.perturb.condition import Condition
 from robustlab.tasks.retrieval import DIRECTION_LABELS
-
-DEFAULTS = {"image": {"image": ("gaussian_noise", 3), "text": ("keyboard", 2)},
-            "video": {"video": ("reverse_sampling", 1), "text": (None, 2)}}
+from ui.warmup import RETRIEVAL_DEFAULTS as DEFAULTS, RETRIEVAL_SEED  # what the server's warm-up computes first
 TYPED = {"image": "a large red circle at the left on a gray background",
          "video": "the red circle moves left, then the blue square appears"}
 
@@ -55,7 +53,7 @@ with c1:
 with c2:
     hi = min(20 if kind == "image" else 10, len(ds) if d[0] == "t" else len(texts))
     k = ui.int_slider("Top-k", 1, hi, 5, key="topk")
-    seed = int(st.number_input("Seed", 0, 2**31 - 1, key="seed", **ui.initial("seed", value=0),
+    seed = int(st.number_input("Seed", 0, 2**31 - 1, key="seed", **ui.initial("seed", value=RETRIEVAL_SEED),
                                help="Item i is perturbed with seed + i; the typed query with seed."))
 vcond, tcond = ui.condition_row(kind, "", seed, DEFAULTS[kind])
 

@@ -15,6 +15,8 @@ environment variable that overrides it (docs/security.md lists them with their d
     allow_hub            ROBUSTLAB_ALLOW_HUB            downloads from the model hub; default off (the process
                                                         runs with HF_HUB_OFFLINE=1: no connection is attempted)
     max_sweeps           ROBUSTLAB_MAX_SWEEPS           sweeps running at once on this server; default 2
+    warm_up              ROBUSTLAB_WARM_UP              compute the default Retrieval view as the server starts,
+                                                        before the first viewer connects (ui.warmup); default on
     personal             ROBUSTLAB_PERSONAL             one person on their own machine: data roots default to
                                                         the home folder, free-text specs and the hub allowed --
                                                         honoured only while Streamlit listens on loopback
@@ -47,6 +49,7 @@ class OperatorConfig:
     personal: bool = False
     problems: tuple[str, ...] = field(default=(), compare=False)  # what was wrong in the configuration
     default_model: str | None = None  # checked against the registered and offered models by default_model()
+    warm_up: bool = True
 
     @property
     def model_patterns(self) -> tuple[str, ...]:
@@ -135,7 +138,7 @@ def load_config(env: dict | None = None, path: Path | None = None, address: str 
         return env[var] if var in env else table.get(key, default)
 
     known = {"data_roots", "model_root", "ui_models", "allow_custom_models", "allow_hub", "max_sweeps", "personal",
-             "default_model"}
+             "default_model", "warm_up"}
     problems += [f"robustlab.toml: unknown key {k!r} in [dashboard] (ignored)" for k in table if k not in known]
     personal = _flag(get("personal", "ROBUSTLAB_PERSONAL", False), "personal", problems)
     if personal:
@@ -167,8 +170,9 @@ def load_config(env: dict | None = None, path: Path | None = None, address: str 
     if default is not None and not (isinstance(default, str) and default.strip()):
         problems.append(f"default_model={default!r} is not a model spec (using the dashboard's default)")
         default = None
+    warm = _flag(get("warm_up", "ROBUSTLAB_WARM_UP", True), "warm_up", problems)
     return OperatorConfig(roots, mroots[0] if mroots else None, models, custom, hub, sweeps, personal,
-                          tuple(problems), default.strip() if default else None)
+                          tuple(problems), default.strip() if default else None, warm)
 
 
 _CONFIG: OperatorConfig | None = None

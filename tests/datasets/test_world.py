@@ -172,3 +172,26 @@ def test_clavi_training_questions():
             assert q.answer == "no"
             names = {qa._name(o) for o in v.objects}
             assert sum(n in q.question for n in names) == (0 if t == "event_nc" else 1)
+
+
+def test_the_fast_background_is_the_reference_formula_bit_for_bit():
+    """render_objects draws on ``_background_u8`` (a channel at a time, in place: the built-in gallery renders 300
+    of them before the first page can rank); it must give exactly the uint8 image of the original formula, and
+    ``_background`` (the training recipes' float background) exactly that formula's floats, with the same draws."""
+    def reference(bg, size, rng):
+        base = np.array(world.BACKGROUNDS[bg], np.float32)
+        yy, xx = np.mgrid[0:size, 0:size].astype(np.float32) / max(size - 1, 1)
+        ang = rng.uniform(0, 2 * np.pi)
+        grad = (np.cos(ang) * (xx - 0.5) + np.sin(ang) * (yy - 0.5)) * rng.uniform(20, 45)
+        return np.clip(base[None, None, :] + grad[..., None], 0, 255)
+
+    for seed in range(12):
+        for bg in world.BACKGROUNDS:
+            for size in (1, 2, 96, 128, 256):
+                ref = reference(bg, size, np.random.default_rng(seed))
+                r1, r2 = np.random.default_rng(seed), np.random.default_rng(seed)
+                fast = world._background_u8(bg, size, r1)
+                assert fast.dtype == np.uint8 and np.array_equal(fast, ref.astype(np.uint8))
+                flt = world._background(bg, size, r2)
+                assert flt.dtype == ref.dtype and np.array_equal(flt, ref)
+                assert r1.random() == r2.random()  # the same number of draws
