@@ -2,6 +2,7 @@
 metrics table and recall chart, the basket and its export link."""
 from __future__ import annotations
 
+import contextlib
 import threading
 import weakref
 
@@ -70,6 +71,21 @@ def _encoding(bench, side: str, cond) -> threading.Lock:
         return _ENCODING.setdefault(bench, {}).setdefault((side, cond.key()), threading.Lock())
 
 
+@contextlib.contextmanager
+def _turn(bench, side: str, cond, bar, what: str):
+    """Hold the (bench, side, condition) lock; while another holder computes the same thing (another session, or
+    the server's warm-up: ui/warmup.py), ``bar`` says so instead of standing still at 0."""
+    lock = _encoding(bench, side, cond)
+    if not lock.acquire(blocking=False):
+        bar.progress(0.0, text=f"{what}: the same work is under way (another session or the server's start-up); "
+                               "waiting for it…")
+        lock.acquire()
+    try:
+        yield
+    finally:
+        lock.release()
+
+
 def compute(bench, visual_cond, text_cond, fn, *, msg: str, failure: str, texts: bool = True):
     """Perturb and encode the clean and perturbed dataset (memoised by the bench, embeddings on disk) under a
     progress bar, then ``fn()``; its result, or None after a clear message (bad input: a warning; anything a
@@ -88,15 +104,15 @@ def compute(bench, visual_cond, text_cond, fn, *, msg: str, failure: str, texts:
 
     try:
         with st.spinner(f"Perturbing and encoding the {what}…"):
-            with _encoding(bench, "visual", Condition()):
+            with _turn(bench, "visual", Condition(), bar, f"Encoding the clean {what}"):
                 bench.visuals(Condition(), progress=progress_of(f"Encoding the clean {what}"))
-            with _encoding(bench, "visual", visual_cond):
+            with _turn(bench, "visual", visual_cond, bar, f"Perturbing and encoding the {what}"):
                 bench.visuals(visual_cond, progress=progress_of(f"Perturbing and encoding the {what}"))
         if texts:
             with st.spinner("Perturbing and encoding the captions…"):
-                with _encoding(bench, "text", Condition()):
+                with _turn(bench, "text", Condition(), bar, "Encoding the clean captions"):
                     bench.texts(Condition(), progress=progress_of("Encoding the clean captions"))
-                with _encoding(bench, "text", text_cond):
+                with _turn(bench, "text", text_cond, bar, "Perturbing and encoding the captions"):
                     bench.texts(text_cond, progress=progress_of("Perturbing and encoding the captions"))
         with st.spinner(msg):
             return fn()
@@ -122,9 +138,9 @@ def gallery_metrics(bench, visual_cond, text_cond, *, failure: str):
         return progress
 
     try:
-        with _encoding(bench, "text", Condition()):
+        with _turn(bench, "text", Condition(), bar, "Encoding the clean captions"):
             bench.texts(Condition(), progress=progress_of("Encoding the clean captions"))
-        with _encoding(bench, "text", text_cond):
+        with _turn(bench, "text", text_cond, bar, "Perturbing and encoding the captions"):
             bench.texts(text_cond, progress=progress_of("Perturbing and encoding the captions"))
         with st.spinner("Scoring the gallery…"):
             return bench.condition_metrics(visual_cond, text_cond)

@@ -100,3 +100,40 @@ def test_a_failing_warm_up_is_one_logged_line(monkeypatch, caplog):
     out = warmup.warm_up()
     assert out["status"] == "failed" and "disk on fire" in out["error"]
     assert any("warm-up failed" in r.getMessage() and "disk on fire" in r.getMessage() for r in caplog.records)
+
+
+def test_a_session_that_finds_the_work_under_way_says_it_is_waiting():
+    import threading
+    import time
+
+    from ui.widgets import _encoding, _turn
+
+    class Bar:
+        def __init__(self):
+            self.texts = []
+
+        def progress(self, value, text=""):
+            self.texts.append(text)
+
+    bench, cond = object.__new__(retrieval.RetrievalBench), Condition("gaussian_noise", 3, 0)
+    bar = Bar()
+    with _turn(bench, "visual", cond, bar, "Perturbing and encoding the images"):
+        pass
+    assert bar.texts == []  # free: nothing to say
+    lock, held = _encoding(bench, "visual", cond), threading.Event()
+
+    def holder():
+        with lock:
+            held.set()
+            time.sleep(0.3)
+
+    t = threading.Thread(target=holder)
+    t.start()
+    held.wait()
+    t0 = time.perf_counter()
+    with _turn(bench, "visual", cond, bar, "Perturbing and encoding the images"):
+        waited = time.perf_counter() - t0
+    t.join()
+    assert waited > 0.1 and len(bar.texts) == 1
+    assert bar.texts[0].startswith("Perturbing and encoding the images: the same work is under way")
+    assert not lock.locked()
