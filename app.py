@@ -41,8 +41,7 @@ def dashboard() -> None:
     boot.caption("Starting robustlab: loading PyTorch and the library…")
 
     from robustlab.perturb.allocator import tune_allocator
-    import ui
-    import ui.state  # noqa: F401 - PyTorch and robustlab: the seconds the caption above is for
+    import ui.state  # PyTorch and robustlab: the seconds the caption above is for (binds ``ui`` too)
     from ui import operator
 
     operator.config()  # the operator's configuration (robustlab.toml, ROBUSTLAB_* variables): read once, applied
