@@ -6,7 +6,8 @@
 
 A fresh world seed (2027 by default: not the training world 1, the validation world 2, the demo world 7 or the
 held-out world 1000 the checkpoints' own numbers use), ``--n`` items (1,000 by default): built-in scenes (128 px)
-for ``--kind image``, built-in event videos (64 px) for ``--kind video``. Every model runs through the library's
+for ``--kind image``, built-in event videos (64 px) for ``--kind video``; ``--size`` renders them at another size
+(``--size 128``: the videos at the images' size, as the ViT video models are held out). Every model runs through the library's
 own path (``robustlab.tasks.get("retrieval").evaluate`` with one RetrievalBench per model, so clean embeddings are
 computed once; videos are perturbed at the frames the model samples). The text→visual R@1 (t2i / t2v) is the
 headline, as in the papers' tables; visual→text R@1 and the order numbers are kept in the JSON.
@@ -75,10 +76,14 @@ def run(args) -> dict:
     names = args.perturbations or list(cats)  # NAME or NAME/VARIANT (e.g. shot_noise/schiappa_video)
     meta = res.setdefault("meta", dict(kind=args.kind, n=args.n, seed=args.seed, dataset=DATASET[args.kind],
                                        severities=args.severities, unavailable=dict(unavailable(args.kind)),
-                                       categories={}))
+                                       categories={}, **({"size": args.size} if args.size else {})))
+    if (meta["kind"], meta["n"], meta["seed"], meta.get("size")) != (args.kind, args.n, args.seed, args.size or None):
+        raise SystemExit(f"{out} holds another run (kind, n, world seed, size = {meta['kind']}, {meta['n']}, "
+                         f"{meta['seed']}, {meta.get('size')}); give another --out")
     meta["categories"].update({p: cats[p.split("/")[0]] for p in names})
     meta["severities"] = sorted(set(meta["severities"]) | set(args.severities))
-    ds = build(DATASET[args.kind], split="test", n=args.n, seed=args.seed)
+    ds = build(DATASET[args.kind], split="test", n=args.n, seed=args.seed,
+               **({"size": args.size} if args.size else {}))
     task = get("retrieval")
     plan = [(None, 0)] + [(p, s) for p in names for s in args.severities]
     for spec in args.models:
@@ -130,7 +135,8 @@ def report(res: dict, md: Path | None, figures: Path | None) -> str:
     key = HEADLINE[kind] + "_R@1"
     models = list(res["models"])
     short = [m.split(":", 1)[1] for m in models]
-    lines = [f"Held-out {HEADLINE[kind]} R@1, {n} {meta['dataset']} items of world seed {meta['seed']} "
+    px = f" rendered at {meta['size']} px" if meta.get("size") else ""
+    lines = [f"Held-out {HEADLINE[kind]} R@1, {n} {meta['dataset']} items of world seed {meta['seed']}{px} "
              f"(severities {', '.join(map(str, sevs))}); ✓/✗: monotone within noise · severity 1 ≥ half of clean", ""]
     head = "| perturbation | " + " | ".join(short) + " |"
     lines += [head, "|" + "---|" * (len(models) + 1)]
@@ -225,6 +231,8 @@ def main(argv=None) -> int:
     ap.add_argument("--severities", default="1,2,3,4,5")
     ap.add_argument("--perturbations", default="", help="comma-separated (default: every available one)")
     ap.add_argument("--perturb-seed", type=int, default=0)
+    ap.add_argument("--size", type=int, default=None,
+                    help="render the world at this many px (default: the dataset's, 128 images / 64 videos)")
     ap.add_argument("--threads", type=int, default=0)
     ap.add_argument("--out", default=None, help="JSON (default benchmarks/results/heldout_<kind>.json)")
     ap.add_argument("--md", default=None)
@@ -234,7 +242,8 @@ def main(argv=None) -> int:
     a.models = (a.models or DEFAULT_MODELS[a.kind]).split(",")
     a.severities = [int(s) for s in a.severities.split(",")]
     a.perturbations = [p for p in a.perturbations.split(",") if p]
-    a.out = a.out or str(ROOT / "benchmarks" / "results" / f"heldout_{a.kind}.json")
+    px = f"_{a.size}px" if a.size else ""
+    a.out = a.out or str(ROOT / "benchmarks" / "results" / f"heldout_{a.kind}{px}.json")
     res = json.loads(Path(a.out).read_text()) if a.report else run(a)
     print(report(res, Path(a.md) if a.md else None, Path(a.figures) if a.figures else None))
     return 0

@@ -66,6 +66,7 @@ def model_card(checkpoint: str) -> str:
     train, quality = meta.get("train", {}), meta.get("quality", {})
     q_seed = quality.get("seed") or next((v.get("seed") for v in quality.values() if isinstance(v, dict)), None)
     q_n = quality.get("n") or next((v.get("n") for v in quality.values() if isinstance(v, dict)), None)
+    q_size = quality.get("size") or next((v.get("size") for v in quality.values() if isinstance(v, dict)), None)
     lines = [f"# Model card: `{checkpoint}`", "",
              "Generated from the checkpoint's metadata by `python -m robustlab.models.cards`; do not edit by hand.", "",
              "## Models", ""]
@@ -78,7 +79,7 @@ def model_card(checkpoint: str) -> str:
               "## Data", "",
               f"robustlab's synthetic world, training seed {train.get('train_world_seed', 1)} (the held-out numbers "
               f"use world seed {q_seed}, never trained on)."]
-    for k in ("n_train", "n_train_images", "n_train_videos", "render_size", "diversity"):
+    for k in ("n_train", "n_train_images", "n_train_videos", "render_size", "low_res", "diversity"):
         if k in train:
             lines.append(f"- {k.replace('_', ' ')}: {train[k]}")
     lines += ["", "## Recipe", "", "Retrain (reproducible from the seed on the same machine and thread count):", "",
@@ -93,7 +94,8 @@ def model_card(checkpoint: str) -> str:
         elif k not in ("diversity",) and not isinstance(v, dict):
             lines.append(row(k, v))
     lines += ["", "Architecture (the checkpoint's config):", "", "```json", json.dumps(cfg, sort_keys=True), "```",
-              "", f"## Held-out numbers ({q_n} items of world seed {q_seed}, clean)", "",
+              "", f"## Held-out numbers ({q_n} items of world seed {q_seed}"
+              f"{f', rendered at {q_size} px' if q_size else ''}, clean)", "",
               "| model | metric | value |", "|---|---|---|"]
     lines += _quality_rows(quality)
     lines += ["", "Severity curves under every perturbation, and the other built-ins side by side: "

@@ -29,6 +29,7 @@ import time
 import zlib
 from pathlib import Path
 
+import cv2
 import numpy as np
 import torch
 import torch.nn.functional as F
@@ -66,13 +67,23 @@ def render_sampled_frames(video: world.VideoScene, num: int, size: int = 64) -> 
     return np.stack(out)
 
 
-def build_video_set(n: int, seed: int, num_frames: int, size: int = 64, log=print):
-    """Sampled frames (N×num×size×size×3 uint8), captions and reversed captions of n videos of world ``seed``."""
-    frames = np.empty((n, num_frames, size, size, 3), np.uint8)
+def build_video_set(n: int, seed: int, num_frames: int, size: int = 64, log=print, *, store: int | None = None,
+                    low_res: int = 64, low_res_frac: float = 0.0):
+    """Sampled frames (N×num×S×S×3 uint8), captions and reversed captions of n videos of world ``seed``, rendered
+    at ``size``. With ``store`` (the model's input size) the frames are resampled to it as the model's own
+    preprocessing does (:func:`preprocess_64`), and a ``low_res_frac`` share of the videos (which ones: a fixed
+    function of ``seed``) is rendered at ``low_res`` instead, as a low-resolution video reaches the model."""
+    store = int(store or size)
+    pick = np.random.default_rng([int(seed), 4242]).random(n) < float(low_res_frac)
+    frames = np.empty((n, num_frames, store, store, 3), np.uint8)
     caps, rcaps = [], []
     for i in tqdm(range(n), desc="render videos", unit="video", mininterval=5):
         v = world.sample_video(seed, i)
-        frames[i] = render_sampled_frames(v, num_frames, size)
+        fr = render_sampled_frames(v, num_frames, low_res if pick[i] else size)
+        if fr.shape[1] != store:
+            interp = cv2.INTER_AREA if fr.shape[1] >= store else cv2.INTER_LINEAR
+            fr = np.stack([cv2.resize(f, (store, store), interpolation=interp) for f in fr])
+        frames[i] = fr
         caps.append(v.caption)
         rcaps.append(world.reverse_video_caption(v))
     return frames, caps, rcaps
@@ -176,11 +187,14 @@ def train_tiny_clip_video(out: str | Path | None = None, seed: int = 0, n_train:
                           val_n: int = 500, val_every: int = 4, log=print, *, name: str = "tiny-clip-video",
                           cfg: dict | None = None, base: str = "tiny-clip.safetensors", checkpoint: str = CHECKPOINT,
                           classes: tuple = (TinyClipVideoMeanP, TinyClipVideoSeqTransf),
-                          render_size: int | None = None, tune_blocks: int = 0) -> dict:
+                          render_size: int | None = None, tune_blocks: int = 0, low_res_frac: float = 0.0,
+                          low_res: int = 64) -> dict:
     """Train both CLIP4Clip variants over the frozen frame tower of ``base`` (an image checkpoint of the same
     family as ``cfg``); frames are rendered at ``render_size`` (default: the tower's size) and resampled to the
     tower's size as the model's preprocessing does. ``tune_blocks`` > 0 (a ViT tower) also trains the trunk's last
-    that many blocks and its ``ln_post``; the blocks before them stay frozen."""
+    that many blocks and its ``ln_post``; the blocks before them stay frozen. ``low_res_frac`` of the videos are
+    rendered at ``low_res`` px instead (resampled to the tower's size as the model does); the held-out numbers are
+    measured on videos rendered at ``render_size``."""
     t0 = time.time()
     if threads:
         torch.set_num_threads(threads)
@@ -207,7 +221,8 @@ def train_tiny_clip_video(out: str | Path | None = None, seed: int = 0, n_train:
             for p in m.parameters():
                 p.requires_grad_(True)
 
-    frames, caps, rcaps = build_video_set(n_train, world.TRAIN_SEED, T, render_size, log=log)
+    mix = dict(store=size, low_res=low_res, low_res_frac=low_res_frac) if low_res_frac else {}
+    frames, caps, rcaps = build_video_set(n_train, world.TRAIN_SEED, T, render_size, log=log, **mix)
     log(f"rendered {n_train} videos × {T} frames in {time.time() - t0:.0f}s")
     t1 = time.time()
     feats = frozen_conv_features(net.image, frames, cfg["mean"], cfg["std"], size=size, stop=start)
@@ -224,7 +239,7 @@ def train_tiny_clip_video(out: str | Path | None = None, seed: int = 0, n_train:
 
     val = None
     if val_n:
-        vframes, vcaps, vrcaps = build_video_set(val_n, VAL_SEED, T, render_size, log=log)
+        vframes, vcaps, vrcaps = build_video_set(val_n, VAL_SEED, T, render_size, log=log, **mix)
         vfeats = frozen_conv_features(net.image, vframes, cfg["mean"], cfg["std"], size=size, stop=start)
         vuniq = sorted(set(vcaps) | set(vrcaps))
         vstates, vlengths = minilm_states(vuniq, cfg["max_tokens"])
@@ -295,11 +310,14 @@ def train_tiny_clip_video(out: str | Path | None = None, seed: int = 0, n_train:
     train_s = time.time() - t2
     log(f"trained {total} steps in {train_s:.0f}s")
 
+    frozen_trunk = ("the frame tower's ViT trunk (patch embedding, blocks, ln_post)" if cfg.get("tower") == "vit"
+                    else "conv features of the frame tower")
     recipe = dict(seed=seed, n_train=n_train, epochs=epochs, batch_size=batch_size, lr=lr, num_frames=T,
                   train_world_seed=world.TRAIN_SEED, init=f"{base_file} (image tower, text head)",
                   render_size=render_size,
+                  **({"low_res": f"{low_res_frac:.0%} of the videos rendered at {low_res} px"} if low_res_frac else {}),
                   frozen="MiniLM; " + (f"the frame tower's first {start} blocks" if tune_blocks
-                                       else "conv features of the frame tower"),
+                                       else frozen_trunk),
                   **({"tune_blocks": int(tune_blocks), "trunk_lr": lr * TRUNK_LR_SCALE} if tune_blocks else {}),
                   init_train=base_meta.get("train", {}),
                   seconds=round(time.time() - t0, 1), train_seconds=round(train_s, 1),
@@ -310,7 +328,7 @@ def train_tiny_clip_video(out: str | Path | None = None, seed: int = 0, n_train:
 
         for cls in classes:
             m = cls(device="cpu", net=net)
-            q = heldout_quality("retrieval", m, "builtin-videos", eval_n)
+            q = heldout_quality("retrieval", m, "builtin-videos", eval_n, size=render_size)
             quality[cls.aggregator] = q
             log(f"held-out {cls.name} ({eval_n} videos, seed {world.HELDOUT_SEED}): {json.dumps(q)}")
     out = Path(out) if out else checkpoint_path(checkpoint)

@@ -249,12 +249,13 @@ def train_tiny_vit_clip(out: str | Path | None = None, seed: int = 0, n_train: i
     return dict(train=recipe, quality=quality, path=str(out))
 
 
-def train_tiny_vit_clip_video(out: str | Path | None = None, seed: int = 0, n_train: int = 12000, epochs: int = 20,
+def train_tiny_vit_clip_video(out: str | Path | None = None, seed: int = 0, n_train: int = 18000, epochs: int = 24,
                               threads: int | None = 2, eval_n: int = 1000, tune_blocks: int = 0, log=print,
                               **kw) -> dict:
     """``robustlab train tiny-vit-clip-video``: CLIP4Clip's meanP and seqTransf heads over tiny-vit-clip's frozen
     ViT trunk, the recipe of tiny-clip-video (:func:`robustlab.training.tiny_clip_video.train_tiny_clip_video`) on
-    frames rendered at 64 px (the built-in videos' size) and upsampled to 96 px as the model's preprocessing does.
+    frames rendered at 128 px as the built-in images are (resampled to the ViT's 96 px as the model's preprocessing
+    does), a quarter of the videos at 64 px (the dashboard's built-in videos' size) instead; held-out at 128 px.
     What trains: the projection of the class token and all 8×8 patch tokens (where things are in a frame, which a
     video caption's motion needs), a frame adapter, the temporal transformer and a text head per variant.
     ``tune_blocks`` > 0 also trains the trunk's last blocks at a tenth of the rate; measured, it did not pay on 2
@@ -263,8 +264,8 @@ def train_tiny_vit_clip_video(out: str | Path | None = None, seed: int = 0, n_tr
     return train_tiny_clip_video(out, seed=seed, n_train=n_train, epochs=epochs, threads=threads, eval_n=eval_n,
                                  log=log, name="tiny-vit-clip-video", cfg=TINY_VIT_CLIP_VIDEO_CONFIG,
                                  base=TINY_VIT_CLIP_CHECKPOINT, checkpoint=TINY_VIT_CLIP_VIDEO_CHECKPOINT,
-                                 classes=(TinyVitClipVideoMeanP, TinyVitClipVideoSeqTransf), render_size=64,
-                                 tune_blocks=tune_blocks, **kw)
+                                 classes=(TinyVitClipVideoMeanP, TinyVitClipVideoSeqTransf), render_size=128,
+                                 low_res_frac=0.25, low_res=64, tune_blocks=tune_blocks, **kw)
 
 
 __all__ = ["train_tiny_vit_clip", "train_tiny_vit_clip_video", "render_diverse", "textured_background", "augment",

@@ -54,7 +54,9 @@ def test_vit_video_training_is_reproducible_and_keeps_the_trunk_frozen(tmp_path)
     trunk = [k for k in base if k.startswith("image.features.")]
     assert trunk and all(torch.equal(base[k], sa[k]) for k in trunk)
     assert sa["image.proj.weight"].shape[1] == 128 * (1 + 8 * 8)  # the class token and all 8×8 patch tokens
-    assert a["train"]["render_size"] == 64  # the built-in videos' size, upsampled to the ViT's 96 px
+    assert a["train"]["render_size"] == 128  # the built-in images' size, resampled to the ViT's 96 px
+    assert a["train"]["low_res"] == "25% of the videos rendered at 64 px"
+    assert a["train"]["frozen"] == "MiniLM; the frame tower's ViT trunk (patch embedding, blocks, ln_post)"
     # tune_blocks=1: the last block and ln_post train, the blocks before it stay the image model's
     c = R.train_tiny_vit_clip_video(tmp_path / "c.safetensors", seed=3, tune_blocks=1, **kw)
     sc = load_file(c["path"])
@@ -63,6 +65,31 @@ def test_vit_video_training_is_reproducible_and_keeps_the_trunk_frozen(tmp_path)
     assert all(torch.equal(base[k], sc[k]) for k in trunk if not k.startswith(tuned))
     assert any(not torch.equal(base[k], sc[k]) for k in trunk if k.startswith(tuned))
     assert c["train"]["tune_blocks"] == 1 and c["train"]["frozen"] == f"MiniLM; the frame tower's first {last} blocks"
+
+
+def test_the_video_set_mixes_resolutions_as_the_model_would_see_them():
+    """A quarter of the videos at 64 px, the rest at 128 px, each resampled to 96 px exactly as the model's own
+    preprocessing resamples a frame of that size; which videos are low-resolution is a function of the seed."""
+    from robustlab.models.builtin import preprocess_64
+    from robustlab.training.tiny_clip_video import build_video_set, render_sampled_frames
+
+    log = lambda *a: None  # noqa: E731
+    n = 40
+    frames, caps, _ = build_video_set(n, world.TRAIN_SEED, 4, 128, log=log, store=96, low_res_frac=0.25)
+    again, _, _ = build_video_set(n, world.TRAIN_SEED, 4, 128, log=log, store=96, low_res_frac=0.25)
+    assert frames.shape == (n, 4, 96, 96, 3) and np.array_equal(frames, again)
+    low = []
+    for i in range(n):
+        v = world.sample_video(world.TRAIN_SEED, i)
+        assert caps[i] == v.caption
+        for size in (64, 128):
+            seen = preprocess_64(list(render_sampled_frames(v, 4, size)), 96, 0.0, 1.0)
+            if torch.equal(seen, torch.from_numpy(frames[i]).permute(0, 3, 1, 2).float() / 255.0):
+                low.append(size == 64)
+                break
+        else:
+            raise AssertionError(f"video {i} is neither the 64-px nor the 128-px render, resampled")
+    assert 4 <= sum(low) <= 18  # about a quarter of 40
 
 
 def test_the_diverse_views_keep_what_the_caption_says():
