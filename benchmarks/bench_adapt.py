@@ -97,6 +97,8 @@ def main(argv=None) -> int:
     ap.add_argument("--only", default=None, help="comma-separated perturbation names (default: all available)")
     ap.add_argument("--directions", default="v2t,t2v")
     ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--size", type=int, default=None,
+                    help="render the built-in videos at this many px (default: the dataset's 64)")
     ap.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "adapt_tiny_clip_video.json"))
     a = ap.parse_args(argv)
     import torch
@@ -118,12 +120,23 @@ def main(argv=None) -> int:
         video, text = [v for v in video if v in keep], [t for t in text if t in keep]
     sevs = [int(s) for s in a.severities.split(",")]
     methods = [m.replace(";", ",") for m in a.methods.split(",")]
-    doc.update({"n": a.n, "dataset": "builtin-videos (test, world seed 1000)", "threads": a.threads,
+    if doc["runs"] and doc.get("size") != a.size:
+        raise SystemExit(f"{out} holds runs on videos of another size ({doc.get('size') or 'the default'}); "
+                         "give another --out")
+    px = f", {a.size} px" if a.size else ""
+    doc.update({"n": a.n, "dataset": f"builtin-videos (test, world seed 1000{px})", "size": a.size,
+                "threads": a.threads,
                 "machine": platform.machine(), "cpus": os.cpu_count(), "unavailable_shifts": missing,
                 "methods": methods})
     for spec in a.models.split(","):
         model = rl.load_model(spec)
-        ds = rl.datasets.build("builtin-videos", n=a.n)
+        # the runs of a file belong to one checkpoint: a retrained model's results go to another file
+        fp, known = model.fingerprint, doc.setdefault("checkpoints", {}).get(spec)
+        if known not in (None, fp) and any(r["model"] == spec for r in doc["runs"]):
+            raise SystemExit(f"{out} holds runs of another checkpoint of {spec} ({known}, now {fp}); "
+                             "give another --out")
+        doc["checkpoints"][spec] = fp
+        ds = rl.datasets.build("builtin-videos", n=a.n, **({"size": a.size} if a.size else {}))
         bench = RetrievalBench(model, ds, lazy=True)
         plan = []
         if "v2t" in a.directions:

@@ -42,7 +42,7 @@ def test_a_retrained_checkpoint_runs_its_rows_again(tmp_path, monkeypatch):
     monkeypatch.setattr(robustlab.tasks.registry, "get", lambda name: Task())
     monkeypatch.setattr(robustlab.tasks.retrieval, "RetrievalBench", lambda *a, **k: None)
     args = SimpleNamespace(kind="image", models=["m", "k"], n=4, seed=5, severities=[1], perturbations=[],
-                           perturb_seed=0, threads=0, out=str(out))
+                           perturb_seed=0, threads=0, out=str(out), size=None)
     monkeypatch.setattr(b, "perturbations", lambda kind: [])
     monkeypatch.setattr(b, "unavailable", lambda kind: [])
     res = b.run(args)
@@ -50,3 +50,37 @@ def test_a_retrained_checkpoint_runs_its_rows_again(tmp_path, monkeypatch):
     assert res["models"]["m"]["clean"]["t2i_R@1"] == 0.5 and res["models"]["k"]["clean"]["t2i_R@1"] == 0.9
     assert res["checkpoints"] == {"m": fp, "k": fp}
     assert json.loads(out.read_text())["models"]["m"]["clean"]["t2i_R@1"] == 0.5
+
+
+def test_the_render_size_is_part_of_the_run(tmp_path, monkeypatch):
+    """--size renders the world at that size (recorded in meta and the table); a file of another size is refused."""
+    import pytest
+
+    b = _bench()
+    built = []
+
+    class Task:
+        def evaluate(self, model, ds, conds, bench=None):
+            return [SimpleNamespace(flat=lambda: {"t2v_R@1": 0.5})]
+
+    import robustlab.datasets
+    import robustlab.models
+    import robustlab.tasks.registry
+    import robustlab.tasks.retrieval
+
+    monkeypatch.setattr(robustlab.models, "load_model",
+                        lambda spec, device="cpu": SimpleNamespace(spec=spec, fingerprint="2" * 16))
+    monkeypatch.setattr(robustlab.datasets, "build", lambda *a, **k: built.append(k))
+    monkeypatch.setattr(robustlab.tasks.registry, "get", lambda name: Task())
+    monkeypatch.setattr(robustlab.tasks.retrieval, "RetrievalBench", lambda *a, **k: None)
+    monkeypatch.setattr(b, "perturbations", lambda kind: [])
+    monkeypatch.setattr(b, "unavailable", lambda kind: [])
+    out = tmp_path / "v.json"
+    args = SimpleNamespace(kind="video", models=["builtin:m"], n=4, seed=5, severities=[1], perturbations=[],
+                           perturb_seed=0, threads=0, out=str(out), size=128)
+    res = b.run(args)
+    assert built[-1]["size"] == 128 and res["meta"]["size"] == 128
+    assert "rendered at 128 px" in b.report(res, None, None)
+    with pytest.raises(SystemExit, match="another run"):
+        b.run(SimpleNamespace(**{**vars(args), "size": None}))
+
