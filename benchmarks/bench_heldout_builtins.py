@@ -10,8 +10,7 @@ for ``--kind image``, built-in event videos (64 px) for ``--kind video``; ``--si
 (``--size 128``: the videos at the images' size, as the ViT video models are held out). Every model runs through
 the library's own path (``robustlab.tasks.get("retrieval").evaluate`` with one RetrievalBench per model, so clean
 embeddings are computed once; videos are perturbed at the frames the model samples). The text→visual R@1 (t2i /
-t2v) is the
-headline, as in the papers' tables; visual→text R@1 and the order numbers are kept in the JSON.
+t2v) is the headline, as in the papers' tables; visual→text R@1 and the order numbers are kept in the JSON.
 
 Checks, per model and perturbation (what issue 27 asks of a model that "breaks like the papers' models"):
 
