@@ -199,8 +199,9 @@ def _figures(res: dict, folder: Path, key: str) -> None:
                      for name in names for s in meta["severities"] if f"{name}:{s}" in cells]
         if not any(r["axes"] == "visual" for r in rows):
             continue
+        px = f", {meta['size']} px" if meta.get("size") else ""
         fig = severity_curves(pd.DataFrame(rows), title=f" · {meta['kind']} {cat} (n={meta['n']}, world seed "
-                                                        f"{meta['seed']})", cols=min(4, len(names)))
+                                                        f"{meta['seed']}{px})", cols=min(4, len(names)))
         fig.update_yaxes(range=[0, 1])
         path = folder / f"heldout-{meta['kind']}-{cat}.html"
         fig.write_html(str(path), include_plotlyjs=True, full_html=True)
