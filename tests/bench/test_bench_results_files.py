@@ -1,14 +1,19 @@
-"""benchmarks/bench_heldout_builtins.py resumes a model's rows only for the checkpoint that computed them."""
+"""The benchmark scripts that resume from a results file keep one checkpoint and one render size per file:
+benchmarks/bench_heldout_builtins.py runs a retrained model's rows again, and bench_heldout_builtins.py and
+bench_adapt.py refuse a file of another size (bench_adapt.py also one of another checkpoint) instead of mixing
+its runs with the old ones or silently skipping them as done."""
 import importlib.util
 import json
 from pathlib import Path
 from types import SimpleNamespace
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def _bench():
-    spec = importlib.util.spec_from_file_location("bench_heldout", ROOT / "benchmarks" / "bench_heldout_builtins.py")
+def _bench(name: str = "bench_heldout_builtins"):
+    spec = importlib.util.spec_from_file_location(name, ROOT / "benchmarks" / f"{name}.py")
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     return mod
@@ -54,8 +59,6 @@ def test_a_retrained_checkpoint_runs_its_rows_again(tmp_path, monkeypatch):
 
 def test_the_render_size_is_part_of_the_run(tmp_path, monkeypatch):
     """--size renders the world at that size (recorded in meta and the table); a file of another size is refused."""
-    import pytest
-
     b = _bench()
     built = []
 
@@ -84,3 +87,34 @@ def test_the_render_size_is_part_of_the_run(tmp_path, monkeypatch):
     with pytest.raises(SystemExit, match="another run"):
         b.run(SimpleNamespace(**{**vars(args), "size": None}))
 
+
+@pytest.fixture
+def stored(tmp_path, monkeypatch):
+    import torch
+
+    import robustlab
+
+    monkeypatch.setattr(torch, "set_num_threads", lambda n: None)  # the test process keeps its threads
+    built = []
+    monkeypatch.setattr(robustlab, "load_model", lambda spec: SimpleNamespace(fingerprint="new0" * 4))
+    monkeypatch.setattr(robustlab.datasets, "build", lambda *a, **k: built.append(k) or [])
+    out = tmp_path / "adapt.json"
+    row = {"model": "builtin:m", "direction": "v2t", "perturbation": "mlvp_fog", "severity": 5, "method": "none",
+           "hubness": {}}
+    out.write_text(json.dumps({"runs": [row], "checkpoints": {"builtin:m": "old0" * 4}}))
+    return out, built
+
+
+def test_runs_of_another_checkpoint_are_not_mixed(stored):
+    out, built = stored
+    with pytest.raises(SystemExit, match="another checkpoint of builtin:m"):
+        _bench("bench_adapt").main(["--models", "builtin:m", "--only", "mlvp_fog", "--out", str(out), "--threads", "1"])
+    assert built == [] and json.loads(out.read_text())["checkpoints"]["builtin:m"] == "old0" * 4
+
+
+def test_runs_on_videos_of_another_size_are_not_mixed(stored):
+    out, built = stored
+    with pytest.raises(SystemExit, match="another size"):
+        _bench("bench_adapt").main(["--models", "builtin:m", "--only", "mlvp_fog", "--out", str(out), "--size", "128",
+                       "--threads", "1"])
+    assert built == []
