@@ -8,8 +8,9 @@ One run trains both CLIP4Clip variants jointly and writes one checkpoint, ``asse
 * each variant has its own text head (initialised from tiny-clip's) and logit scale; seqTransf has the temporal
   transformer;
 * data: ``n_train`` event videos of the training world (``world.TRAIN_SEED``), ``num_frames`` frames sampled
-  uniformly (exactly :func:`robustlab.models.protocols.sample_frames` of :func:`world.render_video` at 64 px — only
-  the sampled frames are rendered), their captions and their time-reversed captions
+  uniformly (exactly :func:`robustlab.models.protocols.sample_frames` of :func:`world.render_video` at 64 px for
+  tiny-clip-video, at 128 px with a quarter at 64 px for tiny-vit-clip-video — only the sampled frames are
+  rendered), their captions and their time-reversed captions
   (:func:`world.reverse_video_caption`);
 * loss: the sum of two symmetric InfoNCE losses. meanP: videos × captions. seqTransf: the batch's videos *and
   their time reversals* × the captions *and the reversed captions* — the reversed video's caption is a hard
