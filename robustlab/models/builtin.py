@@ -163,16 +163,20 @@ class TinyClipNet(nn.Module):
         self.logit_scale = nn.Parameter(torch.tensor(float(np.log(1 / 0.07))))
 
 
+def resample_u8(im: np.ndarray, size: int) -> np.ndarray:
+    """An H×W×3 uint8 image at size×size as the built-in models see it: area resampling down, bilinear up."""
+    h, w = im.shape[:2]
+    if (h, w) == (size, size):
+        return im
+    interp = cv2.INTER_AREA if (h >= size and w >= size) else cv2.INTER_LINEAR
+    return cv2.resize(im, (size, size), interpolation=interp)
+
+
 def preprocess_64(images, size: int = 64, mean: float = 0.5, std: float = 0.25) -> torch.Tensor:
     """H×W×3 uint8 images -> N×3×size×size float tensor (area resampling, as in training)."""
     out = np.empty((len(images), size, size, 3), np.uint8)
     for i, im in enumerate(images):
-        h, w = im.shape[:2]
-        if (h, w) == (size, size):
-            out[i] = im
-        else:
-            interp = cv2.INTER_AREA if (h >= size and w >= size) else cv2.INTER_LINEAR
-            out[i] = cv2.resize(im, (size, size), interpolation=interp)
+        out[i] = resample_u8(im, size)
     x = torch.from_numpy(out).permute(0, 3, 1, 2).float().div_(255.0)
     return (x - mean) / std
 

@@ -30,7 +30,6 @@ import time
 import zlib
 from pathlib import Path
 
-import cv2
 import numpy as np
 import torch
 import torch.nn.functional as F
@@ -38,7 +37,7 @@ from tqdm.auto import tqdm
 
 from robustlab.datasets.synthetic import world
 from robustlab.metrics import caption_groups, retrieval
-from robustlab.models.builtin import load_tiny_clip, preprocess_64
+from robustlab.models.builtin import load_tiny_clip, preprocess_64, resample_u8
 from robustlab.models.builtin_video import (
     CHECKPOINT,
     TINY_CLIP_VIDEO_CONFIG,
@@ -80,11 +79,8 @@ def build_video_set(n: int, seed: int, num_frames: int, size: int = 64, log=prin
     caps, rcaps = [], []
     for i in tqdm(range(n), desc="render videos", unit="video", mininterval=5):
         v = world.sample_video(seed, i)
-        fr = render_sampled_frames(v, num_frames, low_res if pick[i] else size)
-        if fr.shape[1] != store:
-            interp = cv2.INTER_AREA if fr.shape[1] >= store else cv2.INTER_LINEAR
-            fr = np.stack([cv2.resize(f, (store, store), interpolation=interp) for f in fr])
-        frames[i] = fr
+        for t, f in enumerate(render_sampled_frames(v, num_frames, low_res if pick[i] else size)):
+            frames[i, t] = resample_u8(f, store)
         caps.append(v.caption)
         rcaps.append(world.reverse_video_caption(v))
     return frames, caps, rcaps
@@ -222,7 +218,7 @@ def train_tiny_clip_video(out: str | Path | None = None, seed: int = 0, n_train:
             for p in m.parameters():
                 p.requires_grad_(True)
 
-    mix = dict(store=size, low_res=low_res, low_res_frac=low_res_frac) if low_res_frac else {}
+    mix = dict(store=size, low_res=low_res, low_res_frac=low_res_frac)  # frames reach the tower at its size
     frames, caps, rcaps = build_video_set(n_train, world.TRAIN_SEED, T, render_size, log=log, **mix)
     log(f"rendered {n_train} videos × {T} frames in {time.time() - t0:.0f}s")
     t1 = time.time()
