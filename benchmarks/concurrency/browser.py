@@ -86,11 +86,6 @@ async def set_number(page, key: str, value, attempts: int = 5) -> bool:
     return changed
 
 
-async def select_value(page, key: str) -> str:
-    """The option shown by the selectbox with widget key ``key`` (Streamlit 1.67: a combobox input's value)."""
-    return await page.locator(f".st-key-{key} input").input_value()
-
-
 async def set_select(page, key: str, label: str, attempts: int = 5) -> bool:
     """Pick the option ``label`` (its full displayed text) of the selectbox with widget key ``key``."""
     box = page.locator(f".st-key-{key} input")

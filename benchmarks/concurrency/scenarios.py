@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from .browser import choose_radio, click, dataframes, grid_cells, select_value, set_number, set_select, set_slider, \
+from .browser import choose_radio, click, dataframes, grid_cells, set_number, set_select, set_slider, \
     texts
 from .session import Session
 
@@ -134,9 +134,7 @@ class Attention(Scenario):
         i, layer = choice
         p, e = s.page, s.sh.expect
         q, a = e.qa[i]
-        box = p.get_by_label("Question")
-        got = await box.input_value()
-        s.check(got == q, "the question is the chosen scene's", f"expected {q!r}, shows {got!r}")
+        await s.expect_value("the question is the chosen scene's", p.get_by_label("Question"), q)
         await s.expect_text("the dataset answer is the chosen scene's", f"Dataset answer: {a}")
         mass = p.get_by_text(re.compile(r"^Attention mass per quadrant in this layer"))
         await mass.first.wait_for(state="attached")
@@ -166,8 +164,8 @@ class Clavi(Scenario):
         k, seed = choice
         p, e = s.page, s.sh.expect
         j = e.clavi_items[k]
-        shown = await select_value(p, "cv_item")
-        s.check(shown == f"#{j} · {e.clavi_caption[j]}", "the chosen video is selected", shown)
+        await s.expect_value("the chosen video is selected", p.locator(".st-key-cv_item input"),
+                             f"#{j} · {e.clavi_caption[j]}")
         caps = p.get_by_text(re.compile(r"^(A: frames|B: frames) \d+"))
         await caps.first.wait_for(state="attached")
         metrics = await texts(p.locator('[data-testid="stMetricValue"]'))

@@ -125,6 +125,21 @@ class Session:
             self.stats.errors[-1]["screenshot"] = shot
             return ok
 
+    async def expect_value(self, what: str, box, expected: str, timeout: float = 30.0) -> bool:
+        """A check that the input ``box`` (a locator) holds ``expected``, polled until ``timeout`` seconds: under load
+        the browser can read a box between its mounting and its value (CI once read '' there while the same rerun's
+        caption below it was already the chosen scene's)."""
+        got, end = None, time.time() + timeout
+        while True:
+            try:
+                got = await box.first.input_value(timeout=2_000)
+            except Exception:  # noqa: BLE001 - detached or replaced mid-rerun: read it again
+                got = None
+            if got == expected or time.time() >= end:
+                break
+            await asyncio.sleep(0.25)
+        return self.check(got == expected, what, f"expected {expected!r}, shows {got!r}")
+
     def record(self, choices: tuple, signature) -> None:
         """Ledger: the same choices must show the same result in every session, at every time."""
         key = (self.sc.title,) + tuple(choices)
