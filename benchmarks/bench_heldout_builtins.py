@@ -91,9 +91,10 @@ def run(args) -> dict:
         bench = RetrievalBench(model, ds, cache=EmbeddingCache(enabled=False), lazy=True)
         # a condition is resumed only for the same weights: a retrained checkpoint starts its rows again
         fp = model.fingerprint  # the weights' identity (robustlab.models.base.Fingerprinted)
-        if res.get("checkpoints", {}).get(spec) not in (None, fp) and spec in res.get("models", {}):
-            print(f"{spec}: checkpoint changed ({res['checkpoints'][spec]} -> {fp}); its rows are run again",
-                  flush=True)
+        # rows without a recorded fingerprint (files older than the fingerprints) are not trusted either
+        if res.get("checkpoints", {}).get(spec) != fp and spec in res.get("models", {}):
+            print(f"{spec}: checkpoint changed ({res.get('checkpoints', {}).get(spec, 'not recorded')} -> {fp}); "
+                  f"its rows are run again", flush=True)
             res["models"].pop(spec)
             res.get("seconds", {}).pop(spec, None)
         res.setdefault("checkpoints", {})[spec] = fp

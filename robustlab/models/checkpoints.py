@@ -8,6 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 
 ASSETS = Path(__file__).resolve().parents[2] / "assets"
+STAGE1_PREFIX = "stage1."  # an earlier stage's heads, kept in a checkpoint for the recipes that start from them
 
 
 def checkpoint_path(name: str) -> Path:
@@ -15,4 +16,4 @@ def checkpoint_path(name: str) -> Path:
     return ASSETS / name
 
 
-__all__ = ["ASSETS", "checkpoint_path"]
+__all__ = ["ASSETS", "STAGE1_PREFIX", "checkpoint_path"]

@@ -37,7 +37,7 @@ from tqdm.auto import tqdm
 
 from robustlab.datasets.synthetic import world
 from robustlab.metrics import caption_groups, retrieval
-from robustlab.models.builtin import load_tiny_clip, preprocess_64, resample_u8
+from robustlab.models.builtin import load_stage1, preprocess_64, resample_u8
 from robustlab.models.builtin_video import (
     CHECKPOINT,
     TINY_CLIP_VIDEO_CONFIG,
@@ -203,7 +203,9 @@ def train_tiny_clip_video(out: str | Path | None = None, seed: int = 0, n_train:
     render_size = int(render_size or size)
 
     base_file = base
-    base, base_meta = load_tiny_clip(checkpoint_path(base_file), base_file.split(".")[0])
+    # the image model's first stage (its trunk, its class-token projection and text head): a later stage of the image
+    # model (tiny-vit-clip's grid head) does not change what the video recipe starts from
+    base, base_meta = load_stage1(checkpoint_path(base_file), base_file.split(".")[0])
     net = TinyClipVideoNet(cfg)
     _init_frame_tower(net.image, base.image)
     for a in net.text:
@@ -316,7 +318,7 @@ def train_tiny_clip_video(out: str | Path | None = None, seed: int = 0, n_train:
                   frozen="MiniLM; " + (f"the frame tower's first {start} blocks" if tune_blocks
                                        else frozen_trunk),
                   **({"tune_blocks": int(tune_blocks), "trunk_lr": lr * TRUNK_LR_SCALE} if tune_blocks else {}),
-                  init_train=base_meta.get("train", {}),
+                  init_train={k: v for k, v in base_meta.get("train", {}).items() if k != "stage2"},
                   seconds=round(time.time() - t0, 1), train_seconds=round(train_s, 1),
                   final_loss_meanp=round(float(np.mean(lm[-20:])), 4),
                   final_loss_seqtransf=round(float(np.mean(ls[-20:])), 4), threads=torch.get_num_threads())

@@ -22,12 +22,14 @@ def _bench(name: str = "bench_heldout_builtins"):
 def test_a_retrained_checkpoint_runs_its_rows_again(tmp_path, monkeypatch):
     b = _bench()
     fp = "1" * 16  # the loaded model's fingerprint (Fingerprinted.fingerprint: its weights' identity)
-    # stored rows of "m" from other weights, of "k" from these: only "m" is evaluated again
+    # stored rows of "m" from other weights, of "k" from these, of "u" from weights not recorded (a file older than
+    # the fingerprints, as heldout_image.json was when tiny-vit-clip got its second stage): "m" and "u" run again
     out = tmp_path / "h.json"
     old = {"meta": {"kind": "image", "n": 4, "seed": 5, "dataset": "builtin", "severities": [1],
                     "unavailable": {}, "categories": {}},
            "checkpoints": {"m": "0" * 16, "k": fp},
-           "models": {"m": {"clean": {"t2i_R@1": 0.1}}, "k": {"clean": {"t2i_R@1": 0.9}}}, "seconds": {"m": 1.0}}
+           "models": {"m": {"clean": {"t2i_R@1": 0.1}}, "k": {"clean": {"t2i_R@1": 0.9}},
+                      "u": {"clean": {"t2i_R@1": 0.2}}}, "seconds": {"m": 1.0}}
     out.write_text(json.dumps(old))
     seen = []
 
@@ -46,14 +48,15 @@ def test_a_retrained_checkpoint_runs_its_rows_again(tmp_path, monkeypatch):
     monkeypatch.setattr(robustlab.datasets, "build", lambda *a, **k: None)
     monkeypatch.setattr(robustlab.tasks.registry, "get", lambda name: Task())
     monkeypatch.setattr(robustlab.tasks.retrieval, "RetrievalBench", lambda *a, **k: None)
-    args = SimpleNamespace(kind="image", models=["m", "k"], n=4, seed=5, severities=[1], perturbations=[],
+    args = SimpleNamespace(kind="image", models=["m", "k", "u"], n=4, seed=5, severities=[1], perturbations=[],
                            perturb_seed=0, threads=0, out=str(out), size=None)
     monkeypatch.setattr(b, "perturbations", lambda kind: [])
     monkeypatch.setattr(b, "unavailable", lambda kind: [])
     res = b.run(args)
-    assert seen == ["m"]  # k's clean row is kept: same weights
+    assert seen == ["m", "u"]  # k's clean row is kept: same weights
     assert res["models"]["m"]["clean"]["t2i_R@1"] == 0.5 and res["models"]["k"]["clean"]["t2i_R@1"] == 0.9
-    assert res["checkpoints"] == {"m": fp, "k": fp}
+    assert res["models"]["u"]["clean"]["t2i_R@1"] == 0.5
+    assert res["checkpoints"] == {"m": fp, "k": fp, "u": fp}
     assert json.loads(out.read_text())["models"]["m"]["clean"]["t2i_R@1"] == 0.5
 
 

@@ -9,6 +9,7 @@ import torch
 from safetensors.torch import load_file
 
 from robustlab.datasets.synthetic import world
+from robustlab.models.builtin import load_stage1, load_tiny_clip
 from robustlab.training import tiny_vit_clip as R
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -17,7 +18,7 @@ ROOT = Path(__file__).resolve().parents[2]
 @pytest.mark.slow  # trains
 def test_vit_training_is_reproducible_from_the_seed(tmp_path):
     torch.set_num_threads(2)
-    kw = dict(n_train=256, epochs=1, stage2_n=256, stage2_epochs=1, batch_size=128, eval_n=0, log=lambda *a: None)
+    kw = dict(n_train=256, epochs=1, stage2_epochs=1, batch_size=128, eval_n=0, log=lambda *a: None)
     # The first MiniLM load in a process draws from torch's global RNG (as it always does, first, in a fresh
     # `robustlab train` process); load it before run a, as a fresh process would have by the time it seeds the net.
     from robustlab.training.tiny_clip import encode_captions_frozen
@@ -31,14 +32,29 @@ def test_vit_training_is_reproducible_from_the_seed(tmp_path):
     assert all(torch.equal(sa[k], sb[k]) for k in sa)
     assert not all(torch.equal(sa[k], sc[k]) for k in sa)
     assert a["train"]["final_loss"] == b["train"]["final_loss"] and a["train"]["steps"] == 2
-    assert a["train"]["stage2"]["steps"] == 2 and a["train"]["stage2"]["scenes"] == "256-511"
+    s2 = a["train"]["stage2"]
+    assert s2["steps"] == 2 and s2["scenes"] == "0-255" and s2["views"] == 2 and "trunk frozen" in s2["trains"]
+    # stage 2 reads the class token and all 8×8 patch tokens; the checkpoint keeps stage 1's heads beside it
+    assert sa["image.proj.weight"].shape[1] == 128 * (1 + 8 * 8)
+    assert sa["stage1.image.proj.weight"].shape[1] == 128 and "stage1.logit_scale" in sa
+    assert not any(k.startswith("stage1.image.features.") for k in sa)  # one trunk, stored once
     # stage 2 from a stage-1 checkpoint (`robustlab train tiny-vit-clip --stage2-from`) gives the same weights
     one = R.train_tiny_vit_clip(tmp_path / "one.safetensors", seed=3, **dict(kw, stage2_epochs=0))
-    assert "stage2" not in one["train"]
+    assert "stage2" not in one["train"] and not any(k.startswith("stage1.") for k in load_file(one["path"]))
     two = R.train_tiny_vit_clip(tmp_path / "two.safetensors", seed=3, stage2_from=one["path"], **kw)
     st = load_file(two["path"])
-    assert all(torch.equal(sa[k], st[k]) for k in sa)
-    assert two["train"]["stage2"] == a["train"]["stage2"] | {"seconds": two["train"]["stage2"]["seconds"]}
+    assert sa.keys() == st.keys() and all(torch.equal(sa[k], st[k]) for k in sa)
+    timing = ("seconds", "features_seconds")
+    assert {k: v for k, v in two["train"]["stage2"].items() if k not in timing} == \
+        {k: v for k, v in s2.items() if k not in timing}
+    # what the video recipe starts from: stage 1 as it was, the trunk untouched by stage 2
+    first, meta = load_stage1(Path(a["path"]), "tiny-vit-clip")
+    s1 = load_file(one["path"])
+    assert meta["stage1_config"]["frame_grid"] == 0
+    assert first.state_dict().keys() == s1.keys()
+    assert all(torch.equal(v, s1[k]) for k, v in first.state_dict().items())
+    full, _ = load_tiny_clip(Path(a["path"]), "tiny-vit-clip")
+    assert full.image.proj.weight.shape[1] == 128 * 65 and not hasattr(full, "stage1")
 
 
 @pytest.mark.slow  # trains
