@@ -258,10 +258,10 @@ def save_checkpoint(net, path: Path, meta: dict, stage1=None) -> None:
     state = {k: v.detach().cpu().contiguous() for k, v in net.state_dict().items()}
     if stage1 is not None:
         for k, v in stage1.state_dict().items():
-            if k in state and torch.equal(state[k], v.detach().cpu()):
-                continue  # the shared trunk: stored once
-            if k.startswith("image.features."):
-                raise ValueError(f"stage 1's {k} differs from the model's: the stages must share the trunk")
+            if k.startswith("image.features."):  # the shared trunk: stored once
+                if k not in state or not torch.equal(state[k], v.detach().cpu()):
+                    raise ValueError(f"stage 1's {k} differs from the model's: the stages must share the trunk")
+                continue
             state[STAGE1_PREFIX + k] = v.detach().cpu().contiguous()
         meta = {**meta, "stage1_config": stage1.cfg}
     md = {"config": json.dumps(net.cfg), **{k: json.dumps(v) for k, v in meta.items()}}

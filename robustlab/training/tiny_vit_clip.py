@@ -23,8 +23,9 @@ positions); the patch tokens keep them. The checkpoint keeps stage 1's heads bes
 Reproducible from ``seed`` and ``threads`` (the schedule counts steps, not seconds) in a fresh process, as
 ``robustlab train`` runs it: the first MiniLM load in a process draws from torch's global RNG before the net is
 initialised, so in one process a second run with the same seed repeats the second run, not the first. On 2 CPU
-cores the recipe trains at about 110 images/s; stage 1 takes about an hour, stage 2 about 6 minutes (from a stage-1 checkpoint: rendering the
-scenes again and their MiniLM states 2.5 min, trunk features 1.7 min, 1,170 steps 2.3 min).
+cores the recipe trains at about 110 images/s; stage 1 takes about an hour, stage 2 about 6 minutes (from a
+stage-1 checkpoint: rendering the scenes again and their MiniLM states 2.5 min, trunk features 1.7 min, 1,170
+steps 2.3 min).
 """
 from __future__ import annotations
 

@@ -135,3 +135,24 @@ def test_the_recipe_uses_none_of_the_benchmarks_perturbations():
     code = "\n".join(ln for ln in src.splitlines() if not ln.lstrip().startswith(("#", '"')))
     named = [p.name for p in list_perturbations() if p.modality != "text" and f'"{p.name}"' in code]
     assert named == []
+
+
+def test_a_checkpoint_keeps_stage_1_only_over_the_same_trunk(tmp_path):
+    """save_checkpoint(stage1=...) stores stage 1's heads beside the model, never a second trunk: a stage 1 whose
+    trunk differs from the model's is refused, and load_stage1 of a checkpoint without one is the model itself."""
+    from robustlab.models.builtin import TinyClipNet, save_checkpoint
+    from robustlab.models.builtin_vit import TINY_VIT_CLIP_CONFIG
+
+    torch.manual_seed(0)
+    first = TinyClipNet(dict(TINY_VIT_CLIP_CONFIG, frame_grid=0))
+    net = TinyClipNet(dict(TINY_VIT_CLIP_CONFIG))
+    with pytest.raises(ValueError, match="must share the trunk"):
+        save_checkpoint(net, tmp_path / "bad.safetensors", {}, stage1=first)
+    assert not (tmp_path / "bad.safetensors").exists()
+    net.image.features.load_state_dict(first.image.features.state_dict())
+    save_checkpoint(net, tmp_path / "ok.safetensors", {}, stage1=first)
+    got, meta = load_stage1(tmp_path / "ok.safetensors", "x")
+    assert all(torch.equal(v, first.state_dict()[k]) for k, v in got.state_dict().items())
+    save_checkpoint(first, tmp_path / "one.safetensors", {})
+    alone, meta = load_stage1(tmp_path / "one.safetensors", "x")
+    assert "stage1_config" not in meta and alone.image.proj.weight.shape[1] == 128
