@@ -48,6 +48,7 @@ from robustlab.models.builtin_video import (
 )
 from robustlab.models.checkpoints import checkpoint_path
 from robustlab.tasks.quality import heldout_quality
+from robustlab.training.diversity import augment, lighting_gain, textured_background
 from robustlab.training.tiny_clip import encode_captions_frozen
 
 
@@ -56,30 +57,39 @@ def sampled_frame_indices(n_frames: int, num: int) -> np.ndarray:
     return np.clip(np.floor((np.arange(num) + 0.5) * n_frames / num).astype(int), 0, n_frames - 1)
 
 
-def render_sampled_frames(video: world.VideoScene, num: int, size: int = 64) -> np.ndarray:
-    """``sample_frames(world.render_video(video, size), num)``, rendering only the sampled frames."""
+def render_sampled_frames(video: world.VideoScene, num: int, size: int = 64, diverse: bool = False) -> np.ndarray:
+    """``sample_frames(world.render_video(video, size), num)``, rendering only the sampled frames. ``diverse``: the
+    video drawn with the family's data diversity instead (:mod:`robustlab.training.diversity`: a textured
+    background and a smooth lighting field, the same in every frame, fixed by the video)."""
     rng = world._rng(video.seed, video.index, 98)
-    bg = world._background(video.background, size * 2, rng)
+    if diverse:
+        look = np.random.default_rng([video.seed, video.index, 4243])
+        bg = textured_background(video.background, size * 2, look)
+        gain = lighting_gain(size, look)[..., None]
+    else:
+        bg = world._background(video.background, size * 2, rng)
     out = []
     for t in sampled_frame_indices(video.n_frames, num):
         objs = [o for o in world._state_at(video, int(t)) if o is not None]
-        out.append(world.render_objects(objs, video.background, size, rng, background=bg))
+        f = world.render_objects(objs, video.background, size, rng, background=bg)
+        out.append(np.clip(f * gain, 0, 255).astype(np.uint8) if diverse else f)
     return np.stack(out)
 
 
 def build_video_set(n: int, seed: int, num_frames: int, size: int = 64, log=print, *, store: int | None = None,
-                    low_res: int = 64, low_res_frac: float = 0.0):
+                    low_res: int = 64, low_res_frac: float = 0.0, diverse: bool = False):
     """Sampled frames (N×num×S×S×3 uint8), captions and reversed captions of n videos of world ``seed``, rendered
     at ``size``. With ``store`` (the model's input size) the frames are resampled to it as the model's own
     preprocessing does (:func:`preprocess_64`), and a ``low_res_frac`` share of the videos (which ones: a fixed
-    function of ``seed``) is rendered at ``low_res`` instead, as a low-resolution video reaches the model."""
+    function of ``seed``) is rendered at ``low_res`` instead, as a low-resolution video reaches the model.
+    ``diverse``: every video drawn with the family's data diversity (:func:`render_sampled_frames`)."""
     store = int(store or size)
     pick = np.random.default_rng([int(seed), 4242]).random(n) < float(low_res_frac)
     frames = np.empty((n, num_frames, store, store, 3), np.uint8)
     caps, rcaps = [], []
     for i in tqdm(range(n), desc="render videos", unit="video", mininterval=5):
         v = world.sample_video(seed, i)
-        for t, f in enumerate(render_sampled_frames(v, num_frames, low_res if pick[i] else size)):
+        for t, f in enumerate(render_sampled_frames(v, num_frames, low_res if pick[i] else size, diverse)):
             frames[i, t] = resample_u8(f, store)
         caps.append(v.caption)
         rcaps.append(world.reverse_video_caption(v))
@@ -88,20 +98,29 @@ def build_video_set(n: int, seed: int, num_frames: int, size: int = 64, log=prin
 
 @torch.no_grad()
 def frozen_conv_features(image_tower, frames: np.ndarray, mean: float, std: float, batch: int = 512,
-                         size: int | None = None, stop: int | None = None) -> torch.Tensor:
+                         size: int | None = None, stop: int | None = None,
+                         augment_g: torch.Generator | None = None) -> torch.Tensor:
     """Frozen features (the tower's ``features``, before its projection) of every frame: N×T×F float16. With
     ``stop`` (a ViT trunk whose last blocks train), the token states before block ``stop`` instead: N×T×tokens×W.
     Frames of another size than ``size`` are resampled as the model's own preprocessing does
-    (:func:`preprocess_64`)."""
+    (:func:`preprocess_64`). ``augment_g``: each video's frames first get one random resized crop and colour
+    jitter, the same for all its frames (:func:`robustlab.training.diversity.augment` with ``group`` = frames),
+    drawn from that generator."""
     n, t = frames.shape[:2]
     flat = frames.reshape(n * t, *frames.shape[2:])
+    if augment_g is not None and size and flat.shape[1] != size:
+        raise ValueError("augmented features need frames stored at the tower's size")
+    batch = max(t, batch // t * t)  # whole videos per batch
     out = None
     image_tower.features.eval()
     for i in tqdm(range(0, len(flat), batch), desc="frozen frame features", unit="batch", mininterval=5):
         if size and flat.shape[1] != size:
             x = preprocess_64(list(flat[i:i + batch]), size, mean, std)
         else:
-            x = (torch.from_numpy(flat[i:i + batch]).permute(0, 3, 1, 2).float().div_(255.0) - mean) / std
+            x = torch.from_numpy(flat[i:i + batch]).permute(0, 3, 1, 2).float().div_(255.0)
+            if augment_g is not None:
+                x = augment(x, augment_g, low_res_frac=0.0, group=t)
+            x = (x - mean) / std
         f = image_tower.features(x).flatten(1) if stop is None else image_tower.features.tokens(x, stop)
         if out is None:
             out = torch.empty(len(flat), *f.shape[1:], dtype=torch.float16)
@@ -143,6 +162,8 @@ def _text_ids(texts: list[str]) -> np.ndarray:
     return np.array([zlib.crc32(t.encode()) for t in texts], np.int64)
 
 
+VIDEO_DIVERSITY = ("per video, the same in all its frames: textured background, lighting field 0.8-1.2, random "
+                   "resized crop 0.8-1, brightness/contrast/saturation +-25%, white balance +-5%")
 TRUNK_LR_SCALE = 0.1  # the learning rate of the frame tower's tuned blocks, relative to ``lr``
 VAL_SEED = 2  # a validation world for the training log only (never the held-out HELDOUT_SEED)
 
@@ -185,13 +206,19 @@ def train_tiny_clip_video(out: str | Path | None = None, seed: int = 0, n_train:
                           cfg: dict | None = None, base: str = "tiny-clip.safetensors", checkpoint: str = CHECKPOINT,
                           classes: tuple = (TinyClipVideoMeanP, TinyClipVideoSeqTransf),
                           render_size: int | None = None, tune_blocks: int = 0, low_res_frac: float = 0.0,
-                          low_res: int = 64) -> dict:
+                          low_res: int = 64, diverse: str = "none") -> dict:
     """Train both CLIP4Clip variants over the frozen frame tower of ``base`` (an image checkpoint of the same
     family as ``cfg``); frames are rendered at ``render_size`` (default: the tower's size) and resampled to the
     tower's size as the model's preprocessing does. ``tune_blocks`` > 0 (a ViT tower) also trains the trunk's last
     that many blocks and its ``ln_post``; the blocks before them stay frozen. ``low_res_frac`` of the videos are
     rendered at ``low_res`` px instead (resampled to the tower's size as the model does); the held-out numbers are
-    measured on videos rendered at ``render_size``."""
+    measured on videos rendered at ``render_size``. ``diverse``: ``"none"``; ``"all"``, the training videos drawn
+    with the family's data diversity (:mod:`robustlab.training.diversity`: a textured background, a lighting field,
+    one crop and colour jitter per video, the same in all its frames); ``"both"``, the videos as the world draws them
+    and a diverse copy of each (a step samples from both; the steps per epoch stay ``n_train`` / ``batch_size``).
+    Validation and held-out videos are drawn as the world draws them."""
+    if diverse not in ("none", "all", "both"):
+        raise ValueError(f"diverse must be none, all or both, not {diverse!r}")
     t0 = time.time()
     if threads:
         torch.set_num_threads(threads)
@@ -221,11 +248,20 @@ def train_tiny_clip_video(out: str | Path | None = None, seed: int = 0, n_train:
                 p.requires_grad_(True)
 
     mix = dict(store=size, low_res=low_res, low_res_frac=low_res_frac)  # frames reach the tower at its size
-    frames, caps, rcaps = build_video_set(n_train, world.TRAIN_SEED, T, render_size, log=log, **mix)
-    log(f"rendered {n_train} videos × {T} frames in {time.time() - t0:.0f}s")
-    t1 = time.time()
-    feats = frozen_conv_features(net.image, frames, cfg["mean"], cfg["std"], size=size, stop=start)
-    del frames
+    parts = []
+    for look in (["plain"] if diverse != "all" else []) + (["diverse"] if diverse != "none" else []):
+        frames, caps, rcaps = build_video_set(n_train, world.TRAIN_SEED, T, render_size, log=log,
+                                              diverse=look == "diverse", **mix)
+        log(f"rendered {n_train} videos × {T} frames ({look}) in {time.time() - t0:.0f}s")
+        t1 = time.time()
+        parts.append(frozen_conv_features(net.image, frames, cfg["mean"], cfg["std"], size=size, stop=start,
+                                          augment_g=torch.Generator().manual_seed(seed) if look == "diverse"
+                                          else None))
+        del frames
+    feats = parts[0] if len(parts) == 1 else torch.cat(parts)
+    del parts
+    copies = len(feats) // n_train  # "both": row i + n_train is video i's diverse copy (same captions)
+    caps, rcaps = caps * copies, rcaps * copies
     log(f"frozen conv features {tuple(feats.shape)} in {time.time() - t1:.0f}s")
 
     t1 = time.time()
@@ -269,7 +305,7 @@ def train_tiny_clip_video(out: str | Path | None = None, seed: int = 0, n_train:
     bar = tqdm(total=total, desc=f"train {name}", unit="step", mininterval=5)
     losses, lm, ls = [], [], []
     for ep in range(epochs):
-        perm = rng.permutation(n_train)
+        perm = rng.permutation(len(feats))
         for s in range(steps_per_epoch):
             idx = torch.as_tensor(perm[s * batch_size:(s + 1) * batch_size])
             fr = frame_embeddings(net, feats[idx], start)  # B×T×D
@@ -315,6 +351,9 @@ def train_tiny_clip_video(out: str | Path | None = None, seed: int = 0, n_train:
                   train_world_seed=world.TRAIN_SEED, init=f"{base_file} (image tower, text head)",
                   render_size=render_size,
                   **({"low_res": f"{low_res_frac:.0%} of the videos rendered at {low_res} px"} if low_res_frac else {}),
+                  **({"diversity": VIDEO_DIVERSITY if diverse == "all" else
+                      f"the videos as drawn, and a copy of each drawn with: {VIDEO_DIVERSITY}"}
+                     if diverse != "none" else {}),
                   frozen="MiniLM; " + (f"the frame tower's first {start} blocks" if tune_blocks
                                        else frozen_trunk),
                   **({"tune_blocks": int(tune_blocks), "trunk_lr": lr * TRUNK_LR_SCALE} if tune_blocks else {}),

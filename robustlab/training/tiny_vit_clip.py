@@ -55,6 +55,7 @@ from robustlab.models.builtin_vit import (
 )
 from robustlab.models.checkpoints import checkpoint_path
 from robustlab.tasks.quality import heldout_quality
+from robustlab.training.diversity import augment, lighting_gain, textured_background
 from robustlab.training.tiny_clip import clip_loss, encode_captions_frozen
 from robustlab.training.tiny_clip_video import train_tiny_clip_video
 
@@ -65,37 +66,13 @@ STAGE1_CONFIG = dict(TINY_VIT_CLIP_CONFIG, frame_grid=0)
 STAGE2_EPOCHS, STAGE2_LR, STAGE2_VIEWS, STAGE2_DROPOUT = 10, 1e-3, 2, 0.1
 
 
-def textured_background(tone: str, size: int, rng: np.random.Generator) -> np.ndarray:
-    """The world's background of ``tone`` (its colour and gradient) with a faint texture on top, float H×W×3."""
-    img = world._background(tone, size, rng)
-    kind = int(rng.integers(4))
-    yy, xx = np.mgrid[0:size, 0:size].astype(np.float32) / size
-    if kind == 1:  # smooth blobs
-        tex = cv2.resize(rng.normal(size=(6, 6)).astype(np.float32), (size, size),
-                         interpolation=cv2.INTER_CUBIC) * rng.uniform(8, 20)
-    elif kind == 2:  # faint stripes at a random angle and period
-        a, f = rng.uniform(0, np.pi), rng.uniform(3, 10)
-        tex = np.sin(2 * np.pi * f * (np.cos(a) * xx + np.sin(a) * yy)) * rng.uniform(6, 14)
-    elif kind == 3:  # soft checks
-        f = rng.uniform(3, 8)
-        tex = np.sign(np.sin(2 * np.pi * f * xx) * np.sin(2 * np.pi * f * yy)) * rng.uniform(4, 10)
-        tex = cv2.GaussianBlur(tex.astype(np.float32), (0, 0), size / 60)
-    else:  # plain, as the world draws it
-        tex = np.zeros((size, size), np.float32)
-    tint = 1 + rng.uniform(-0.15, 0.15, 3).astype(np.float32)
-    return np.clip(img + tex[..., None].astype(np.float32) * tint, 0, 255)
-
-
 def render_diverse(scene: world.Scene, size: int, seed: int) -> np.ndarray:
     """One training view of ``scene``: textured background, objects as the world draws them, a smooth lighting
     field, area-resampled from 128 px to ``size``."""
     rng = np.random.default_rng([seed, scene.index, 4242])
     bg = textured_background(scene.background, 2 * RENDER, rng)
     im = world.render_objects(scene.objects, scene.background, RENDER, rng, background=bg).astype(np.float32)
-    yy, xx = np.mgrid[0:RENDER, 0:RENDER].astype(np.float32) / (RENDER - 1)
-    a = rng.uniform(0, 2 * np.pi)
-    gain = 1 + rng.uniform(0, 0.2) * (np.cos(a) * (xx - .5) + np.sin(a) * (yy - .5)) * 2
-    im = np.clip(im * gain[..., None], 0, 255).astype(np.uint8)
+    im = np.clip(im * lighting_gain(RENDER, rng)[..., None], 0, 255).astype(np.uint8)
     return cv2.resize(im, (size, size), interpolation=cv2.INTER_AREA)
 
 
@@ -115,31 +92,6 @@ def build_diverse_set(n: int, seed: int, size: int, workers: int = 2, start: int
         imgs.append(a)
         caps += c
     return np.concatenate(imgs), caps
-
-
-def augment(x: torch.Tensor, g: torch.Generator, low_res: int = 64, low_res_frac: float = 0.25) -> torch.Tensor:
-    """Per-image random resized crop, colour jitter and (for ``low_res_frac`` of the batch) a ``low_res`` view
-    upsampled back; ``x``: B×3×H×W in [0, 1]."""
-    B, _, H, W = x.shape
-    s = torch.empty(B).uniform_(0.80, 1.0, generator=g)
-    theta = torch.zeros(B, 2, 3)
-    theta[:, 0, 0] = theta[:, 1, 1] = s
-    theta[:, 0, 2] = (torch.rand(B, generator=g) * 2 - 1) * (1 - s)
-    theta[:, 1, 2] = (torch.rand(B, generator=g) * 2 - 1) * (1 - s)
-    grid = F.affine_grid(theta, list(x.shape), align_corners=False)
-    x = F.grid_sample(x, grid, mode="bilinear", padding_mode="border", align_corners=False)
-    k = int(round(B * low_res_frac))
-    if k:
-        small = F.interpolate(x[:k], size=(low_res, low_res), mode="area")
-        x = torch.cat([F.interpolate(small, size=(H, W), mode="bilinear", align_corners=False), x[k:]])
-    jitter = (torch.rand(B, 6, generator=g) * 2 - 1)
-    br, ct, sat = (1 + 0.25 * jitter[:, i].view(B, 1, 1, 1) for i in range(3))
-    wb = 1 + 0.05 * jitter[:, 3:6].view(B, 3, 1, 1)
-    m = x.mean((1, 2, 3), keepdim=True)
-    x = (x - m) * ct + m
-    gray = x.mean(1, keepdim=True)
-    x = (x - gray) * sat + gray
-    return (x * br * wb).clamp(0, 1)
 
 
 def _fit(net, imgs: np.ndarray, states, lengths, *, epochs: int, batch_size: int, lr: float, seed: int,
@@ -334,8 +286,8 @@ def train_tiny_vit_clip(out: str | Path | None = None, seed: int = 0, n_train: i
 
 
 def train_tiny_vit_clip_video(out: str | Path | None = None, seed: int = 0, n_train: int = 18000, epochs: int = 24,
-                              threads: int | None = 2, eval_n: int = 1000, tune_blocks: int = 0, log=print,
-                              **kw) -> dict:
+                              threads: int | None = 2, eval_n: int = 1000, tune_blocks: int = 0,
+                              diverse: str = "none", log=print, **kw) -> dict:
     """``robustlab train tiny-vit-clip-video``: CLIP4Clip's meanP and seqTransf heads over tiny-vit-clip's frozen
     ViT trunk, the recipe of tiny-clip-video (:func:`robustlab.training.tiny_clip_video.train_tiny_clip_video`) on
     frames rendered at 128 px as the built-in images are (resampled to the ViT's 96 px as the model's preprocessing
@@ -349,7 +301,7 @@ def train_tiny_vit_clip_video(out: str | Path | None = None, seed: int = 0, n_tr
                                  log=log, name="tiny-vit-clip-video", cfg=TINY_VIT_CLIP_VIDEO_CONFIG,
                                  base=TINY_VIT_CLIP_CHECKPOINT, checkpoint=TINY_VIT_CLIP_VIDEO_CHECKPOINT,
                                  classes=(TinyVitClipVideoMeanP, TinyVitClipVideoSeqTransf), render_size=128,
-                                 low_res_frac=0.25, low_res=64, tune_blocks=tune_blocks, **kw)
+                                 low_res_frac=0.25, low_res=64, tune_blocks=tune_blocks, diverse=diverse, **kw)
 
 
 __all__ = ["train_tiny_vit_clip", "train_tiny_vit_clip_video", "render_diverse", "textured_background", "augment",

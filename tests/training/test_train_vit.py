@@ -72,6 +72,16 @@ def test_vit_video_training_is_reproducible_and_keeps_the_trunk_frozen(tmp_path)
     assert sa["image.proj.weight"].shape[1] == 128 * (1 + 8 * 8)  # the class token and all 8×8 patch tokens
     assert a["train"]["render_size"] == 128  # the built-in images' size, resampled to the ViT's 96 px
     assert a["train"]["low_res"] == "25% of the videos rendered at 64 px"
+    assert "diversity" not in a["train"]  # the shipped recipe: the videos as the world draws them
+    # diverse="both": the plain videos and a diverse copy of each, reproducible, over the same frozen trunk
+    d = R.train_tiny_vit_clip_video(tmp_path / "d.safetensors", seed=3, diverse="both", **kw)
+    e = R.train_tiny_vit_clip_video(tmp_path / "e.safetensors", seed=3, diverse="both", **kw)
+    sd, se = load_file(d["path"]), load_file(e["path"])
+    assert all(torch.equal(sd[k], se[k]) for k in sd) and not all(torch.equal(sd[k], sa[k]) for k in sd)
+    assert all(torch.equal(base[k], sd[k]) for k in trunk)
+    assert d["train"]["diversity"].startswith("the videos as drawn, and a copy of each drawn with: per video")
+    with pytest.raises(ValueError, match="none, all or both"):
+        R.train_tiny_vit_clip_video(tmp_path / "f.safetensors", seed=3, diverse="yes", **kw)
     assert a["train"]["frozen"] == "MiniLM; the frame tower's ViT trunk (patch embedding, blocks, ln_post)"
     # tune_blocks=1: the last block and ln_post train, the blocks before it stay the image model's
     c = R.train_tiny_vit_clip_video(tmp_path / "c.safetensors", seed=3, tune_blocks=1, **kw)
@@ -124,10 +134,11 @@ def test_the_diverse_views_keep_what_the_caption_says():
     assert y.shape == x.shape and float(y.min()) >= 0 and float(y.max()) <= 1
 
 
-def test_the_recipe_uses_none_of_the_benchmarks_perturbations():
-    """A perturbation the model was trained on is no test: the recipe imports nothing from robustlab.perturb and
-    names no registered visual perturbation."""
-    src = (ROOT / "robustlab" / "training" / "tiny_vit_clip.py").read_text()
+@pytest.mark.parametrize("module", ["tiny_vit_clip", "diversity", "tiny_clip_video"])
+def test_the_recipe_uses_none_of_the_benchmarks_perturbations(module):
+    """A perturbation the model was trained on is no test: the recipes (images, and the videos' frames) and their
+    data diversity import nothing from robustlab.perturb and name no registered visual perturbation."""
+    src = (ROOT / "robustlab" / "training" / f"{module}.py").read_text()
     mods = {n.module for n in ast.walk(ast.parse(src)) if isinstance(n, ast.ImportFrom)}
     assert not any(m and m.startswith("robustlab.perturb") for m in mods)
     from robustlab.perturb.registry import list_perturbations
@@ -135,6 +146,29 @@ def test_the_recipe_uses_none_of_the_benchmarks_perturbations():
     code = "\n".join(ln for ln in src.splitlines() if not ln.lstrip().startswith(("#", '"')))
     named = [p.name for p in list_perturbations() if p.modality != "text" and f'"{p.name}"' in code]
     assert named == []
+
+
+def test_a_videos_diversity_is_the_same_in_all_its_frames():
+    """The video recipe's diversity is one look per video (background, lighting, crop, colour), never a change from
+    frame to frame (that would be camera motion or flicker, perturbations of the benchmark)."""
+    from robustlab.training.diversity import augment
+    from robustlab.training.tiny_clip_video import render_sampled_frames
+
+    v = world.sample_video(world.TRAIN_SEED, 3)
+    plain, diverse = render_sampled_frames(v, 4, 96), render_sampled_frames(v, 4, 96, diverse=True)
+    assert diverse.shape == plain.shape and not np.array_equal(diverse, plain)
+    # the background is one texture for the whole video: where no object is in any frame, frames agree
+    empty = (np.abs(plain.astype(int) - plain[0].astype(int)).max(axis=(0, 3)) == 0)
+    assert empty.mean() > 0.5 and all(np.array_equal(f[empty], diverse[0][empty]) for f in diverse)
+    # augment(group=T): one crop and jitter per video (the same frame 8 times: 2 videos of 4 frames), not per frame
+    x = torch.rand(1, 3, 32, 32, generator=torch.Generator().manual_seed(1)).expand(8, 3, 32, 32).contiguous()
+    y = augment(x, torch.Generator().manual_seed(0), low_res_frac=0.0, group=4).view(2, 4, 3, 32, 32)
+    assert all(torch.equal(y[i, 0], y[i, t]) for i in range(2) for t in range(4))
+    assert not torch.allclose(y[0, 0], y[1, 0])  # two videos, two looks
+    per_frame = augment(x, torch.Generator().manual_seed(0), low_res_frac=0.0).view(2, 4, 3, 32, 32)
+    assert not torch.allclose(per_frame[0, 0], per_frame[0, 1])  # group=1: every image its own look
+    with pytest.raises(ValueError, match="whole groups"):
+        augment(x[:6], torch.Generator(), group=4)
 
 
 def test_a_checkpoint_keeps_stage_1_only_over_the_same_trunk(tmp_path):
