@@ -94,6 +94,19 @@ def build_diverse_set(n: int, seed: int, size: int, workers: int = 2, start: int
     return np.concatenate(imgs), caps
 
 
+def _schedule(decay: list, rest: list, lr: float, n: int, batch_size: int, epochs: int) -> tuple:
+    """AdamW (β₂ 0.98, weight decay 0.05 on ``decay``, none on ``rest``), 4 % linear warm-up, cosine decay to zero
+    over ``epochs`` × (``n`` // ``batch_size``) steps: (optimizer, scheduler, steps per epoch, steps, warm-up)."""
+    opt = torch.optim.AdamW([{"params": decay, "weight_decay": 0.05}, {"params": rest, "weight_decay": 0.0}],
+                            lr=lr, betas=(0.9, 0.98))
+    steps_per_epoch = n // batch_size
+    total = steps_per_epoch * epochs
+    warm = max(1, round(total * 0.04))
+    sched = torch.optim.lr_scheduler.LambdaLR(
+        opt, lambda s: min(1.0, (s + 1) / warm) * 0.5 * (1 + math.cos(math.pi * min(s, total) / total)))
+    return opt, sched, steps_per_epoch, total, warm
+
+
 def _fit(net, imgs: np.ndarray, states, lengths, *, epochs: int, batch_size: int, lr: float, seed: int,
          desc: str, out: Path, snapshot_every: int = 0, log=print) -> dict:
     """One stage of CLIP training of ``net`` on ``imgs`` (uint8 N×H×W×3) and their frozen caption states: AdamW
@@ -102,13 +115,7 @@ def _fit(net, imgs: np.ndarray, states, lengths, *, epochs: int, batch_size: int
     rng = np.random.default_rng(seed)
     decay = [p for n, p in net.named_parameters() if p.ndim >= 2 and not n.endswith(".pos")]
     rest = [p for n, p in net.named_parameters() if not (p.ndim >= 2 and not n.endswith(".pos"))]
-    opt = torch.optim.AdamW([{"params": decay, "weight_decay": 0.05}, {"params": rest, "weight_decay": 0.0}],
-                            lr=lr, betas=(0.9, 0.98))
-    steps_per_epoch = len(imgs) // batch_size
-    total = steps_per_epoch * epochs
-    warm = max(1, round(total * 0.04))
-    sched = torch.optim.lr_scheduler.LambdaLR(
-        opt, lambda s: min(1.0, (s + 1) / warm) * 0.5 * (1 + math.cos(math.pi * min(s, total) / total)))
+    opt, sched, steps_per_epoch, total, warm = _schedule(decay, rest, lr, len(imgs), batch_size, epochs)
     x_all = torch.from_numpy(imgs).permute(0, 3, 1, 2)  # uint8 N×3×H×W
     g = torch.Generator().manual_seed(seed)
     mean, std = cfg["mean"], cfg["std"]
@@ -191,14 +198,9 @@ def _fit_head(first: TinyClipNet, imgs: np.ndarray, states, lengths, *, epochs: 
     feats = _trunk_features(net.image, imgs, views, g, net.cfg["mean"], net.cfg["std"])
     log(f"trunk features {tuple(feats[0].shape)} × {views} views in {time.time() - t0:.0f}s")
     params = [*net.image.proj.parameters(), *net.text.parameters(), net.logit_scale]
-    opt = torch.optim.AdamW([{"params": [p for p in params if p.ndim >= 2], "weight_decay": 0.05},
-                             {"params": [p for p in params if p.ndim < 2], "weight_decay": 0.0}],
-                            lr=lr, betas=(0.9, 0.98))
-    steps_per_epoch = len(imgs) // batch_size
-    total = steps_per_epoch * epochs
-    warm = max(1, round(total * 0.04))
-    sched = torch.optim.lr_scheduler.LambdaLR(
-        opt, lambda s: min(1.0, (s + 1) / warm) * 0.5 * (1 + math.cos(math.pi * min(s, total) / total)))
+    opt, sched, steps_per_epoch, total, warm = _schedule([p for p in params if p.ndim >= 2],
+                                                         [p for p in params if p.ndim < 2], lr, len(imgs),
+                                                         batch_size, epochs)
     t2 = time.time()
     losses = []
     bar = tqdm(total=total, desc="train tiny-vit-clip (stage 2: grid head)", unit="step", mininterval=10)
