@@ -57,7 +57,7 @@ from robustlab.models.checkpoints import checkpoint_path
 from robustlab.tasks.quality import heldout_quality
 from robustlab.training.diversity import augment, lighting_gain, textured_background
 from robustlab.training.tiny_clip import clip_loss, encode_captions_frozen
-from robustlab.training.tiny_clip_video import train_tiny_clip_video
+from robustlab.training.tiny_clip_video import _init_frame_tower, train_tiny_clip_video
 
 RENDER = 128  # the world's image size; the tower sees it area-resampled to its own size
 # stage 1 trains the whole tower with a projection of the class token alone (CLIP's); stage 2 trains, over the
@@ -184,8 +184,6 @@ def _fit_head(first: TinyClipNet, imgs: np.ndarray, states, lengths, *, epochs: 
     trunk (started as ``first``'s projection on the class token, zeros elsewhere), trained with the text head and
     the logit scale by CLIP's loss on ``views`` views of each image (AdamW, 4 % warm-up, cosine decay, clipping at
     1, dropout ``STAGE2_DROPOUT`` on the features). The trunk is ``first``'s, bit for bit."""
-    from robustlab.training.tiny_clip_video import _init_frame_tower  # the video recipes' rule for a wider projection
-
     torch.manual_seed(seed)
     rng = np.random.default_rng(seed)
     g = torch.Generator().manual_seed(seed)
