@@ -238,8 +238,9 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("--stage3-from", default=None, metavar="CHECKPOINT",
                    help="tiny-vilt only: run the last stage (PEELING's uniqueness questions) on a stage-2 checkpoint")
     t.add_argument("--stage2-from", default=None, metavar="CHECKPOINT",
-                   help="tiny-vit-clip only: run the second stage (the projection of the class and patch tokens "
-                        "over the frozen trunk) on the stage 1 of CHECKPOINT")
+                   help="tiny-vit-clip, tiny-vit-clip-video: run only the second stage on the stage 1 of CHECKPOINT "
+                        "(the image model: the projection of the class and patch tokens over the frozen trunk; the "
+                        "video model: the videos and their diverse copies)")
 
     pr = sub.add_parser("protocols", help="list the papers' benchmark protocols (robustlab bench --protocol NAME)")
     pr.add_argument("name", nargs="?", default=None, help="show one protocol (a shipped name or a .toml/.json file)")

@@ -34,7 +34,7 @@ def cmd_train(args) -> int:
         kw["epochs"] = args.epochs
     if args.threads and "threads" in inspect.signature(fn).parameters:
         kw["threads"] = args.threads
-    for stage, owner in (("stage2_from", "tiny-vit-clip"), ("stage3_from", "tiny-vilt")):
+    for stage, owner in (("stage2_from", "tiny-vit-clip and tiny-vit-clip-video"), ("stage3_from", "tiny-vilt")):
         if getattr(args, stage, None):
             if stage not in inspect.signature(fn).parameters:
                 return err(f"--{stage.replace('_', '-')} is for {owner}, not {args.model}")

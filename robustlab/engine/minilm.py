@@ -242,6 +242,14 @@ def load_minilm():
         return _load_minilm()
 
 
+def forget_minilm() -> None:
+    """Drop this process's loaded copy: the next :func:`load_minilm` loads it afresh. A first load draws from
+    torch's global RNG (its modules are built before the weights are read), so a training stage run after another in
+    one process forgets it to draw as it would in a fresh process."""
+    with _MINILM_LOCK:
+        _load_minilm.cache_clear()
+
+
 @lru_cache(maxsize=1)
 def _load_minilm():
     # this module: the same weights and tokenizer in plain PyTorch (bit-identical token ids and hidden states to

@@ -44,6 +44,7 @@ from robustlab.models.builtin_video import (
     TinyClipVideoMeanP,
     TinyClipVideoNet,
     TinyClipVideoSeqTransf,
+    load_tiny_clip_video,
     save_tiny_clip_video,
 )
 from robustlab.models.checkpoints import checkpoint_path
@@ -206,7 +207,7 @@ def train_tiny_clip_video(out: str | Path | None = None, seed: int = 0, n_train:
                           cfg: dict | None = None, base: str = "tiny-clip.safetensors", checkpoint: str = CHECKPOINT,
                           classes: tuple = (TinyClipVideoMeanP, TinyClipVideoSeqTransf),
                           render_size: int | None = None, tune_blocks: int = 0, low_res_frac: float = 0.0,
-                          low_res: int = 64, diverse: str = "none") -> dict:
+                          low_res: int = 64, diverse: str = "none", init_from: str | Path | None = None) -> dict:
     """Train both CLIP4Clip variants over the frozen frame tower of ``base`` (an image checkpoint of the same
     family as ``cfg``); frames are rendered at ``render_size`` (default: the tower's size) and resampled to the
     tower's size as the model's preprocessing does. ``tune_blocks`` > 0 (a ViT tower) also trains the trunk's last
@@ -216,7 +217,9 @@ def train_tiny_clip_video(out: str | Path | None = None, seed: int = 0, n_train:
     with the family's data diversity (:mod:`robustlab.training.diversity`: a textured background, a lighting field,
     one crop and colour jitter per video, the same in all its frames); ``"both"``, the videos as the world draws them
     and a diverse copy of each (a step samples from both; the steps per epoch stay ``n_train`` / ``batch_size``).
-    Validation and held-out videos are drawn as the world draws them."""
+    Validation and held-out videos are drawn as the world draws them. ``init_from``: a stage-1 video checkpoint over
+    the same frozen trunk whose trained parts this run starts from (a second stage: its settings are stored under
+    ``train["stage2"]`` beside stage 1's)."""
     if diverse not in ("none", "all", "both"):
         raise ValueError(f"diverse must be none, all or both, not {diverse!r}")
     t0 = time.time()
@@ -238,6 +241,17 @@ def train_tiny_clip_video(out: str | Path | None = None, seed: int = 0, n_train:
     for a in net.text:
         net.text[a].load_state_dict(base.text.state_dict())
         net.logit_scale[a].data.copy_(base.logit_scale.data)
+    prev_train = None
+    if init_from:  # a second stage: the heads of a video checkpoint over the same frozen trunk
+        prev, prev_meta = load_tiny_clip_video(Path(init_from), name)
+        prev_train = dict(prev_meta.get("train", {}))
+        if "stage2" in prev_train:
+            raise ValueError(f"{init_from} has had its second stage already; start from a stage-1 checkpoint")
+        n_train = int(prev_train.get("n_train", n_train))  # stage 2 draws the videos stage 1 saw
+        mine, theirs = net.image.features.state_dict(), prev.image.features.state_dict()
+        if any(not torch.equal(mine[k], theirs[k]) for k in mine):
+            raise ValueError(f"{init_from} is over another frame trunk than {base_file}'s stage 1")
+        net.load_state_dict(prev.state_dict())
     for p in net.image.features.parameters():
         p.requires_grad_(False)
     start = None
@@ -361,6 +375,12 @@ def train_tiny_clip_video(out: str | Path | None = None, seed: int = 0, n_train:
                   seconds=round(time.time() - t0, 1), train_seconds=round(train_s, 1),
                   final_loss_meanp=round(float(np.mean(lm[-20:])), 4),
                   final_loss_seqtransf=round(float(np.mean(ls[-20:])), 4), threads=torch.get_num_threads())
+    if prev_train is not None:  # stage 2: its own settings under "stage2", beside the stage it started from
+        for k in ("init", "init_train", "num_frames", "train_world_seed", "render_size", "low_res", "frozen",
+                  "threads"):
+            recipe.pop(k, None)
+        recipe = dict(prev_train, stage2=dict(recipe, init="the stage-1 heads above"),
+                      seconds=round(float(prev_train.get("seconds", 0)) + recipe["seconds"], 1))
     quality = {}
     if eval_n:
 

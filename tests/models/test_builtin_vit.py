@@ -18,7 +18,7 @@ from robustlab.tasks.registry import get
 
 IMAGE = "builtin:tiny-vit-clip"
 CLEAN_300 = 0.90  # held-out clean t2i R@1: 0.955 on 1,000 scenes of world 1000, 0.966 on 1,000 of world 2027
-CLEAN_VIDEO_200 = 0.70  # seqTransf t2v R@1 on 1,000 held-out videos at 64 px: 0.790 (meanP 0.491); 128 px: 0.818
+CLEAN_VIDEO_200 = 0.80  # seqTransf t2v R@1 on 1,000 held-out videos at 64 px: 0.885 (meanP 0.453); 128 px: 0.892
 MEANP, SEQ = "builtin:tiny-vit-clip-video-meanp", "builtin:tiny-vit-clip-video-seqtransf"
 
 
@@ -90,15 +90,18 @@ def test_seqtransf_reads_order_and_meanp_does_not(videos):
     # videos played backwards: seqTransf loses most of its recall, meanP (order-invariant) keeps it
     assert seq["t2v_R@1_reversed"] < 0.5 * seq["t2v"]["R@1"]
     assert abs(mean["t2v_R@1_reversed"] - mean["t2v"]["R@1"]) < 0.08
-    assert seq["order_acc"] > 0.7 > mean["order_acc_reversed"]  # 1,000 videos: 0.97 vs 0.11
+    assert seq["order_acc"] > 0.7 > mean["order_acc_reversed"]  # 1,000 videos: 0.99 vs 0.11
 
 
-@pytest.mark.slow  # 200 held-out videos at 128 px, clean and Gaussian noise s1 / s5
+@pytest.mark.slow  # 200 held-out videos at 128 px, clean, Gaussian noise s1 / s5 and static_rotate s1
 def test_the_video_model_degrades_gradually_on_videos_at_its_held_out_size(videos):
     """At 128 px (the size the checkpoint is held out at) Gaussian noise of severity 1 keeps more than half of clean
-    R@1 (1,000 videos of world 2027: 0.812 -> 0.590; tiny-clip-video falls to chance)."""
+    R@1 (1,000 videos of world 2027: 0.892 -> 0.698; tiny-clip-video falls to chance), and so does a camera turned
+    by 7.5° (static_rotate s1: 0.547; the checkpoint before the recipe's second stage fell to 0.24)."""
     ds = rl.datasets.build("builtin-videos", split="test", n=200, seed=2027, size=128)
     conds = [{}] + [{"visual": Condition("gaussian_noise", s, 0)} for s in (1, 5)]
-    clean, s1, s5 = (x.metrics["t2v"]["R@1"] for x in get("retrieval").evaluate(videos[SEQ], ds, conds))
+    conds.append({"visual": Condition("static_rotate", 1, 0)})
+    clean, s1, s5, rot = (x.metrics["t2v"]["R@1"] for x in get("retrieval").evaluate(videos[SEQ], ds, conds))
     assert clean >= CLEAN_VIDEO_200 and s1 >= 0.5 * clean and s5 < 0.5 * s1
+    assert rot >= 0.5 * clean
 

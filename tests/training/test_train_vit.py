@@ -61,7 +61,8 @@ def test_vit_training_is_reproducible_from_the_seed(tmp_path):
 @pytest.mark.skipif(not (ROOT / "assets" / "tiny-vit-clip.safetensors").exists(), reason="needs the ViT checkpoint")
 def test_vit_video_training_is_reproducible_and_keeps_the_trunk_frozen(tmp_path):
     torch.set_num_threads(2)
-    kw = dict(n_train=64, epochs=1, batch_size=32, eval_n=0, val_n=32, val_every=1, log=lambda *a: None)
+    kw = dict(n_train=64, epochs=1, batch_size=32, eval_n=0, val_n=32, val_every=1, log=lambda *a: None,
+              stage2_epochs=0)  # stage 1 alone; the second stage is tested below
     a = R.train_tiny_vit_clip_video(tmp_path / "a.safetensors", seed=3, **kw)
     b = R.train_tiny_vit_clip_video(tmp_path / "b.safetensors", seed=3, **kw)
     sa, sb = load_file(a["path"]), load_file(b["path"])
@@ -83,6 +84,21 @@ def test_vit_video_training_is_reproducible_and_keeps_the_trunk_frozen(tmp_path)
     with pytest.raises(ValueError, match="none, all or both"):
         R.train_tiny_vit_clip_video(tmp_path / "f.safetensors", seed=3, diverse="yes", **kw)
     assert a["train"]["frozen"] == "MiniLM; the frame tower's ViT trunk (patch embedding, blocks, ln_post)"
+    # the shipped recipe's stage 2: from stage 1's heads, the videos and a diverse copy of each; one command gives
+    # the weights of stage 1 then `--stage2-from` on it, and stage 2 runs once only
+    kw2 = dict(kw, stage2_epochs=1, stage2_lr=5e-4)
+    one = R.train_tiny_vit_clip_video(tmp_path / "one.safetensors", seed=3, **kw2)
+    two = R.train_tiny_vit_clip_video(tmp_path / "two.safetensors", seed=3, stage2_from=a["path"], **kw2)
+    s1, s2 = load_file(one["path"]), load_file(two["path"])
+    assert s1.keys() == sa.keys() and all(torch.equal(s1[k], s2[k]) for k in s1)
+    assert not all(torch.equal(s1[k], sa[k]) for k in s1) and all(torch.equal(base[k], s1[k]) for k in trunk)
+    st = one["train"]
+    assert "diversity" not in st and st["epochs"] == 1 and st["lr"] == 0.002  # stage 1, as drawn
+    assert st["stage2"]["epochs"] == 1 and st["stage2"]["lr"] == 5e-4 and st["stage2"]["seed"] == 3
+    assert st["stage2"]["diversity"].startswith("the videos as drawn, and a copy of each drawn with: per video")
+    assert st["seconds"] > st["stage2"]["seconds"] > 0
+    with pytest.raises(ValueError, match="second stage already"):
+        R.train_tiny_vit_clip_video(tmp_path / "three.safetensors", seed=3, stage2_from=one["path"], **kw2)
     # tune_blocks=1: the last block and ln_post train, the blocks before it stay the image model's
     c = R.train_tiny_vit_clip_video(tmp_path / "c.safetensors", seed=3, tune_blocks=1, **kw)
     sc = load_file(c["path"])
