@@ -6,6 +6,7 @@ import inspect
 import json
 
 from robustlab.cli.common import err
+from robustlab.models import ModelUnavailable
 from robustlab.training import RECIPES as TRAIN_RECIPES
 
 
@@ -41,7 +42,7 @@ def cmd_train(args) -> int:
             kw[stage] = getattr(args, stage)
     try:
         res = fn(**kw)
-    except ValueError as e:
+    except (ModelUnavailable, ValueError) as e:  # a missing or unfit checkpoint (--stage2-from, the base model)
         return err(str(e))
     print(json.dumps(res, indent=2))
     return 0

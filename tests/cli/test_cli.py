@@ -177,3 +177,12 @@ def test_train_stage_options_reach_only_the_recipe_that_has_them(monkeypatch, ca
     assert "--stage2-from is for tiny-vit-clip and tiny-vit-clip-video, not other-model" in err
     assert "--stage3-from is for tiny-vilt, not other-model" in err
     assert "Traceback" not in err
+
+
+def test_train_from_a_missing_stage_checkpoint_is_a_message(tmp_path, capsys):
+    # the real recipes: the stage-1 checkpoint is read before any training starts
+    for model in ("tiny-vit-clip", "tiny-vit-clip-video"):
+        missing = tmp_path / f"{model}-stage1.safetensors"
+        assert main(["train", model, "--eval-n", "0", "--stage2-from", str(missing)]) == 2
+        err = capsys.readouterr().err
+        assert f"checkpoint {missing} is missing" in err and "Traceback" not in err
