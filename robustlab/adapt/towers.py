@@ -218,16 +218,17 @@ class BuiltinTextTower(Tower):
 
 
 class BuiltinVideoTower(Tower):
-    """tiny-clip-video visual queries: the frame CNN (BatchNorm, frozen) once per batch; the frame adapter's and,
-    for seqTransf, the temporal transformer's LayerNorms adapt. The tiny-vit-clip video models' frame tower is a
-    ViT: its LayerNorms adapt too, so it runs inside :meth:`encode` (with gradients) instead of once per batch.
-    Frames after the temporal transformer, each normalised: the model's own video embedding is their normalised
-    mean."""
+    """tiny-clip-video visual queries: the frame CNN (BatchNorm, frozen) once per batch; the frame adapter's (meanP's
+    own frame head's, where it has one) and, for seqTransf, the temporal transformer's LayerNorms adapt. The
+    tiny-vit-clip video models' frame tower is a ViT: its LayerNorms adapt too, so it runs inside :meth:`encode`
+    (with gradients) instead of once per batch. Frames after the temporal transformer, each normalised: the model's
+    own video embedding is their normalised mean."""
     def __init__(self, model, video: bool = True, clone: bool = True):
         super().__init__(model, "visual", video, clone)
         net = self.adapted.net
         self.tune_tower = net.cfg.get("tower") == "vit"
-        prefixes = (("image.",) if self.tune_tower else ()) + ("adapter.",) \
+        prefixes = (("image.",) if self.tune_tower else ()) \
+            + (("meanp_frame.",) if net.own_head(model.aggregator) else ("adapter.",)) \
             + (("temporal.",) if model.aggregator == "seqtransf" else ())
         self.norms = [(f"net.{n}", ln) for n, ln in layernorms(net, prefixes)]
 
@@ -242,15 +243,14 @@ class BuiltinVideoTower(Tower):
         if self.tune_tower:  # the ViT's LayerNorms adapt: the tower runs in encode()
             return pix.to(self.device, torch.float32)
         with torch.no_grad():
-            f = m.net.image(pix.flatten(0, 1).to(self.device, torch.float32))
-        return f.view(b, t, -1).float()
+            f = m.net.image.features(pix.flatten(0, 1).to(self.device, torch.float32))
+        return f.view(b, t, *f.shape[1:]).float()
 
     def encode(self, prepared) -> torch.Tensor:
-        net, f = self.adapted.net, prepared
-        if self.tune_tower:
-            b, t = prepared.shape[:2]
-            f = net.image(prepared.flatten(0, 1)).view(b, t, -1)
-        f = net.adapter(f)
+        net, b, t = self.adapted.net, *prepared.shape[:2]
+        # the trunk (with gradients when its LayerNorms adapt), then the aggregator's frame head
+        f = net.image.features(prepared.flatten(0, 1)) if self.tune_tower else prepared.flatten(0, 1)
+        f = net.frame_head(f, self.model.aggregator).view(b, t, -1)
         if self.model.aggregator == "seqtransf" and self.video:
             f = net.temporal(f)
         return F.normalize(f, dim=-1)

@@ -236,11 +236,12 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("--threads", type=int, default=None)
     t.add_argument("--out", default=None, help="checkpoint path (default: assets/NAME.safetensors)")
     t.add_argument("--stage3-from", default=None, metavar="CHECKPOINT",
-                   help="tiny-vilt only: run the last stage (PEELING's uniqueness questions) on a stage-2 checkpoint")
+                   help="tiny-vilt, tiny-vit-clip-video: run only the last stage on a stage-2 checkpoint (tiny-vilt: "
+                        "PEELING's uniqueness questions; the video model: meanP's own frame head)")
     t.add_argument("--stage2-from", default=None, metavar="CHECKPOINT",
-                   help="tiny-vit-clip, tiny-vit-clip-video: run only the second stage on the stage 1 of CHECKPOINT "
+                   help="tiny-vit-clip, tiny-vit-clip-video: run the second stage on the stage 1 of CHECKPOINT "
                         "(the image model: the projection of the class and patch tokens over the frozen trunk; the "
-                        "video model: the videos and their diverse copies)")
+                        "video model: the videos and their diverse copies, then its third stage)")
 
     pr = sub.add_parser("protocols", help="list the papers' benchmark protocols (robustlab bench --protocol NAME)")
     pr.add_argument("name", nargs="?", default=None, help="show one protocol (a shipped name or a .toml/.json file)")

@@ -35,7 +35,8 @@ def cmd_train(args) -> int:
         kw["epochs"] = args.epochs
     if args.threads and "threads" in inspect.signature(fn).parameters:
         kw["threads"] = args.threads
-    for stage, owner in (("stage2_from", "tiny-vit-clip and tiny-vit-clip-video"), ("stage3_from", "tiny-vilt")):
+    for stage, owner in (("stage2_from", "tiny-vit-clip and tiny-vit-clip-video"),
+                         ("stage3_from", "tiny-vilt and tiny-vit-clip-video")):
         if getattr(args, stage, None):
             if stage not in inspect.signature(fn).parameters:
                 return err(f"--{stage.replace('_', '-')} is for {owner}, not {args.model}")

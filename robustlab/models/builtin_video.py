@@ -14,7 +14,8 @@ Both are tiny-clip (:mod:`robustlab.models.builtin`) with CLIP4Clip's temporal a
 * text tower: the frozen all-MiniLM-L6-v2 with a trained head per variant (a :class:`TextHead` each).
 
 One checkpoint (``assets/tiny-clip-video.safetensors``, made by ``robustlab train tiny-clip-video``) holds the
-shared frame tower, the temporal transformer and both text heads; its metadata holds the config, the training
+shared frame tower, the temporal transformer and both text heads (the tiny-vit-clip family's also meanP's own
+frame head, :class:`MeanPFrameHead`); its metadata holds the config, the training
 recipe and the held-out quality figures. An image is a one-frame video (the frame repeated ``num_frames``
 times), so both models also work on image galleries.
 """
@@ -90,6 +91,35 @@ class FrameAdapter(nn.Module):
         return x + self.mlp(x)
 
 
+class TokenMLP(nn.Module):
+    """A residual MLP on each W-wide token of a flattened token grid (zero-initialised output: the identity)."""
+    def __init__(self, width=128, hidden=256):
+        super().__init__()
+        self.width = int(width)
+        self.mlp = nn.Sequential(nn.LayerNorm(width), nn.Linear(width, hidden), nn.GELU(), nn.Linear(hidden, width))
+        nn.init.zeros_(self.mlp[-1].weight)
+        nn.init.zeros_(self.mlp[-1].bias)
+
+    def forward(self, x):  # N×(tokens·W)
+        t = x.view(len(x), -1, self.width)
+        return (t + self.mlp(t)).flatten(1)
+
+
+class MeanPFrameHead(nn.Module):
+    """meanP's own frame head over the shared trunk's tokens (``meanp_frame_head`` = the token MLP's width): a
+    token MLP, a projection and a frame adapter, trained for meanP alone (CLIP4Clip fine-tunes a frame tower per
+    head; here the trunk is shared and frozen, the layers after it are meanP's). Started as the shared projection
+    and adapter, so its first frame embeddings are the shared ones."""
+    def __init__(self, width=128, embed_dim=256, frame_grid=0, meanp_frame_head=256, **cfg):
+        super().__init__()
+        self.tokens = TokenMLP(width, int(meanp_frame_head))
+        self.proj = nn.Linear(width * (1 + int(frame_grid) ** 2), embed_dim, bias=False)
+        self.adapter = FrameAdapter(embed_dim=embed_dim, **cfg)
+
+    def forward(self, feats):
+        return self.adapter(self.proj(self.tokens(feats)))
+
+
 class TinyClipVideoNet(nn.Module):
     """The trainable parts of both variants (what the checkpoint holds)."""
     def __init__(self, cfg: dict):
@@ -97,14 +127,28 @@ class TinyClipVideoNet(nn.Module):
         self.cfg = dict(cfg)
         self.image = image_tower(cfg)  # tiny-clip's CNN, or the ViT of the tiny-vit-clip family
         self.adapter = FrameAdapter(**cfg) if cfg.get("frame_adapter") else nn.Identity()
+        if cfg.get("meanp_frame_head"):  # a ViT frame tower only (the head reads its tokens)
+            self.meanp_frame = MeanPFrameHead(**cfg)
         self.temporal = TemporalTransformer(**cfg)
         self.text = nn.ModuleDict({a: TextHead(**cfg) for a in AGGREGATORS})
         self.logit_scale = nn.ParameterDict(
             {a: nn.Parameter(torch.tensor(float(np.log(1 / 0.07)))) for a in AGGREGATORS})
 
-    def frame_embeddings(self, pixels: torch.Tensor) -> torch.Tensor:
-        """N×3×H×W frames -> N×D frame embeddings (the frame tower: tiny-clip's image tower + adapter)."""
-        return self.adapter(self.image(pixels))
+    def own_head(self, aggregator: str) -> bool:
+        """Whether ``aggregator`` has its own frame head (meanP with ``meanp_frame_head``)."""
+        return aggregator == "meanp" and hasattr(self, "meanp_frame")
+
+    def frame_head(self, feats: torch.Tensor, aggregator: str = "seqtransf") -> torch.Tensor:
+        """The frame trunk's features (``image.features``) -> N×D frame embeddings of ``aggregator``: the shared
+        projection and adapter, or meanP's own head."""
+        if self.own_head(aggregator):
+            return self.meanp_frame(feats)
+        return self.adapter(self.image.proj(feats))
+
+    def frame_embeddings(self, pixels: torch.Tensor, aggregator: str = "seqtransf") -> torch.Tensor:
+        """N×3×H×W frames -> N×D frame embeddings (the frame tower: the image tower's trunk, then
+        :meth:`frame_head`)."""
+        return self.frame_head(self.image.features(pixels), aggregator)
 
     def aggregate(self, frames: torch.Tensor, aggregator: str) -> torch.Tensor:
         """B×T×D frame embeddings -> B×D video embeddings (not yet normalised)."""
@@ -117,7 +161,7 @@ class TinyClipVideoNet(nn.Module):
     def video_features(self, pixels: torch.Tensor, aggregator: str) -> torch.Tensor:
         """B×T×3×H×W pixels -> B×D."""
         b, t = pixels.shape[:2]
-        f = self.frame_embeddings(pixels.flatten(0, 1)).view(b, t, -1)
+        f = self.frame_embeddings(pixels.flatten(0, 1), aggregator).view(b, t, -1)
         return self.aggregate(f, aggregator)
 
 
@@ -164,7 +208,7 @@ class _TinyClipVideo(VideoRetrievalModel):
         return preprocess_64(images, self.image_size, self.cfg["mean"], self.cfg["std"])
 
     def _image_features(self, pixels):
-        f = self.net.frame_embeddings(pixels)
+        f = self.net.frame_embeddings(pixels, self.aggregator)
         frames = f.unsqueeze(1).expand(-1, self.num_frames, -1)
         return self.net.aggregate(frames, self.aggregator)
 
@@ -237,4 +281,5 @@ def load_tiny_clip_video(path: Path, recipe: str = "tiny-clip-video") -> tuple[T
 
 
 __all__ = ["TINY_CLIP_VIDEO_CONFIG", "TinyClipVideoNet", "TinyClipVideoMeanP", "TinyClipVideoSeqTransf",
-           "TemporalTransformer", "save_tiny_clip_video", "load_tiny_clip_video", "AGGREGATORS", "CHECKPOINT"]
+           "TemporalTransformer", "MeanPFrameHead", "TokenMLP",
+           "save_tiny_clip_video", "load_tiny_clip_video", "AGGREGATORS", "CHECKPOINT"]

@@ -43,8 +43,9 @@ _VIDEO = dict(task="video-retrieval", tasks=("video-retrieval", "retrieval"), ch
 
 
 @register_builtin("tiny-vit-clip-video-meanp", **_VIDEO,
-                  description="tiny-vit-clip frame tower (96-px ViT, 8 frames) + CLIP4Clip meanP: mean of frame "
-                              "embeddings (order-invariant); frozen all-MiniLM-L6-v2 text tower with a trained head",
+                  description="tiny-vit-clip frame tower (96-px ViT, 8 frames; meanP's own layers after the frozen "
+                              "trunk) + CLIP4Clip meanP: mean of frame embeddings (order-invariant); frozen "
+                              "all-MiniLM-L6-v2 text tower with a trained head",
                   tags=("video", "image", "text", "contrastive", "offline", "meanP", "vit", "layernorm"))
 class TinyVitClipVideoMeanP(TinyClipVideoMeanP):
     name = "tiny-vit-clip-video-meanp"

@@ -39,6 +39,7 @@ from robustlab.datasets.synthetic import world
 from robustlab.metrics import caption_groups, retrieval
 from robustlab.models.builtin import load_stage1, preprocess_64, resample_u8
 from robustlab.models.builtin_video import (
+    AGGREGATORS,
     CHECKPOINT,
     TINY_CLIP_VIDEO_CONFIG,
     TinyClipVideoMeanP,
@@ -169,24 +170,29 @@ TRUNK_LR_SCALE = 0.1  # the learning rate of the frame tower's tuned blocks, rel
 VAL_SEED = 2  # a validation world for the training log only (never the held-out HELDOUT_SEED)
 
 
-def frame_embeddings(net, feats: torch.Tensor, start: int | None = None) -> torch.Tensor:
+def frame_embeddings(net, feats: torch.Tensor, start: int | None = None,
+                     aggregator: str = "seqtransf") -> torch.Tensor:
     """B×T frame embeddings (after the adapter) from cached frozen features: the tower's projection of them, or,
-    with ``start`` (cached ViT token states), the trunk's blocks from ``start`` on, its pooling, then the projection."""
+    with ``start`` (cached ViT token states), the trunk's blocks from ``start`` on, its pooling, then the projection;
+    meanP's own frame head instead where the net has one (:meth:`TinyClipVideoNet.frame_head`)."""
     B, T = feats.shape[:2]
     f = feats.float().flatten(0, 1)
     if start is not None:
         f = net.image.features.pool(f, start)
-    return net.adapter(net.image.proj(f)).view(B, T, -1)
+    return net.frame_head(f, aggregator).view(B, T, -1)
 
 
 @torch.no_grad()
-def _validate(net, feats, caps, ci, ri, states, lengths, text_emb=None, start=None) -> dict:
-    """t2v R@1 and own-vs-reversed caption accuracy of both variants on cached validation features."""
+def _validate(net, feats, caps, ci, ri, states, lengths, text_emb=None, start=None, aggregators=AGGREGATORS) -> dict:
+    """t2v R@1 and own-vs-reversed caption accuracy of the variants on cached validation features."""
     net.eval()
-    fr = torch.cat([frame_embeddings(net, feats[i:i + 64], start) for i in range(0, len(feats), 64)])
-    out = {}
-    for a in ("meanp", "seqtransf"):
-        v = F.normalize(net.aggregate(fr, a), dim=-1)
+    frames, out = {}, {}
+    for a in aggregators:
+        own = net.own_head(a)  # meanP's own frame head, or the shared one (computed once)
+        if own not in frames:
+            frames[own] = torch.cat([frame_embeddings(net, feats[i:i + 64], start, a)
+                                     for i in range(0, len(feats), 64)])
+        v = F.normalize(net.aggregate(frames[own], a), dim=-1)
 
         def emb(idx):
             idx = torch.as_tensor(idx)
@@ -390,6 +396,119 @@ def train_tiny_clip_video(out: str | Path | None = None, seed: int = 0, n_train:
             quality[cls.aggregator] = q
             log(f"held-out {cls.name} ({eval_n} videos, seed {world.HELDOUT_SEED}): {json.dumps(q)}")
     out = Path(out) if out else checkpoint_path(checkpoint)
+    save_tiny_clip_video(net, out, {"train": recipe, "quality": quality})
+    log(f"saved {out} ({out.stat().st_size / 1e6:.1f} MB) in {time.time() - t0:.0f}s total")
+    return dict(train=recipe, quality=quality, path=str(out))
+
+
+MEANP_HEAD_WIDTH = 256  # the hidden width of meanP's token MLP (``meanp_frame_head``)
+
+
+def train_meanp_frame_head(out: str | Path, init_from: str | Path, seed: int = 0, epochs: int = 16,
+                           lr: float = 1e-3, batch_size: int = 256, eval_n: int = 1000, val_n: int = 500,
+                           val_every: int = 4, log=print, *, name: str, checkpoint: str, classes: tuple,
+                           render_size: int, low_res_frac: float = 0.0, low_res: int = 64,
+                           width: int = MEANP_HEAD_WIDTH, threads: int | None = None) -> dict:
+    """A last stage for meanP alone: from a stage-2 video checkpoint of the ViT family (``init_from``), meanP gets
+    its own frame head (:class:`~robustlab.models.builtin_video.MeanPFrameHead`: a residual token MLP of ``width``
+    over the frozen trunk's tokens, then a projection and a frame adapter started as the shared ones) and trains it,
+    its text head and its logit scale by CLIP's loss on meanP alone, ``epochs`` over the videos stage 1 drew (as the
+    world draws them, ``low_res_frac`` of them at ``low_res`` px). seqTransf's weights and the trunk are kept bit for
+    bit. Its settings go under ``train["stage3"]``."""
+    t0 = time.time()
+    if threads:
+        torch.set_num_threads(threads)
+    prev, prev_meta = load_tiny_clip_video(Path(init_from), name)
+    prev_train = dict(prev_meta.get("train", {}))
+    if "stage3" in prev_train or prev.cfg.get("meanp_frame_head"):
+        raise ValueError(f"{init_from} has meanP's frame head already; start from a stage-2 checkpoint")
+    if prev.cfg.get("tower") != "vit":
+        raise ValueError(f"{init_from} is not over a ViT frame tower: meanP's frame head reads the ViT's tokens")
+    torch.manual_seed(seed)
+    rng = np.random.default_rng(seed)
+    cfg = dict(prev.cfg, meanp_frame_head=int(width))
+    net = TinyClipVideoNet(cfg)
+    missing = net.load_state_dict(prev.state_dict(), strict=False).missing_keys
+    assert all(k.startswith("meanp_frame.") for k in missing), missing
+    net.meanp_frame.proj.load_state_dict(net.image.proj.state_dict())
+    net.meanp_frame.adapter.load_state_dict(net.adapter.state_dict())
+    n_train, T, size = int(prev_train.get("n_train", 18000)), int(cfg["num_frames"]), int(cfg["image_size"])
+    mix = dict(store=size, low_res=low_res, low_res_frac=low_res_frac)
+    frames, caps, _ = build_video_set(n_train, world.TRAIN_SEED, T, render_size, log=log, **mix)
+    feats = frozen_conv_features(net.image, frames, cfg["mean"], cfg["std"], size=size)
+    del frames
+    log(f"frozen trunk features {tuple(feats.shape)} in {time.time() - t0:.0f}s")
+    val = None
+    if val_n:
+        vframes, vcaps, vrcaps = build_video_set(val_n, VAL_SEED, T, render_size, log=log, **mix)
+        vfeats = frozen_conv_features(net.image, vframes, cfg["mean"], cfg["std"], size=size)
+        vuniq = sorted(set(vcaps) | set(vrcaps))
+        vw = {c: i for i, c in enumerate(vuniq)}
+        val = (vfeats, vcaps, [vw[c] for c in vcaps], [vw[c] for c in vrcaps], *minilm_states(vuniq, cfg["max_tokens"]))
+    uniq = sorted(set(caps))
+    where = {c: i for i, c in enumerate(uniq)}
+    states, lengths = minilm_states(uniq, cfg["max_tokens"])
+    cap_idx = torch.as_tensor([where[c] for c in caps])
+
+    for p in net.parameters():
+        p.requires_grad_(False)
+    params = [*net.meanp_frame.parameters(), *net.text["meanp"].parameters(), net.logit_scale["meanp"]]
+    for p in params:
+        p.requires_grad_(True)
+    opt = torch.optim.AdamW(params, lr=lr, weight_decay=0.05)
+    steps_per_epoch = n_train // batch_size
+    total = steps_per_epoch * epochs
+    warm = max(1, total // 20)
+    sched = torch.optim.lr_scheduler.LambdaLR(
+        opt, lambda s: min(1.0, (s + 1) / warm) * 0.5 * (1 + math.cos(math.pi * min(s, total) / total)))
+
+    def text_emb(idx: torch.Tensor, agg: str = "meanp") -> torch.Tensor:
+        L = int(lengths[idx].max())
+        mask = (torch.arange(L)[None, :] < lengths[idx][:, None]).long()
+        return F.normalize(net.text[agg](states[idx, :L].float(), mask), dim=-1)
+
+    t2 = time.time()
+    net.eval()  # dropout-free parts; the frozen ones stay as they are
+    bar = tqdm(total=total, desc=f"train {name} (meanP's frame head)", unit="step", mininterval=5)
+    lm = []
+    for ep in range(epochs):
+        perm = rng.permutation(n_train)
+        for s in range(steps_per_epoch):
+            idx = torch.as_tensor(perm[s * batch_size:(s + 1) * batch_size])
+            v = F.normalize(net.aggregate(frame_embeddings(net, feats[idx], aggregator="meanp"), "meanp"), dim=-1)
+            ci = cap_idx[idx]
+            loss = multi_positive_nce(net.logit_scale["meanp"].exp().clamp(max=100) * v @ text_emb(ci).T,
+                                      ci[:, None] == ci[None, :])
+            opt.zero_grad(set_to_none=True)
+            loss.backward()
+            opt.step()
+            sched.step()
+            lm.append(loss.item())
+            bar.update(1)
+            bar.set_postfix(epoch=ep + 1, meanp=f"{np.mean(lm[-20:]):.3f}")
+        msg = ""
+        if val is not None and ((ep + 1) % val_every == 0 or ep + 1 == epochs):
+            msg = " | validation (world seed %d, %d videos): %s" % (VAL_SEED, len(val[1]), json.dumps(
+                _validate(net, *val, aggregators=("meanp",))))
+        log(f"epoch {ep + 1}/{epochs}: loss meanP {np.mean(lm[-steps_per_epoch:]):.3f} ({time.time() - t2:.0f}s){msg}")
+    bar.close()
+    train_s = time.time() - t2
+    stage3 = dict(seed=seed, n_train=n_train, epochs=epochs, batch_size=batch_size, lr=lr, weight_decay=0.05,
+                  trains="meanP's frame head (token MLP %d, projection, frame adapter), its text head and logit "
+                         "scale; meanP's loss alone" % width,
+                  init="the shared projection and frame adapter, meanP's text head of stage 2",
+                  videos=f"the {n_train} videos of stage 1 as the world draws them"
+                         + (f", {low_res_frac:.0%} at {low_res} px" if low_res_frac else ""),
+                  seconds=round(time.time() - t0, 1), train_seconds=round(train_s, 1),
+                  final_loss_meanp=round(float(np.mean(lm[-20:])), 4), threads=torch.get_num_threads())
+    recipe = dict(prev_train, stage3=stage3, seconds=round(float(prev_train.get("seconds", 0)) + stage3["seconds"], 1))
+    quality = dict(prev_meta.get("quality", {}))
+    if eval_n:
+        for cls in classes:
+            q = heldout_quality("retrieval", cls(device="cpu", net=net), "builtin-videos", eval_n, size=render_size)
+            quality[cls.aggregator] = q
+            log(f"held-out {cls.name} ({eval_n} videos, seed {world.HELDOUT_SEED}): {json.dumps(q)}")
+    out = Path(out)
     save_tiny_clip_video(net, out, {"train": recipe, "quality": quality})
     log(f"saved {out} ({out.stat().st_size / 1e6:.1f} MB) in {time.time() - t0:.0f}s total")
     return dict(train=recipe, quality=quality, path=str(out))

@@ -175,7 +175,7 @@ def test_train_stage_options_reach_only_the_recipe_that_has_them(monkeypatch, ca
     assert main(["train", "other-model", "--stage3-from", "stage2.safetensors"]) == 2
     err = capsys.readouterr().err
     assert "--stage2-from is for tiny-vit-clip and tiny-vit-clip-video, not other-model" in err
-    assert "--stage3-from is for tiny-vilt, not other-model" in err
+    assert "--stage3-from is for tiny-vilt and tiny-vit-clip-video, not other-model" in err
     assert "Traceback" not in err
 
 

@@ -70,6 +70,45 @@ def test_adaptation_reaches_the_vits_layernorms(vit, videos):
     assert all(torch.equal(before[k], v) for k, v in vit.net.state_dict().items())
 
 
+def test_meanps_own_frame_head_serves_meanp_alone():
+    """A net with ``meanp_frame_head`` (random init: plumbing only): meanP's frames go through its own head,
+    seqTransf's through the shared one; adaptation of meanP's queries reaches its head's LayerNorms, not the
+    shared adapter's."""
+    from robustlab.models.builtin_video import TinyClipVideoNet
+    from robustlab.models.builtin_vit import (
+        TINY_VIT_CLIP_VIDEO_CONFIG,
+        TinyVitClipVideoMeanP,
+        TinyVitClipVideoSeqTransf,
+    )
+
+    torch.manual_seed(0)
+    net = TinyClipVideoNet(dict(TINY_VIT_CLIP_VIDEO_CONFIG, meanp_frame_head=32)).eval()
+    for p in (*net.meanp_frame.tokens.mlp[-1].parameters(), *net.meanp_frame.adapter.mlp[-1].parameters()):
+        nn.init.normal_(p, std=0.1)  # away from the identity, so the two heads differ
+    px = torch.rand(4, 3, 96, 96)
+    with torch.no_grad():
+        shared = net.adapter(net.image(px))
+        assert torch.allclose(net.frame_embeddings(px, "seqtransf"), shared)
+        own = net.frame_embeddings(px, "meanp")
+        assert torch.allclose(own, net.meanp_frame(net.image.features(px)))
+        assert not torch.allclose(own, shared, atol=1e-3)
+    assert net.own_head("meanp") and not net.own_head("seqtransf")
+    meanp, seq = TinyVitClipVideoMeanP(device="cpu", net=net), TinyVitClipVideoSeqTransf(device="cpu", net=net)
+    vids = [np.random.default_rng(i).integers(0, 255, (10, 64, 64, 3), dtype=np.uint8) for i in range(2)]
+    e = meanp.encode_videos(vids)
+    with torch.no_grad():
+        ref = nn.functional.normalize(net.video_features(torch.stack([meanp.preprocess_video(v) for v in vids]),
+                                                         "meanp"), dim=-1).numpy()
+    assert np.allclose(e, ref, atol=1e-5) and not np.allclose(e, seq.encode_videos(vids), atol=1e-3)
+    names = [n for n, _ in tower_for(meanp, "visual", video=True).norms]
+    assert any(n.startswith("net.meanp_frame.") for n in names) and any(n.startswith("net.image.") for n in names)
+    assert not any(n.startswith(("net.adapter.", "net.temporal.")) for n in names)
+    tower = tower_for(meanp, "visual", video=True)  # the adapted copy encodes as the model does
+    with torch.no_grad():
+        adapted = nn.functional.normalize(tower.encode(tower.prepare(vids)).mean(1), dim=-1).numpy()
+    assert np.allclose(adapted, e, atol=1e-5)
+
+
 @pytest.mark.slow  # 300 held-out scenes, clean and three perturbations
 def test_it_degrades_gradually_on_fresh_scenes(vit):
     ds = rl.datasets.build("builtin", split="test", n=300, seed=2027)

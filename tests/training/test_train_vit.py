@@ -62,7 +62,7 @@ def test_vit_training_is_reproducible_from_the_seed(tmp_path):
 def test_vit_video_training_is_reproducible_and_keeps_the_trunk_frozen(tmp_path):
     torch.set_num_threads(2)
     kw = dict(n_train=64, epochs=1, batch_size=32, eval_n=0, val_n=32, val_every=1, log=lambda *a: None,
-              stage2_epochs=0)  # stage 1 alone; the second stage is tested below
+              stage2_epochs=0, stage3_epochs=0)  # stage 1 alone; the later stages are tested below
     a = R.train_tiny_vit_clip_video(tmp_path / "a.safetensors", seed=3, **kw)
     b = R.train_tiny_vit_clip_video(tmp_path / "b.safetensors", seed=3, **kw)
     sa, sb = load_file(a["path"]), load_file(b["path"])
@@ -99,6 +99,26 @@ def test_vit_video_training_is_reproducible_and_keeps_the_trunk_frozen(tmp_path)
     assert st["seconds"] > st["stage2"]["seconds"] > 0
     with pytest.raises(ValueError, match="second stage already"):
         R.train_tiny_vit_clip_video(tmp_path / "three.safetensors", seed=3, stage2_from=one["path"], **kw2)
+    # stage 3: meanP's own frame head from stage 2's weights; one command gives the weights of `--stage3-from`
+    # on stage 2, seqTransf and the trunk stay stage 2's bit for bit, and stage 3 runs once only
+    kw3 = dict(kw2, stage3_epochs=1, stage3_lr=5e-4)
+    three = R.train_tiny_vit_clip_video(tmp_path / "three.safetensors", seed=3, **kw3)
+    four = R.train_tiny_vit_clip_video(tmp_path / "four.safetensors", seed=3, stage3_from=one["path"], **kw3)
+    s3, s4 = load_file(three["path"]), load_file(four["path"])
+    assert s3.keys() == s4.keys() and all(torch.equal(s3[k], s4[k]) for k in s3)
+    head = {k for k in s3 if k.startswith("meanp_frame.")}
+    assert head and s3.keys() - head == s1.keys()
+    meanp = ("meanp_frame.", "text.meanp.", "logit_scale.meanp")
+    assert all(torch.equal(s3[k], s1[k]) for k in s1 if not k.startswith(meanp))  # seqTransf, trunk: stage 2's
+    assert not all(torch.equal(s3[k], s1[k]) for k in s1 if k.startswith(meanp))
+    st3 = three["train"]
+    clock = ("seconds", "train_seconds")
+    assert {k: v for k, v in st3["stage2"].items() if k not in clock} == \
+        {k: v for k, v in st["stage2"].items() if k not in clock}
+    assert st3["stage3"]["epochs"] == 1 and st3["stage3"]["lr"] == 5e-4 and st3["stage3"]["seed"] == 3
+    assert st3["stage3"]["trains"].startswith("meanP's frame head (token MLP 256")
+    with pytest.raises(ValueError, match="frame head already"):
+        R.train_tiny_vit_clip_video(tmp_path / "five.safetensors", seed=3, stage3_from=three["path"], **kw3)
     # tune_blocks=1: the last block and ln_post train, the blocks before it stay the image model's
     c = R.train_tiny_vit_clip_video(tmp_path / "c.safetensors", seed=3, tune_blocks=1, **kw)
     sc = load_file(c["path"])
