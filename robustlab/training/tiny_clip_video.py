@@ -207,6 +207,13 @@ def _validate(net, feats, caps, ci, ri, states, lengths, text_emb=None, start=No
     return out
 
 
+def _warmup_cosine(opt, total: int):
+    """Linear warm-up over 5 % of ``total`` steps, then cosine decay to 0 (both video recipes' schedule)."""
+    warm = max(1, total // 20)
+    return torch.optim.lr_scheduler.LambdaLR(
+        opt, lambda s: min(1.0, (s + 1) / warm) * 0.5 * (1 + math.cos(math.pi * min(s, total) / total)))
+
+
 def train_tiny_clip_video(out: str | Path | None = None, seed: int = 0, n_train: int = 12000, epochs: int = 20,
                           batch_size: int = 256, lr: float = 2e-3, threads: int | None = None, eval_n: int = 1000,
                           val_n: int = 500, val_every: int = 4, log=print, *, name: str = "tiny-clip-video",
@@ -309,9 +316,7 @@ def train_tiny_clip_video(out: str | Path | None = None, seed: int = 0, n_train:
     opt = torch.optim.AdamW(groups, lr=lr, weight_decay=0.05)
     steps_per_epoch = n_train // batch_size
     total = steps_per_epoch * epochs
-    warm = max(1, total // 20)
-    sched = torch.optim.lr_scheduler.LambdaLR(
-        opt, lambda s: min(1.0, (s + 1) / warm) * 0.5 * (1 + math.cos(math.pi * min(s, total) / total)))
+    sched = _warmup_cosine(opt, total)
 
     def text_emb(idx: torch.Tensor, agg: str) -> torch.Tensor:
         L = int(lengths[idx].max())
@@ -458,9 +463,7 @@ def train_meanp_frame_head(out: str | Path, init_from: str | Path, seed: int = 0
     opt = torch.optim.AdamW(params, lr=lr, weight_decay=0.05)
     steps_per_epoch = n_train // batch_size
     total = steps_per_epoch * epochs
-    warm = max(1, total // 20)
-    sched = torch.optim.lr_scheduler.LambdaLR(
-        opt, lambda s: min(1.0, (s + 1) / warm) * 0.5 * (1 + math.cos(math.pi * min(s, total) / total)))
+    sched = _warmup_cosine(opt, total)
 
     def text_emb(idx: torch.Tensor, agg: str = "meanp") -> torch.Tensor:
         L = int(lengths[idx].max())
