@@ -18,7 +18,8 @@ from robustlab.tasks.registry import get
 
 IMAGE = "builtin:tiny-vit-clip"
 CLEAN_300 = 0.90  # held-out clean t2i R@1: 0.955 on 1,000 scenes of world 1000, 0.966 on 1,000 of world 2027
-CLEAN_VIDEO_200 = 0.80  # seqTransf t2v R@1 on 1,000 held-out videos at 64 px: 0.885 (meanP 0.453); 128 px: 0.892
+CLEAN_VIDEO_200 = 0.80  # seqTransf t2v R@1 on 1,000 held-out videos at 64 px: 0.885 (meanP 0.653); 128 px: 0.892
+MEANP_VIDEO_200 = 0.55  # meanP's own frame head: 0.653 at 64 px, 0.662 at 128 (0.453 / 0.435 when it shared seqTransf's)
 MEANP, SEQ = "builtin:tiny-vit-clip-video-meanp", "builtin:tiny-vit-clip-video-seqtransf"
 
 
@@ -125,7 +126,7 @@ def test_seqtransf_reads_order_and_meanp_does_not(videos):
     ds = rl.datasets.build("builtin-videos", split="test", n=200, seed=2027)
     m = {s: get("retrieval").evaluate(videos[s], ds, [{}])[0].metrics for s in (MEANP, SEQ)}
     seq, mean = m[SEQ], m[MEANP]
-    assert seq["t2v"]["R@1"] >= CLEAN_VIDEO_200
+    assert seq["t2v"]["R@1"] >= CLEAN_VIDEO_200 and mean["t2v"]["R@1"] >= MEANP_VIDEO_200
     # videos played backwards: seqTransf loses most of its recall, meanP (order-invariant) keeps it
     assert seq["t2v_R@1_reversed"] < 0.5 * seq["t2v"]["R@1"]
     assert abs(mean["t2v_R@1_reversed"] - mean["t2v"]["R@1"]) < 0.08
