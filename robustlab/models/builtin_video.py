@@ -277,7 +277,7 @@ def save_tiny_clip_video(net: TinyClipVideoNet, path: Path, meta: dict) -> None:
 def load_tiny_clip_video(path: Path, recipe: str = "tiny-clip-video") -> tuple[TinyClipVideoNet, dict]:
     """A video checkpoint of either family (its config names the frame tower) and its metadata."""
     return load_checkpoint(path, TinyClipVideoNet, TINY_CLIP_VIDEO_CONFIG, recipe,
-                           hint=" (15-40 minutes on 2 CPU cores)")
+                           hint=" (15-60 minutes on 2 CPU cores)")
 
 
 __all__ = ["TINY_CLIP_VIDEO_CONFIG", "TinyClipVideoNet", "TinyClipVideoMeanP", "TinyClipVideoSeqTransf",
