@@ -182,8 +182,28 @@ def frame_embeddings(net, feats: torch.Tensor, start: int | None = None,
     return net.frame_head(f, aggregator).view(B, T, -1)
 
 
+def _caption_embeddings(head, states, lengths, idx) -> torch.Tensor:
+    """L2-normalised embeddings of the captions ``idx`` (indices into the cached MiniLM ``states``) by ``head``."""
+    idx = torch.as_tensor(idx)
+    L = int(lengths[idx].max())
+    mask = (torch.arange(L)[None, :] < lengths[idx][:, None]).long()
+    return F.normalize(head(states[idx, :L].float(), mask), dim=-1)
+
+
+def _validation_set(net, cfg: dict, val_n: int, render_size: int, mix: dict, start=None, log=print) -> tuple:
+    """The cached validation features, captions, caption / reversed-caption indices and MiniLM states of ``val_n``
+    videos of the validation world (:func:`_validate`'s arguments)."""
+    vframes, vcaps, vrcaps = build_video_set(val_n, VAL_SEED, int(cfg["num_frames"]), render_size, log=log, **mix)
+    vfeats = frozen_conv_features(net.image, vframes, cfg["mean"], cfg["std"], size=int(cfg["image_size"]),
+                                  stop=start)
+    vuniq = sorted(set(vcaps) | set(vrcaps))
+    vstates, vlengths = minilm_states(vuniq, cfg["max_tokens"])
+    vw = {c: i for i, c in enumerate(vuniq)}
+    return vfeats, vcaps, [vw[c] for c in vcaps], [vw[c] for c in vrcaps], vstates, vlengths
+
+
 @torch.no_grad()
-def _validate(net, feats, caps, ci, ri, states, lengths, text_emb=None, start=None, aggregators=AGGREGATORS) -> dict:
+def _validate(net, feats, caps, ci, ri, states, lengths, start=None, aggregators=AGGREGATORS) -> dict:
     """t2v R@1 and own-vs-reversed caption accuracy of the variants on cached validation features."""
     net.eval()
     frames, out = {}, {}
@@ -193,14 +213,7 @@ def _validate(net, feats, caps, ci, ri, states, lengths, text_emb=None, start=No
             frames[own] = torch.cat([frame_embeddings(net, feats[i:i + 64], start, a)
                                      for i in range(0, len(feats), 64)])
         v = F.normalize(net.aggregate(frames[own], a), dim=-1)
-
-        def emb(idx):
-            idx = torch.as_tensor(idx)
-            L = int(lengths[idx].max())
-            mask = (torch.arange(L)[None, :] < lengths[idx][:, None]).long()
-            return F.normalize(net.text[a](states[idx, :L].float(), mask), dim=-1)
-
-        t, tr = emb(ci), emb(ri)
+        t, tr = (_caption_embeddings(net.text[a], states, lengths, i) for i in (ci, ri))
         s = (t @ v.T).numpy()
         out[a] = dict(t2v_R1=round(retrieval(s, caption_groups(caps))["R@1"], 3),
                       order_acc=round(float(((v * t).sum(1) > (v * tr).sum(1)).float().mean()), 3))
@@ -299,14 +312,7 @@ def train_tiny_clip_video(out: str | Path | None = None, seed: int = 0, n_train:
     rcap_idx = torch.as_tensor([where[c] for c in rcaps])
     log(f"frozen MiniLM states for {len(uniq)} distinct captions in {time.time() - t1:.0f}s")
 
-    val = None
-    if val_n:
-        vframes, vcaps, vrcaps = build_video_set(val_n, VAL_SEED, T, render_size, log=log, **mix)
-        vfeats = frozen_conv_features(net.image, vframes, cfg["mean"], cfg["std"], size=size, stop=start)
-        vuniq = sorted(set(vcaps) | set(vrcaps))
-        vstates, vlengths = minilm_states(vuniq, cfg["max_tokens"])
-        vw = {c: i for i, c in enumerate(vuniq)}
-        val = (vfeats, vcaps, [vw[c] for c in vcaps], [vw[c] for c in vrcaps], vstates, vlengths)
+    val = _validation_set(net, cfg, val_n, render_size, mix, start, log) if val_n else None
 
     # the trunk's tuned blocks learn at a tenth of the new parts' rate (CLIP4Clip tunes CLIP far slower than its heads)
     trunk = {id(p) for p in net.image.features.parameters()}
@@ -319,10 +325,7 @@ def train_tiny_clip_video(out: str | Path | None = None, seed: int = 0, n_train:
     sched = _warmup_cosine(opt, total)
 
     def text_emb(idx: torch.Tensor, agg: str) -> torch.Tensor:
-        L = int(lengths[idx].max())
-        tok = states[idx, :L].float()
-        mask = (torch.arange(L)[None, :] < lengths[idx][:, None]).long()
-        return F.normalize(net.text[agg](tok, mask), dim=-1)
+        return _caption_embeddings(net.text[agg], states, lengths, idx)
 
     t2 = time.time()
     net.train()
@@ -360,7 +363,7 @@ def train_tiny_clip_video(out: str | Path | None = None, seed: int = 0, n_train:
         msg = ""
         if val is not None and ((ep + 1) % val_every == 0 or ep + 1 == epochs):
             msg = " | validation (world seed %d, %d videos): %s" % (VAL_SEED, len(val[1]), json.dumps(
-                _validate(net, *val, text_emb=text_emb, start=start)))
+                _validate(net, *val, start=start)))
             net.train()
             net.image.features.eval()
         log(f"epoch {ep + 1}/{epochs}: loss meanP {np.mean(lm[-steps_per_epoch:]):.3f}, "
@@ -411,7 +414,7 @@ MEANP_HEAD_WIDTH = 256  # the hidden width of meanP's token MLP (``meanp_frame_h
 
 def train_meanp_frame_head(out: str | Path, init_from: str | Path, seed: int = 0, epochs: int = 16,
                            lr: float = 1e-3, batch_size: int = 256, eval_n: int = 1000, val_n: int = 500,
-                           val_every: int = 4, log=print, *, name: str, checkpoint: str, classes: tuple,
+                           val_every: int = 4, log=print, *, name: str, classes: tuple,
                            render_size: int, low_res_frac: float = 0.0, low_res: int = 64,
                            width: int = MEANP_HEAD_WIDTH, threads: int | None = None) -> dict:
     """A last stage for meanP alone: from a stage-2 video checkpoint of the ViT family (``init_from``), meanP gets
@@ -443,13 +446,7 @@ def train_meanp_frame_head(out: str | Path, init_from: str | Path, seed: int = 0
     feats = frozen_conv_features(net.image, frames, cfg["mean"], cfg["std"], size=size)
     del frames
     log(f"frozen trunk features {tuple(feats.shape)} in {time.time() - t0:.0f}s")
-    val = None
-    if val_n:
-        vframes, vcaps, vrcaps = build_video_set(val_n, VAL_SEED, T, render_size, log=log, **mix)
-        vfeats = frozen_conv_features(net.image, vframes, cfg["mean"], cfg["std"], size=size)
-        vuniq = sorted(set(vcaps) | set(vrcaps))
-        vw = {c: i for i, c in enumerate(vuniq)}
-        val = (vfeats, vcaps, [vw[c] for c in vcaps], [vw[c] for c in vrcaps], *minilm_states(vuniq, cfg["max_tokens"]))
+    val = _validation_set(net, cfg, val_n, render_size, mix, log=log) if val_n else None
     uniq = sorted(set(caps))
     where = {c: i for i, c in enumerate(uniq)}
     states, lengths = minilm_states(uniq, cfg["max_tokens"])
@@ -465,11 +462,6 @@ def train_meanp_frame_head(out: str | Path, init_from: str | Path, seed: int = 0
     total = steps_per_epoch * epochs
     sched = _warmup_cosine(opt, total)
 
-    def text_emb(idx: torch.Tensor, agg: str = "meanp") -> torch.Tensor:
-        L = int(lengths[idx].max())
-        mask = (torch.arange(L)[None, :] < lengths[idx][:, None]).long()
-        return F.normalize(net.text[agg](states[idx, :L].float(), mask), dim=-1)
-
     t2 = time.time()
     net.eval()  # dropout-free parts; the frozen ones stay as they are
     bar = tqdm(total=total, desc=f"train {name} (meanP's frame head)", unit="step", mininterval=5)
@@ -480,7 +472,8 @@ def train_meanp_frame_head(out: str | Path, init_from: str | Path, seed: int = 0
             idx = torch.as_tensor(perm[s * batch_size:(s + 1) * batch_size])
             v = F.normalize(net.aggregate(frame_embeddings(net, feats[idx], aggregator="meanp"), "meanp"), dim=-1)
             ci = cap_idx[idx]
-            loss = multi_positive_nce(net.logit_scale["meanp"].exp().clamp(max=100) * v @ text_emb(ci).T,
+            t = _caption_embeddings(net.text["meanp"], states, lengths, ci)
+            loss = multi_positive_nce(net.logit_scale["meanp"].exp().clamp(max=100) * v @ t.T,
                                       ci[:, None] == ci[None, :])
             opt.zero_grad(set_to_none=True)
             loss.backward()

@@ -318,37 +318,36 @@ def train_tiny_vit_clip_video(out: str | Path | None = None, seed: int = 0, n_tr
     pay on 2 CPU cores (one block: 5× the time per step, validation t2v R@1 0.58 after 8 of 10 epochs against 0.78
     for the frozen trunk's 20 epochs in less time)."""
     common = dict(seed=seed, threads=threads, log=log, name="tiny-vit-clip-video",
-                  checkpoint=TINY_VIT_CLIP_VIDEO_CHECKPOINT, classes=(TinyVitClipVideoMeanP, TinyVitClipVideoSeqTransf),
-                  render_size=128, low_res_frac=0.25, low_res=64)
-    heads = dict(common, cfg=TINY_VIT_CLIP_VIDEO_CONFIG, base=TINY_VIT_CLIP_CHECKPOINT, **kw)  # stages 1 and 2
-    out = out or checkpoint_path(TINY_VIT_CLIP_VIDEO_CHECKPOINT)
+                  classes=(TinyVitClipVideoMeanP, TinyVitClipVideoSeqTransf), render_size=128, low_res_frac=0.25,
+                  low_res=64)
+    heads = dict(common, cfg=TINY_VIT_CLIP_VIDEO_CONFIG, base=TINY_VIT_CLIP_CHECKPOINT,  # stages 1 and 2
+                 checkpoint=TINY_VIT_CLIP_VIDEO_CHECKPOINT, **kw)
+    loop = {k: kw[k] for k in ("batch_size", "val_n", "val_every") if k in kw}
     if stage3_from is not None and not stage3_epochs:
         raise ValueError("stage3_from needs stage3_epochs > 0")
+    # the stages that run, each from the checkpoint the one before wrote (or the one given)
+    stages, src = [], stage3_from or (stage2_from if stage2_epochs or stage3_epochs else None)
+    if src is None:
+        stages.append(lambda src, dst, ev: train_tiny_clip_video(
+            dst, n_train=n_train, epochs=epochs, lr=lr, eval_n=ev, tune_blocks=tune_blocks, diverse=diverse, **heads))
+    if stage3_from is None and stage2_epochs:
+        stages.append(lambda src, dst, ev: train_tiny_clip_video(
+            dst, n_train=n_train, epochs=stage2_epochs, lr=stage2_lr, eval_n=ev, diverse="both", init_from=src,
+            **heads))
+    if stage3_epochs:
+        stages.append(lambda src, dst, ev: train_meanp_frame_head(
+            dst, src, epochs=stage3_epochs, lr=stage3_lr, eval_n=ev, **common, **loop))
+    out = out or checkpoint_path(TINY_VIT_CLIP_VIDEO_CHECKPOINT)
     with tempfile.TemporaryDirectory() as tmp:
-        # each stage writes `out` if it is the last one, else a file in tmp the next stage starts from. MiniLM's
-        # first load draws from torch's RNG: each stage loads it afresh, so it draws the same in any process
-        first = stage2_from if stage2_epochs or stage3_epochs else None
-        if stage3_from is None and first is None:
+        for i, stage in enumerate(stages):
+            last = i == len(stages) - 1  # the last stage writes `out` and measures the held-out numbers
+            dst = out if last else Path(tmp) / f"stage{i + 1}.safetensors"
+            # MiniLM's first load draws from torch's RNG: each stage loads it afresh, so it draws the same in any
+            # process
             forget_minilm()
-            first = out if not (stage2_epochs or stage3_epochs) else Path(tmp) / "stage1.safetensors"
-            res = train_tiny_clip_video(first, n_train=n_train, epochs=epochs, lr=lr,
-                                        eval_n=eval_n if first == out else 0, tune_blocks=tune_blocks,
-                                        diverse=diverse, **heads)
-            if first == out:
-                return res
-        second = stage3_from
-        if second is None and stage2_epochs:
-            second = out if not stage3_epochs else Path(tmp) / "stage2.safetensors"
-            forget_minilm()
-            res = train_tiny_clip_video(second, n_train=n_train, epochs=stage2_epochs, lr=stage2_lr,
-                                        eval_n=eval_n if second == out else 0, diverse="both", init_from=first,
-                                        **heads)
-            if second == out:
-                return res
-        forget_minilm()
-        loop = {k: kw[k] for k in ("batch_size", "val_n", "val_every") if k in kw}
-        return train_meanp_frame_head(out, second or first, epochs=stage3_epochs, lr=stage3_lr, eval_n=eval_n,
-                                      **common, **loop)
+            res = stage(src, dst, eval_n if last else 0)
+            src = dst
+    return res
 
 
 __all__ = ["train_tiny_vit_clip", "train_tiny_vit_clip_video", "render_diverse", "textured_background", "augment",
