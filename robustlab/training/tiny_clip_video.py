@@ -498,7 +498,8 @@ def train_meanp_frame_head(out: str | Path, init_from: str | Path, seed: int = 0
                   seconds=round(time.time() - t0, 1), train_seconds=round(train_s, 1),
                   final_loss_meanp=round(float(np.mean(lm[-20:])), 4), threads=torch.get_num_threads())
     recipe = dict(prev_train, stage3=stage3, seconds=round(float(prev_train.get("seconds", 0)) + stage3["seconds"], 1))
-    quality = dict(prev_meta.get("quality", {}))
+    # seqTransf's weights are stage 2's, so are its held-out numbers; meanP's are new and measured only with eval_n
+    quality = {k: v for k, v in prev_meta.get("quality", {}).items() if k != "meanp"}
     if eval_n:
         for cls in classes:
             q = heldout_quality("retrieval", cls(device="cpu", net=net), "builtin-videos", eval_n, size=render_size)

@@ -117,6 +117,15 @@ def test_vit_video_training_is_reproducible_and_keeps_the_trunk_frozen(tmp_path)
         {k: v for k, v in st["stage2"].items() if k not in clock}
     assert st3["stage3"]["epochs"] == 1 and st3["stage3"]["lr"] == 5e-4 and st3["stage3"]["seed"] == 3
     assert st3["stage3"]["trains"].startswith("meanP's frame head (token MLP 256")
+    # eval_n=0: the stage-2 numbers of seqTransf (the same weights) stay; the old meanP's do not pass for the new one
+    from robustlab.models.builtin_video import load_tiny_clip_video, save_tiny_clip_video
+
+    net2, meta2 = load_tiny_clip_video(Path(one["path"]), "tiny-vit-clip-video")
+    save_tiny_clip_video(net2, tmp_path / "measured.safetensors",
+                         dict(meta2, quality={"meanp": {"t2v_R@1": 0.1}, "seqtransf": {"t2v_R@1": 0.2}}))
+    six = R.train_tiny_vit_clip_video(tmp_path / "six.safetensors", seed=3,
+                                      stage3_from=tmp_path / "measured.safetensors", **kw3)
+    assert six["quality"] == {"seqtransf": {"t2v_R@1": 0.2}}
     with pytest.raises(ValueError, match="frame head already"):
         R.train_tiny_vit_clip_video(tmp_path / "five.safetensors", seed=3, stage3_from=three["path"], **kw3)
     # tune_blocks=1: the last block and ln_post train, the blocks before it stay the image model's
