@@ -19,8 +19,16 @@ measures the ceiling of that score on the world itself, with no perception in th
 If the ordered control reaches ~1 and meanP stays well below, the gap is the world's, not a model's: no frame
 tower can give a mean over frames what the ground truth does not.
 
+``--camera`` also scores the trained heads on the held-out videos seen through Schiappa's camera perturbations,
+applied to the ground truth itself (perception still perfect): every object's centre moves as the pixels do under
+``static_rotate`` (the same angle in every frame), ``rotate`` (an integer angle per frame, uniform in ±max) and
+``translate`` (frames enlarged ×256/224 and a window cropped at a per-frame offset, uniform in 0…max px at 224 px),
+at severities 1 and 3 (:mod:`robustlab.perturb.video.camera`'s tables); an object whose centre leaves the frame is
+not visible. A head whose R@1 under such a shift falls below half of its clean R@1 depends on where things are in
+the frame, not on how they move.
+
     python benchmarks/bench_meanp_ceiling.py [--train 20000] [--epochs 40] [--hidden 1024] [--depth 4]
-        [--heads meanp,ordered] [--out benchmarks/results/meanp_ceiling.json]
+        [--heads meanp,ordered] [--camera] [--out benchmarks/results/meanp_ceiling.json]
 """
 from __future__ import annotations
 
@@ -53,20 +61,44 @@ def _soft(v: float) -> np.ndarray:
     return np.exp(-((CENTRES - v) / 0.04) ** 2)
 
 
-def ground_truth(seed: int, n: int, frames: int = 8):
-    """Frame states (n×frames×FRAME_DIM), caption structures (n×2·EVENT_DIM) and captions of n videos."""
+# Schiappa's camera perturbations at severities 1 and 3 (robustlab.perturb.video.camera's severity tables)
+CAMERA = {"static_rotate/1": ("static_rotate", 7.5), "static_rotate/3": ("static_rotate", 30.0),
+          "rotate/1": ("rotate", 6), "rotate/3": ("rotate", 18),
+          "translate/1": ("translate", 7), "translate/3": ("translate", 23)}
+
+
+def camera_moves(kind: str, amount: float, frames: int, rng: np.random.Generator):
+    """Per frame, the map of an object's centre (x, y in [0, 1], y down) under one draw of a camera perturbation."""
+    if kind == "translate":  # enlarged ×256/224, a window at offset (dy, dx) px of 224 cropped
+        off = rng.integers(0, int(amount) + 1, size=(frames, 2)) / 224.0
+        return [lambda x, y, d=d: (x * 256 / 224 - d[1], y * 256 / 224 - d[0]) for d in off]
+    angles = np.full(frames, amount) if kind == "static_rotate" else rng.integers(-amount, amount + 1, size=frames)
+
+    def turn(x, y, a):  # PIL's rotate: counter-clockwise on screen, about the centre
+        c, s = np.cos(np.radians(a)), np.sin(np.radians(a))
+        return 0.5 + c * (x - 0.5) + s * (y - 0.5), 0.5 - s * (x - 0.5) + c * (y - 0.5)
+    return [lambda x, y, a=a: turn(x, y, a) for a in angles]
+
+
+def ground_truth(seed: int, n: int, frames: int = 8, camera: str | None = None):
+    """Frame states (n×frames×FRAME_DIM), caption structures (n×2·EVENT_DIM) and captions of n videos;
+    ``camera`` (a key of :data:`CAMERA`): seen through that camera perturbation (one draw per video)."""
     x = np.zeros((n, frames, FRAME_DIM), np.float32)
     c = np.zeros((n, 2 * EVENT_DIM), np.float32)
     caps = []
     for i in range(n):
         v = world.sample_video(seed, i)
+        moves = camera_moves(*CAMERA[camera], frames, np.random.default_rng([seed, i, 77])) if camera else None
         for k, t in enumerate(sampled_frame_indices(v.n_frames, frames)):
             for o in world._state_at(v, int(t)):
                 if o is not None:
+                    cx, cy = moves[k](o.cx, o.cy) if moves else (o.cx, o.cy)
+                    if not (0 <= cx <= 1 and 0 <= cy <= 1):
+                        continue  # out of the frame
                     s = (COLORS.index(o.color) * len(SHAPES) + SHAPES.index(o.shape)) * SLOT
                     x[i, k, s] = 1
-                    x[i, k, s + 1:s + 1 + BINS] = _soft(o.cx)
-                    x[i, k, s + 1 + BINS:s + SLOT] = _soft(o.cy)
+                    x[i, k, s + 1:s + 1 + BINS] = _soft(cx)
+                    x[i, k, s + 1 + BINS:s + SLOT] = _soft(cy)
             x[i, k, FRAME_DIM - len(BACKGROUNDS) + BACKGROUNDS.index(v.background)] = 1
         for j, e in enumerate(v.events):
             o, b = v.objects[e.obj], j * EVENT_DIM
@@ -131,7 +163,11 @@ def fit(head: str, data: dict, *, epochs: int, hidden: int, depth: int, embed_di
             row = dict(epoch=ep + 1, loss=round(loss.item(), 4), **{s: r1(s) for s in ("fit", "validation", "heldout")})
             curve.append(row)
             log(f"{head} {json.dumps(row)} ({time.time() - t0:.0f}s)")
-    return dict(curve=curve, final=curve[-1], seconds=round(time.time() - t0, 1))
+    camera = {k[len("heldout "):]: r1(k) for k in data if k.startswith("heldout ")}
+    if camera:
+        log(f"{head} under camera perturbations (held out): {json.dumps(camera)}")
+    return dict(curve=curve, final=curve[-1], seconds=round(time.time() - t0, 1),
+                **({"camera": camera} if camera else {}))
 
 
 def main() -> None:
@@ -145,6 +181,7 @@ def main() -> None:
     ap.add_argument("--frames", type=int, default=8)
     ap.add_argument("--heads", default="meanp,ordered")
     ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--camera", action="store_true", help="also score the held-out videos under camera shifts")
     ap.add_argument("--out", default=str(ROOT / "benchmarks/results/meanp_ceiling.json"))
     args = ap.parse_args()
     heads = [h.strip() for h in args.heads.split(",") if h.strip()]
@@ -154,12 +191,16 @@ def main() -> None:
     train = ground_truth(world.TRAIN_SEED, args.train, args.frames)
     data = dict(train=train, fit=(train[0][:1000], train[1][:1000], train[2][:1000]),
                 validation=ground_truth(VAL_SEED, 1000, args.frames),
-                heldout=ground_truth(world.HELDOUT_SEED, 1000, args.frames))
+                heldout=ground_truth(world.HELDOUT_SEED, 1000, args.frames),
+                **{f"heldout {k}": ground_truth(world.HELDOUT_SEED, 1000, args.frames, k)
+                   for k in (CAMERA if args.camera else ())})
     res = dict(what="t2v R@1 of an order-blind mean over ground-truth frame states (meanP) and of an ordered control, "
                     "structured captions, 1,000 videos per split",
                splits={"fit": f"the first 1,000 of the {args.train} training videos (world {world.TRAIN_SEED})",
                        "validation": f"1,000 videos of world {VAL_SEED}",
-                       "heldout": f"1,000 videos of world {world.HELDOUT_SEED} (where the checkpoints are held out)"},
+                       "heldout": f"1,000 videos of world {world.HELDOUT_SEED} (where the checkpoints are held out)",
+                       **({"camera": "the held-out videos' ground truth seen through each camera perturbation "
+                                     "(CAMERA: NAME/SEVERITY), one draw per video"} if args.camera else {})},
                settings=dict(vars(args), out=None), machine=platform.machine(), threads=torch.get_num_threads(),
                heads={})
     for h in heads:

@@ -416,13 +416,17 @@ def train_meanp_frame_head(out: str | Path, init_from: str | Path, seed: int = 0
                            lr: float = 1e-3, batch_size: int = 256, eval_n: int = 1000, val_n: int = 500,
                            val_every: int = 4, log=print, *, name: str, classes: tuple,
                            render_size: int, low_res_frac: float = 0.0, low_res: int = 64,
-                           width: int = MEANP_HEAD_WIDTH, threads: int | None = None) -> dict:
+                           width: int = MEANP_HEAD_WIDTH, threads: int | None = None, diverse: str = "none") -> dict:
     """A last stage for meanP alone: from a stage-2 video checkpoint of the ViT family (``init_from``), meanP gets
     its own frame head (:class:`~robustlab.models.builtin_video.MeanPFrameHead`: a residual token MLP of ``width``
     over the frozen trunk's tokens, then a projection and a frame adapter started as the shared ones) and trains it,
     its text head and its logit scale by CLIP's loss on meanP alone, ``epochs`` over the videos stage 1 drew (as the
-    world draws them, ``low_res_frac`` of them at ``low_res`` px). seqTransf's weights and the trunk are kept bit for
-    bit. Its settings go under ``train["stage3"]``."""
+    world draws them, ``low_res_frac`` of them at ``low_res`` px). ``diverse="both"``: those videos and a copy of
+    each drawn with the family's data diversity, as stage 2 draws them (a step samples from both; the steps per
+    epoch stay ``n_train`` / ``batch_size``). seqTransf's weights and the trunk are kept bit for bit. Its settings
+    go under ``train["stage3"]``."""
+    if diverse not in ("none", "both"):
+        raise ValueError(f"diverse must be none or both, not {diverse!r}")
     t0 = time.time()
     if threads:
         torch.set_num_threads(threads)
@@ -442,9 +446,17 @@ def train_meanp_frame_head(out: str | Path, init_from: str | Path, seed: int = 0
     net.meanp_frame.adapter.load_state_dict(net.adapter.state_dict())
     n_train, T, size = int(prev_train.get("n_train", 18000)), int(cfg["num_frames"]), int(cfg["image_size"])
     mix = dict(store=size, low_res=low_res, low_res_frac=low_res_frac)
-    frames, caps, _ = build_video_set(n_train, world.TRAIN_SEED, T, render_size, log=log, **mix)
-    feats = frozen_conv_features(net.image, frames, cfg["mean"], cfg["std"], size=size)
-    del frames
+    parts = []
+    for look in ["plain"] + (["diverse"] if diverse == "both" else []):
+        frames, caps, _ = build_video_set(n_train, world.TRAIN_SEED, T, render_size, log=log,
+                                          diverse=look == "diverse", **mix)
+        parts.append(frozen_conv_features(net.image, frames, cfg["mean"], cfg["std"], size=size,
+                                          augment_g=torch.Generator().manual_seed(seed) if look == "diverse"
+                                          else None))
+        del frames
+    feats = parts[0] if len(parts) == 1 else torch.cat(parts)
+    del parts
+    caps = caps * (len(feats) // n_train)  # "both": row i + n_train is video i's diverse copy (same captions)
     log(f"frozen trunk features {tuple(feats.shape)} in {time.time() - t0:.0f}s")
     val = _validation_set(net, cfg, val_n, render_size, mix, log=log) if val_n else None
     uniq = sorted(set(caps))
@@ -467,7 +479,7 @@ def train_meanp_frame_head(out: str | Path, init_from: str | Path, seed: int = 0
     bar = tqdm(total=total, desc=f"train {name} (meanP's frame head)", unit="step", mininterval=5)
     lm = []
     for ep in range(epochs):
-        perm = rng.permutation(n_train)
+        perm = rng.permutation(len(feats))
         for s in range(steps_per_epoch):
             idx = torch.as_tensor(perm[s * batch_size:(s + 1) * batch_size])
             v = F.normalize(net.aggregate(frame_embeddings(net, feats[idx], aggregator="meanp"), "meanp"), dim=-1)
@@ -494,7 +506,8 @@ def train_meanp_frame_head(out: str | Path, init_from: str | Path, seed: int = 0
                          "scale; meanP's loss alone" % width,
                   init="the shared projection and frame adapter, meanP's text head of stage 2",
                   videos=f"the {n_train} videos of stage 1 as the world draws them"
-                         + (f", {low_res_frac:.0%} at {low_res} px" if low_res_frac else ""),
+                         + (f", {low_res_frac:.0%} at {low_res} px" if low_res_frac else "")
+                         + (f", and a copy of each drawn with: {VIDEO_DIVERSITY}" if diverse == "both" else ""),
                   seconds=round(time.time() - t0, 1), train_seconds=round(train_s, 1),
                   final_loss_meanp=round(float(np.mean(lm[-20:])), 4), threads=torch.get_num_threads())
     recipe = dict(prev_train, stage3=stage3, seconds=round(float(prev_train.get("seconds", 0)) + stage3["seconds"], 1))

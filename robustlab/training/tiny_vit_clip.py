@@ -291,6 +291,9 @@ VIDEO_STAGE2_EPOCHS = 16  # the video recipe's second stage: the diverse copies 
 VIDEO_STAGE2_LR = 1e-3
 VIDEO_STAGE3_EPOCHS = 16  # the third: meanP's own frame head (measured in docs/models.md)
 VIDEO_STAGE3_LR = 1e-3
+# its videos: as the world draws them ("both", adding a diverse copy of each as stage 2 does, was measured and lost
+# clean recall for little camera robustness: docs/models.md)
+VIDEO_STAGE3_DIVERSE = "none"
 
 
 def train_tiny_vit_clip_video(out: str | Path | None = None, seed: int = 0, n_train: int = 18000, epochs: int = 24,
@@ -298,7 +301,8 @@ def train_tiny_vit_clip_video(out: str | Path | None = None, seed: int = 0, n_tr
                               diverse: str = "none", stage2_epochs: int = VIDEO_STAGE2_EPOCHS,
                               stage2_lr: float = VIDEO_STAGE2_LR, stage2_from: str | Path | None = None,
                               stage3_epochs: int = VIDEO_STAGE3_EPOCHS, stage3_lr: float = VIDEO_STAGE3_LR,
-                              stage3_from: str | Path | None = None, log=print, **kw) -> dict:
+                              stage3_from: str | Path | None = None, stage3_diverse: str = VIDEO_STAGE3_DIVERSE,
+                              log=print, **kw) -> dict:
     """``robustlab train tiny-vit-clip-video``: CLIP4Clip's meanP and seqTransf heads over tiny-vit-clip's frozen
     ViT trunk, the recipe of tiny-clip-video (:func:`robustlab.training.tiny_clip_video.train_tiny_clip_video`) on
     frames rendered at 128 px as the built-in images are (resampled to the ViT's 96 px as the model's preprocessing
@@ -311,7 +315,9 @@ def train_tiny_vit_clip_video(out: str | Path | None = None, seed: int = 0, n_tr
     videos as drawn and a copy of each drawn with the family's data diversity (one look per video: background,
     lighting, crop, colour), which makes the heads robust to how a frame looks without costing clean recall.
     Stage 3 (``stage3_epochs`` > 0): meanP's own frame head, ``stage3_epochs`` at ``stage3_lr`` on meanP's loss
-    alone (:func:`~robustlab.training.tiny_clip_video.train_meanp_frame_head`); seqTransf stays as stage 2 left it.
+    alone (:func:`~robustlab.training.tiny_clip_video.train_meanp_frame_head`), over the videos as the world draws
+    them (``stage3_diverse="none"``, shipped) or those and a diverse copy of each as stage 2 draws them (``"both"``,
+    measured: it cost clean recall); seqTransf stays as stage 2 left it.
     ``stage2_from``: a stage-1 checkpoint to run stage 2 (and 3) on; ``stage3_from``: a stage-2 checkpoint to run
     stage 3 on (the stages before skipped; the same weights as one run).
     ``tune_blocks`` > 0 also trains the trunk's last blocks at a tenth of the rate in stage 1; measured, it did not
@@ -336,7 +342,7 @@ def train_tiny_vit_clip_video(out: str | Path | None = None, seed: int = 0, n_tr
             **heads))
     if stage3_epochs:
         stages.append(lambda src, dst, ev: train_meanp_frame_head(
-            dst, src, epochs=stage3_epochs, lr=stage3_lr, eval_n=ev, **common, **loop))
+            dst, src, epochs=stage3_epochs, lr=stage3_lr, eval_n=ev, diverse=stage3_diverse, **common, **loop))
     out = out or checkpoint_path(TINY_VIT_CLIP_VIDEO_CHECKPOINT)
     with tempfile.TemporaryDirectory() as tmp:
         for i, stage in enumerate(stages):

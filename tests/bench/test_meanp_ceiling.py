@@ -1,7 +1,8 @@
 """benchmarks/bench_meanp_ceiling.py: the ground truth it trains on is the world's own, and a tiny run completes.
 
 The measurement itself (20,000 videos, 40 epochs, about half an hour on 2 cores) is the benchmark's; its result is
-benchmarks/results/meanp_ceiling.json, in docs/models.md."""
+benchmarks/results/meanp_ceiling.json, in docs/models.md; with --camera (the held-out ground truth seen through the
+camera perturbations) benchmarks/results/meanp_ceiling_camera.json."""
 import importlib.util
 from pathlib import Path
 
@@ -41,3 +42,29 @@ def test_a_tiny_run_reports_r1_on_every_split():
     for head in ("meanp", "ordered"):
         r = B.fit(head, data, epochs=1, hidden=16, depth=2, embed_dim=8, lr=1e-3, batch=32, log=lambda *a: None)
         assert r["final"]["epoch"] == 1 and all(0 <= r["final"][s] <= 1 for s in ("fit", "validation", "heldout"))
+
+
+def test_camera_shifts_move_the_ground_truth_as_the_pixels_move():
+    rng = np.random.default_rng(0)
+    turn = B.camera_moves("static_rotate", 90.0, 8, rng)
+    assert all(np.allclose(m(0.5, 0.5), (0.5, 0.5)) for m in turn)  # the centre stays
+    assert np.allclose(turn[0](1.0, 0.5), (0.5, 0.0))  # PIL's rotate: counter-clockwise, the right edge goes up
+    shake = B.camera_moves("translate", 7, 8, rng)
+    for m in shake:  # enlarged ×256/224, then a window offset by 0…7 px of 224 (content moves up-left)
+        x, y = m(0.5, 0.5)
+        assert 0.5 * 256 / 224 - 7 / 224 <= x <= 0.5 * 256 / 224 and 0.5 * 256 / 224 - 7 / 224 <= y <= 0.5 * 256 / 224
+    assert len({m(0.5, 0.5) for m in shake}) > 1  # redrawn per frame
+    x0, c0, caps0 = B.ground_truth(world.HELDOUT_SEED, 40)
+    for k in B.CAMERA:
+        x, c, caps = B.ground_truth(world.HELDOUT_SEED, 40, camera=k)
+        assert caps == caps0 and np.array_equal(c, c0) and not np.array_equal(x, x0)  # the captions stay
+        assert np.array_equal(x, B.ground_truth(world.HELDOUT_SEED, 40, camera=k)[0])  # one fixed draw per video
+
+
+def test_the_camera_splits_are_scored_after_training():
+    tr = B.ground_truth(world.TRAIN_SEED, 64)
+    ho = B.ground_truth(world.HELDOUT_SEED, 32)
+    shifted = {f"heldout {k}": B.ground_truth(world.HELDOUT_SEED, 32, camera=k) for k in ("rotate/1", "translate/3")}
+    data = dict(train=tr, fit=tr, validation=ho, heldout=ho, **shifted)
+    r = B.fit("meanp", data, epochs=1, hidden=16, depth=2, embed_dim=8, lr=1e-3, batch=32, log=lambda *a: None)
+    assert set(r["camera"]) == {"rotate/1", "translate/3"} and all(0 <= v <= 1 for v in r["camera"].values())

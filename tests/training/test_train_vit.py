@@ -117,6 +117,18 @@ def test_vit_video_training_is_reproducible_and_keeps_the_trunk_frozen(tmp_path)
         {k: v for k, v in st["stage2"].items() if k not in clock}
     assert st3["stage3"]["epochs"] == 1 and st3["stage3"]["lr"] == 5e-4 and st3["stage3"]["seed"] == 3
     assert st3["stage3"]["trains"].startswith("meanP's frame head (token MLP 256")
+    # the shipped stage 3 draws the videos as the world does; "both" adds a diverse copy of each, as stage 2 does
+    assert st3["stage3"]["videos"] == "the 64 videos of stage 1 as the world draws them, 25% at 64 px"
+    both = R.train_tiny_vit_clip_video(tmp_path / "both.safetensors", seed=3, stage3_from=one["path"],
+                                       stage3_diverse="both", **kw3)
+    sboth = load_file(both["path"])
+    assert both["train"]["stage3"]["videos"].startswith("the 64 videos of stage 1 as the world draws them, 25% at "
+                                                        "64 px, and a copy of each drawn with: per video")
+    assert all(torch.equal(sboth[k], s1[k]) for k in s1 if not k.startswith(meanp))
+    assert not all(torch.equal(sboth[k], s3[k]) for k in head)
+    with pytest.raises(ValueError, match="none or both"):
+        R.train_tiny_vit_clip_video(tmp_path / "bad.safetensors", seed=3, stage3_from=one["path"],
+                                    stage3_diverse="all", **kw3)
     # eval_n=0: the stage-2 numbers of seqTransf (the same weights) stay; the old meanP's do not pass for the new one
     from robustlab.models.builtin_video import load_tiny_clip_video, save_tiny_clip_video
 
