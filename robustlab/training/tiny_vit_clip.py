@@ -331,6 +331,8 @@ def train_tiny_vit_clip_video(out: str | Path | None = None, seed: int = 0, n_tr
     loop = {k: kw[k] for k in ("batch_size", "val_n", "val_every") if k in kw}
     if stage3_from is not None and not stage3_epochs:
         raise ValueError("stage3_from needs stage3_epochs > 0")
+    if stage3_diverse not in ("none", "both"):  # before the stages it would follow, not an hour into the run
+        raise ValueError(f"stage3_diverse must be none or both, not {stage3_diverse!r}")
     # the stages that run, each from the checkpoint the one before wrote (or the one given)
     stages, src = [], stage3_from or (stage2_from if stage2_epochs or stage3_epochs else None)
     if src is None:

@@ -126,9 +126,14 @@ def test_vit_video_training_is_reproducible_and_keeps_the_trunk_frozen(tmp_path)
                                                         "64 px, and a copy of each drawn with: per video")
     assert all(torch.equal(sboth[k], s1[k]) for k in s1 if not k.startswith(meanp))
     assert not all(torch.equal(sboth[k], s3[k]) for k in head)
+    with pytest.raises(ValueError, match="none or both"):  # refused before stage 1 starts
+        R.train_tiny_vit_clip_video(tmp_path / "bad.safetensors", seed=3, stage3_diverse="all", **kw3)
+    assert not (tmp_path / "bad.safetensors").exists()
+    from robustlab.training.tiny_clip_video import train_meanp_frame_head
+
     with pytest.raises(ValueError, match="none or both"):
-        R.train_tiny_vit_clip_video(tmp_path / "bad.safetensors", seed=3, stage3_from=one["path"],
-                                    stage3_diverse="all", **kw3)
+        train_meanp_frame_head(tmp_path / "bad.safetensors", one["path"], diverse="all", name="tiny-vit-clip-video",
+                               classes=(), render_size=128)
     # eval_n=0: the stage-2 numbers of seqTransf (the same weights) stay; the old meanP's do not pass for the new one
     from robustlab.models.builtin_video import load_tiny_clip_video, save_tiny_clip_video
 
