@@ -202,6 +202,24 @@ def _validation_set(net, cfg: dict, val_n: int, render_size: int, mix: dict, sta
     return vfeats, vcaps, [vw[c] for c in vcaps], [vw[c] for c in vrcaps], vstates, vlengths
 
 
+def _training_features(net, cfg: dict, n_train: int, render_size: int, looks: list, mix: dict, seed: int,
+                       start=None, log=print) -> tuple:
+    """Frozen trunk features of the ``n_train`` training videos once per look (``"plain"``: as the world draws them;
+    ``"diverse"``: with the family's data diversity and one crop and colour jitter per video, drawn from ``seed``),
+    stacked: row i + k·n_train is video i's k-th look. Captions and reversed captions are repeated to match."""
+    t0, parts = time.time(), []
+    for look in looks:
+        frames, caps, rcaps = build_video_set(n_train, world.TRAIN_SEED, int(cfg["num_frames"]), render_size,
+                                              log=log, diverse=look == "diverse", **mix)
+        log(f"rendered {n_train} videos ({look}) in {time.time() - t0:.0f}s")
+        parts.append(frozen_conv_features(net.image, frames, cfg["mean"], cfg["std"], size=int(cfg["image_size"]),
+                                          stop=start, augment_g=torch.Generator().manual_seed(seed)
+                                          if look == "diverse" else None))
+        del frames
+    feats = parts[0] if len(parts) == 1 else torch.cat(parts)
+    return feats, caps * len(looks), rcaps * len(looks)
+
+
 @torch.no_grad()
 def _validate(net, feats, caps, ci, ri, states, lengths, start=None, aggregators=AGGREGATORS) -> dict:
     """t2v R@1 and own-vs-reversed caption accuracy of the variants on cached validation features."""
@@ -288,21 +306,9 @@ def train_tiny_clip_video(out: str | Path | None = None, seed: int = 0, n_train:
                 p.requires_grad_(True)
 
     mix = dict(store=size, low_res=low_res, low_res_frac=low_res_frac)  # frames reach the tower at its size
-    parts = []
-    for look in (["plain"] if diverse != "all" else []) + (["diverse"] if diverse != "none" else []):
-        frames, caps, rcaps = build_video_set(n_train, world.TRAIN_SEED, T, render_size, log=log,
-                                              diverse=look == "diverse", **mix)
-        log(f"rendered {n_train} videos × {T} frames ({look}) in {time.time() - t0:.0f}s")
-        t1 = time.time()
-        parts.append(frozen_conv_features(net.image, frames, cfg["mean"], cfg["std"], size=size, stop=start,
-                                          augment_g=torch.Generator().manual_seed(seed) if look == "diverse"
-                                          else None))
-        del frames
-    feats = parts[0] if len(parts) == 1 else torch.cat(parts)
-    del parts
-    copies = len(feats) // n_train  # "both": row i + n_train is video i's diverse copy (same captions)
-    caps, rcaps = caps * copies, rcaps * copies
-    log(f"frozen conv features {tuple(feats.shape)} in {time.time() - t1:.0f}s")
+    looks = (["plain"] if diverse != "all" else []) + (["diverse"] if diverse != "none" else [])
+    feats, caps, rcaps = _training_features(net, cfg, n_train, render_size, looks, mix, seed, start, log)
+    log(f"frozen trunk features {tuple(feats.shape)} in {time.time() - t0:.0f}s")
 
     t1 = time.time()
     uniq = sorted(set(caps) | set(rcaps))
@@ -444,19 +450,10 @@ def train_meanp_frame_head(out: str | Path, init_from: str | Path, seed: int = 0
     assert all(k.startswith("meanp_frame.") for k in missing), missing
     net.meanp_frame.proj.load_state_dict(net.image.proj.state_dict())
     net.meanp_frame.adapter.load_state_dict(net.adapter.state_dict())
-    n_train, T, size = int(prev_train.get("n_train", 18000)), int(cfg["num_frames"]), int(cfg["image_size"])
+    n_train, size = int(prev_train.get("n_train", 18000)), int(cfg["image_size"])
     mix = dict(store=size, low_res=low_res, low_res_frac=low_res_frac)
-    parts = []
-    for look in ["plain"] + (["diverse"] if diverse == "both" else []):
-        frames, caps, _ = build_video_set(n_train, world.TRAIN_SEED, T, render_size, log=log,
-                                          diverse=look == "diverse", **mix)
-        parts.append(frozen_conv_features(net.image, frames, cfg["mean"], cfg["std"], size=size,
-                                          augment_g=torch.Generator().manual_seed(seed) if look == "diverse"
-                                          else None))
-        del frames
-    feats = parts[0] if len(parts) == 1 else torch.cat(parts)
-    del parts
-    caps = caps * (len(feats) // n_train)  # "both": row i + n_train is video i's diverse copy (same captions)
+    looks = ["plain"] + (["diverse"] if diverse == "both" else [])
+    feats, caps, _ = _training_features(net, cfg, n_train, render_size, looks, mix, seed, log=log)
     log(f"frozen trunk features {tuple(feats.shape)} in {time.time() - t0:.0f}s")
     val = _validation_set(net, cfg, val_n, render_size, mix, log=log) if val_n else None
     uniq = sorted(set(caps))
