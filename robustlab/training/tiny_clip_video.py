@@ -416,23 +416,35 @@ def train_tiny_clip_video(out: str | Path | None = None, seed: int = 0, n_train:
 
 
 MEANP_HEAD_WIDTH = 256  # the hidden width of meanP's token MLP (``meanp_frame_head``)
+TOKEN_STATS_VIDEOS = 2000  # the training videos whose token states give ``token_noise``'s per-token scale
+
+
+def token_scale(feats: torch.Tensor, width: int, n: int = TOKEN_STATS_VIDEOS) -> torch.Tensor:
+    """Each token position's per-dimension standard deviation over the frames of the first ``n`` videos of cached
+    trunk features (N×T×(tokens·W)): tokens×W, the scale of ``train_meanp_frame_head``'s token noise."""
+    return feats[:n].float().flatten(0, 1).view(-1, feats.shape[-1] // width, width).std(0)
 
 
 def train_meanp_frame_head(out: str | Path, init_from: str | Path, seed: int = 0, epochs: int = 16,
                            lr: float = 1e-3, batch_size: int = 256, eval_n: int = 1000, val_n: int = 500,
                            val_every: int = 4, log=print, *, name: str, classes: tuple,
                            render_size: int, low_res_frac: float = 0.0, low_res: int = 64,
-                           width: int = MEANP_HEAD_WIDTH, threads: int | None = None, diverse: str = "none") -> dict:
+                           width: int = MEANP_HEAD_WIDTH, threads: int | None = None, diverse: str = "none",
+                           token_noise: float = 0.0) -> dict:
     """A last stage for meanP alone: from a stage-2 video checkpoint of the ViT family (``init_from``), meanP gets
     its own frame head (:class:`~robustlab.models.builtin_video.MeanPFrameHead`: a residual token MLP of ``width``
     over the frozen trunk's tokens, then a projection and a frame adapter started as the shared ones) and trains it,
     its text head and its logit scale by CLIP's loss on meanP alone, ``epochs`` over the videos stage 1 drew (as the
     world draws them, ``low_res_frac`` of them at ``low_res`` px). ``diverse="both"``: those videos and a copy of
     each drawn with the family's data diversity, as stage 2 draws them (a step samples from both; the steps per
-    epoch stay ``n_train`` / ``batch_size``). seqTransf's weights and the trunk are kept bit for bit. Its settings
-    go under ``train["stage3"]``."""
+    epoch stay ``n_train`` / ``batch_size``). ``token_noise`` > 0: at every step each frozen token state gets
+    Gaussian noise of ``token_noise`` times its position's per-dimension standard deviation (:func:`token_scale`), a
+    generic regulariser in the trunk's feature space (no pixel is perturbed). seqTransf's weights and the trunk are
+    kept bit for bit. Its settings go under ``train["stage3"]``."""
     if diverse not in ("none", "both"):
         raise ValueError(f"diverse must be none or both, not {diverse!r}")
+    if isinstance(token_noise, bool) or not (isinstance(token_noise, (int, float)) and 0 <= token_noise <= 10):
+        raise ValueError(f"token_noise must be a number from 0 to 10, not {token_noise!r}")
     t0 = time.time()
     if threads:
         torch.set_num_threads(threads)
@@ -455,6 +467,8 @@ def train_meanp_frame_head(out: str | Path, init_from: str | Path, seed: int = 0
     looks = ["plain"] + (["diverse"] if diverse == "both" else [])
     feats, caps, _ = _training_features(net, cfg, n_train, render_size, looks, mix, seed, log=log)
     log(f"frozen trunk features {tuple(feats.shape)} in {time.time() - t0:.0f}s")
+    W = int(cfg["width"])
+    noise_sd = token_noise * token_scale(feats, W) if token_noise else None
     val = _validation_set(net, cfg, val_n, render_size, mix, log=log) if val_n else None
     uniq = sorted(set(caps))
     where = {c: i for i, c in enumerate(uniq)}
@@ -479,7 +493,11 @@ def train_meanp_frame_head(out: str | Path, init_from: str | Path, seed: int = 0
         perm = rng.permutation(len(feats))
         for s in range(steps_per_epoch):
             idx = torch.as_tensor(perm[s * batch_size:(s + 1) * batch_size])
-            v = F.normalize(net.aggregate(frame_embeddings(net, feats[idx], aggregator="meanp"), "meanp"), dim=-1)
+            x = feats[idx]
+            if noise_sd is not None:
+                x = x.float().view(*x.shape[:2], -1, W)
+                x = (x + noise_sd * torch.randn_like(x)).flatten(2)
+            v = F.normalize(net.aggregate(frame_embeddings(net, x, aggregator="meanp"), "meanp"), dim=-1)
             ci = cap_idx[idx]
             t = _caption_embeddings(net.text["meanp"], states, lengths, ci)
             loss = multi_positive_nce(net.logit_scale["meanp"].exp().clamp(max=100) * v @ t.T,
@@ -505,6 +523,9 @@ def train_meanp_frame_head(out: str | Path, init_from: str | Path, seed: int = 0
                   videos=f"the {n_train} videos of stage 1 as the world draws them"
                          + (f", {low_res_frac:.0%} at {low_res} px" if low_res_frac else "")
                          + (f", and a copy of each drawn with: {VIDEO_DIVERSITY}" if diverse == "both" else ""),
+                  token_noise=(f"Gaussian, {token_noise:g} x each token position's per-dimension std over the first "
+                               f"{min(TOKEN_STATS_VIDEOS, len(feats))} videos' frames, fresh at every step"
+                               if token_noise else "none"),
                   seconds=round(time.time() - t0, 1), train_seconds=round(train_s, 1),
                   final_loss_meanp=round(float(np.mean(lm[-20:])), 4), threads=torch.get_num_threads())
     recipe = dict(prev_train, stage3=stage3, seconds=round(float(prev_train.get("seconds", 0)) + stage3["seconds"], 1))

@@ -294,6 +294,9 @@ VIDEO_STAGE3_LR = 1e-3
 # its videos: as the world draws them ("both", adding a diverse copy of each as stage 2 does, was measured and lost
 # clean recall for little camera robustness: docs/models.md)
 VIDEO_STAGE3_DIVERSE = "none"
+# and Gaussian noise on the frozen trunk's token states at every step, in units of each token's std (a generic
+# regulariser in feature space; chosen on the validation world 2: docs/models.md)
+VIDEO_STAGE3_TOKEN_NOISE = 0.5
 
 
 def train_tiny_vit_clip_video(out: str | Path | None = None, seed: int = 0, n_train: int = 18000, epochs: int = 24,
@@ -302,7 +305,7 @@ def train_tiny_vit_clip_video(out: str | Path | None = None, seed: int = 0, n_tr
                               stage2_lr: float = VIDEO_STAGE2_LR, stage2_from: str | Path | None = None,
                               stage3_epochs: int = VIDEO_STAGE3_EPOCHS, stage3_lr: float = VIDEO_STAGE3_LR,
                               stage3_from: str | Path | None = None, stage3_diverse: str = VIDEO_STAGE3_DIVERSE,
-                              log=print, **kw) -> dict:
+                              stage3_token_noise: float = VIDEO_STAGE3_TOKEN_NOISE, log=print, **kw) -> dict:
     """``robustlab train tiny-vit-clip-video``: CLIP4Clip's meanP and seqTransf heads over tiny-vit-clip's frozen
     ViT trunk, the recipe of tiny-clip-video (:func:`robustlab.training.tiny_clip_video.train_tiny_clip_video`) on
     frames rendered at 128 px as the built-in images are (resampled to the ViT's 96 px as the model's preprocessing
@@ -317,7 +320,8 @@ def train_tiny_vit_clip_video(out: str | Path | None = None, seed: int = 0, n_tr
     Stage 3 (``stage3_epochs`` > 0): meanP's own frame head, ``stage3_epochs`` at ``stage3_lr`` on meanP's loss
     alone (:func:`~robustlab.training.tiny_clip_video.train_meanp_frame_head`), over the videos as the world draws
     them (``stage3_diverse="none"``, shipped) or those and a diverse copy of each as stage 2 draws them (``"both"``,
-    measured: it cost clean recall); seqTransf stays as stage 2 left it.
+    measured: it cost clean recall), with Gaussian noise of ``stage3_token_noise`` token standard deviations on the
+    frozen token states at every step; seqTransf stays as stage 2 left it.
     ``stage2_from``: a stage-1 checkpoint to run stage 2 (and 3) on; ``stage3_from``: a stage-2 checkpoint to run
     stage 3 on (the stages before skipped; the same weights as one run).
     ``tune_blocks`` > 0 also trains the trunk's last blocks at a tenth of the rate in stage 1; measured, it did not
@@ -333,6 +337,9 @@ def train_tiny_vit_clip_video(out: str | Path | None = None, seed: int = 0, n_tr
         raise ValueError("stage3_from needs stage3_epochs > 0")
     if stage3_diverse not in ("none", "both"):  # before the stages it would follow, not an hour into the run
         raise ValueError(f"stage3_diverse must be none or both, not {stage3_diverse!r}")
+    if isinstance(stage3_token_noise, bool) or not (isinstance(stage3_token_noise, (int, float))
+                                                    and 0 <= stage3_token_noise <= 10):
+        raise ValueError(f"stage3_token_noise must be a number from 0 to 10, not {stage3_token_noise!r}")
     # the stages that run, each from the checkpoint the one before wrote (or the one given)
     stages, src = [], stage3_from or (stage2_from if stage2_epochs or stage3_epochs else None)
     if src is None:
@@ -344,7 +351,8 @@ def train_tiny_vit_clip_video(out: str | Path | None = None, seed: int = 0, n_tr
             **heads))
     if stage3_epochs:
         stages.append(lambda src, dst, ev: train_meanp_frame_head(
-            dst, src, epochs=stage3_epochs, lr=stage3_lr, eval_n=ev, diverse=stage3_diverse, **common, **loop))
+            dst, src, epochs=stage3_epochs, lr=stage3_lr, eval_n=ev, diverse=stage3_diverse,
+            token_noise=stage3_token_noise, **common, **loop))
     out = out or checkpoint_path(TINY_VIT_CLIP_VIDEO_CHECKPOINT)
     with tempfile.TemporaryDirectory() as tmp:
         for i, stage in enumerate(stages):

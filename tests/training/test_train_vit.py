@@ -119,6 +119,19 @@ def test_vit_video_training_is_reproducible_and_keeps_the_trunk_frozen(tmp_path)
     assert st3["stage3"]["trains"].startswith("meanP's frame head (token MLP 256")
     # the shipped stage 3 draws the videos as the world does; "both" adds a diverse copy of each, as stage 2 does
     assert st3["stage3"]["videos"] == "the 64 videos of stage 1 as the world draws them, 25% at 64 px"
+    # with the shipped token noise (a generic regulariser on the frozen token states; no pixel is perturbed)
+    assert R.VIDEO_STAGE3_TOKEN_NOISE > 0
+    assert st3["stage3"]["token_noise"] == (f"Gaussian, {R.VIDEO_STAGE3_TOKEN_NOISE:g} x each token position's "
+                                            "per-dimension std over the first 64 videos' frames, fresh at every step")
+    quiet = R.train_tiny_vit_clip_video(tmp_path / "quiet.safetensors", seed=3, stage3_from=one["path"],
+                                        stage3_token_noise=0, **kw3)
+    squiet = load_file(quiet["path"])
+    assert quiet["train"]["stage3"]["token_noise"] == "none"
+    assert all(torch.equal(squiet[k], s1[k]) for k in s1 if not k.startswith(meanp))
+    assert not all(torch.equal(squiet[k], s3[k]) for k in head)
+    for bad in (-1, "0.5", True, 11):  # refused before stage 1 starts
+        with pytest.raises(ValueError, match="stage3_token_noise must be a number from 0 to 10"):
+            R.train_tiny_vit_clip_video(tmp_path / "bad.safetensors", seed=3, stage3_token_noise=bad, **kw3)
     both = R.train_tiny_vit_clip_video(tmp_path / "both.safetensors", seed=3, stage3_from=one["path"],
                                        stage3_diverse="both", **kw3)
     sboth = load_file(both["path"])
@@ -134,6 +147,9 @@ def test_vit_video_training_is_reproducible_and_keeps_the_trunk_frozen(tmp_path)
     with pytest.raises(ValueError, match="none or both"):
         train_meanp_frame_head(tmp_path / "bad.safetensors", one["path"], diverse="all", name="tiny-vit-clip-video",
                                classes=(), render_size=128)
+    with pytest.raises(ValueError, match="token_noise must be a number"):
+        train_meanp_frame_head(tmp_path / "bad.safetensors", one["path"], token_noise=-0.5,
+                               name="tiny-vit-clip-video", classes=(), render_size=128)
     # eval_n=0: the stage-2 numbers of seqTransf (the same weights) stay; the old meanP's do not pass for the new one
     from robustlab.models.builtin_video import load_tiny_clip_video, save_tiny_clip_video
 
