@@ -425,6 +425,12 @@ def token_scale(feats: torch.Tensor, width: int, n: int = TOKEN_STATS_VIDEOS) ->
     return feats[:n].float().flatten(0, 1).view(-1, feats.shape[-1] // width, width).std(0)
 
 
+def check_token_noise(value, name: str = "token_noise") -> None:
+    """Refuse a token-noise level that is not a number from 0 to 10 (one ``ValueError`` line naming ``name``)."""
+    if isinstance(value, bool) or not (isinstance(value, (int, float)) and 0 <= value <= 10):
+        raise ValueError(f"{name} must be a number from 0 to 10, not {value!r}")
+
+
 def train_meanp_frame_head(out: str | Path, init_from: str | Path, seed: int = 0, epochs: int = 16,
                            lr: float = 1e-3, batch_size: int = 256, eval_n: int = 1000, val_n: int = 500,
                            val_every: int = 4, log=print, *, name: str, classes: tuple,
@@ -443,8 +449,7 @@ def train_meanp_frame_head(out: str | Path, init_from: str | Path, seed: int = 0
     kept bit for bit. Its settings go under ``train["stage3"]``."""
     if diverse not in ("none", "both"):
         raise ValueError(f"diverse must be none or both, not {diverse!r}")
-    if isinstance(token_noise, bool) or not (isinstance(token_noise, (int, float)) and 0 <= token_noise <= 10):
-        raise ValueError(f"token_noise must be a number from 0 to 10, not {token_noise!r}")
+    check_token_noise(token_noise)
     t0 = time.time()
     if threads:
         torch.set_num_threads(threads)

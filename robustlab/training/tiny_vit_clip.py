@@ -59,7 +59,8 @@ from robustlab.models.checkpoints import checkpoint_path
 from robustlab.tasks.quality import heldout_quality
 from robustlab.training.diversity import augment, lighting_gain, textured_background
 from robustlab.training.tiny_clip import clip_loss, encode_captions_frozen
-from robustlab.training.tiny_clip_video import _init_frame_tower, train_meanp_frame_head, train_tiny_clip_video
+from robustlab.training.tiny_clip_video import (_init_frame_tower, check_token_noise, train_meanp_frame_head,
+                                               train_tiny_clip_video)
 
 RENDER = 128  # the world's image size; the tower sees it area-resampled to its own size
 # stage 1 trains the whole tower with a projection of the class token alone (CLIP's); stage 2 trains, over the
@@ -337,9 +338,7 @@ def train_tiny_vit_clip_video(out: str | Path | None = None, seed: int = 0, n_tr
         raise ValueError("stage3_from needs stage3_epochs > 0")
     if stage3_diverse not in ("none", "both"):  # before the stages it would follow, not an hour into the run
         raise ValueError(f"stage3_diverse must be none or both, not {stage3_diverse!r}")
-    if isinstance(stage3_token_noise, bool) or not (isinstance(stage3_token_noise, (int, float))
-                                                    and 0 <= stage3_token_noise <= 10):
-        raise ValueError(f"stage3_token_noise must be a number from 0 to 10, not {stage3_token_noise!r}")
+    check_token_noise(stage3_token_noise, "stage3_token_noise")  # likewise
     # the stages that run, each from the checkpoint the one before wrote (or the one given)
     stages, src = [], stage3_from or (stage2_from if stage2_epochs or stage3_epochs else None)
     if src is None:
