@@ -297,7 +297,7 @@ VIDEO_STAGE3_LR = 1e-3
 VIDEO_STAGE3_DIVERSE = "none"
 # and Gaussian noise on the frozen trunk's token states at every step, in units of each token's std (a generic
 # regulariser in feature space; chosen on the validation world 2: docs/models.md)
-VIDEO_STAGE3_TOKEN_NOISE = 0.5
+VIDEO_STAGE3_TOKEN_NOISE = 0.75
 
 
 def train_tiny_vit_clip_video(out: str | Path | None = None, seed: int = 0, n_train: int = 18000, epochs: int = 24,
