@@ -11,6 +11,7 @@ import torch
 
 from robustlab.diagnostics import quag as Q
 from robustlab.diagnostics.quag import PRESETS, QuagError, TokenLayout, apply
+from vilt_helpers import _random_vilt, _tiny_vilt
 
 ALL_SUBSETS = [frozenset(c) for r in range(1, 5) for c in itertools.combinations(Q.QUADRANTS, r)]
 
@@ -155,30 +156,6 @@ def test_multiplication_counts():
     assert Q.multiplications(20, 20, 512, 2048, scope="layer")["saving"] == pytest.approx(0.17, abs=0.01)
     with pytest.raises(QuagError):
         Q.multiplications(2, 2, 8, mode="audio")
-
-
-def _tiny_vilt():
-    from robustlab.models.checkpoints import checkpoint_path
-    from robustlab.models.tiny_vilt import CHECKPOINT
-
-    if not checkpoint_path(CHECKPOINT).exists():
-        pytest.skip("assets/tiny-vilt.safetensors missing; run `robustlab train tiny-vilt`")
-    from robustlab.models import load_model
-
-    return load_model("builtin:tiny-vilt", device="cpu")
-
-
-def _random_vilt():
-    """A random-init transformers ViLT VQA model of a tiny config (plumbing only)."""
-    pytest.importorskip("transformers")
-    from transformers import ViltConfig
-
-    from robustlab.models.hf_fusion import HFViltModel
-
-    cfg = ViltConfig(hidden_size=32, intermediate_size=37, num_hidden_layers=2, num_attention_heads=4, image_size=32,
-                     patch_size=8, max_position_embeddings=40, vocab_size=300, initializer_range=0.2,
-                     id2label={0: "yes", 1: "no"}, label2id={"yes": 0, "no": 1})
-    return HFViltModel.from_config(cfg, head="vqa", device="cpu")
 
 
 # ---- Φ on real fusion models ----------------------------------------------------------------------------

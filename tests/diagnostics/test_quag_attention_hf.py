@@ -11,7 +11,7 @@ import torch
 
 from robustlab.diagnostics import quag as Q
 from robustlab.models import interventions as I
-from test_quag import _random_vilt
+from vilt_helpers import _random_vilt
 
 IMG = np.random.default_rng(0).integers(0, 256, (40, 56, 3), dtype=np.uint8)
 

@@ -12,7 +12,7 @@ import pytest
 
 from robustlab.models import interventions as I
 from robustlab.tasks.base import conditions_json, normalize
-from test_quag import _random_vilt, _tiny_vilt
+from vilt_helpers import _random_vilt, _tiny_vilt
 
 ROOT = Path(__file__).resolve().parents[2]
 
