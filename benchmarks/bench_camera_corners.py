@@ -28,7 +28,7 @@ import numpy as np
 
 import robustlab as rl
 from robustlab.perturb.condition import Condition
-from robustlab.perturb.specs import _REGISTRY, register
+from robustlab.perturb import get_perturbation, list_perturbations, register
 from robustlab.perturb.video._common import frames_of
 from robustlab.perturb.video.camera import rotate_frames, rotation_map
 from robustlab.tasks.registry import get
@@ -71,12 +71,12 @@ def _split(name: str):
 
 def register_halves() -> dict:
     """Register both halves of each source perturbation (this process only); {source: (corners, kept)} names."""
-    names = {}
+    names, known = {}, {p.name for p in list_perturbations(modality="video")}
     for src in SOURCES:
-        table = _REGISTRY[src].severity_table  # the default variant's, as Condition(src, s) uses it
+        table = get_perturbation(src).severity_table  # the default variant's, as Condition(src, s) uses it
         pair = (f"{src}_black_corners_only", f"{src}_corners_kept")
         for n, fn, what in zip(pair, _split(src), ("black corners only", "turned, corners kept")):
-            if n not in _REGISTRY:
+            if n not in known:
                 register(n, modality="video", category="camera", source=f"diagnostic half of {src}",
                          severity_table=table, description=f"{src}: {what} (bench_camera_corners.py)",
                          applies_to=("image", "video"))(fn)

@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from robustlab.perturb.specs import _REGISTRY
+from robustlab.perturb import get_perturbation
 
 ROOT = Path(__file__).resolve().parents[2]
 spec = importlib.util.spec_from_file_location("bench_camera_corners", ROOT / "benchmarks" / "bench_camera_corners.py")
@@ -19,7 +19,7 @@ spec.loader.exec_module(B)
 @pytest.mark.parametrize("name,severity", [("static_rotate", 1), ("static_rotate", 3), ("rotate", 1), ("rotate", 4)])
 def test_the_halves_put_together_are_the_perturbation(name, severity):
     video = np.random.default_rng(0).integers(1, 256, (6, 40, 48, 3), dtype=np.uint8)  # no black pixel of its own
-    pert = _REGISTRY[name]
+    pert = get_perturbation(name)
     params = pert.severity_table[severity]
     corners, kept = B._split(name)
     full = pert.fn(video, params, np.random.default_rng(7))
