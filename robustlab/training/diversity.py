@@ -41,6 +41,19 @@ def lighting_gain(size: int, rng: np.random.Generator) -> np.ndarray:
     return 1 + rng.uniform(0, 0.2) * (np.cos(a) * (xx - .5) + np.sin(a) * (yy - .5)) * 2
 
 
+VIGNETTE_RANGES = dict(strength=(0.8, 1.0), start=(0.5, 0.9), power=(0.5, 2.5))  # the lens fields' draws
+
+
+def vignette_gain(size: int, rng: np.random.Generator) -> np.ndarray:
+    """A lens's vignetting, float32 H×W: gain 1 - s·t^p, t = (r - r0) / (1 - r0) clipped to 0..1, r the distance
+    from the centre (1 at the corners); s, r0, p drawn from :data:`VIGNETTE_RANGES`, from soft optical falloff to
+    the near-black corners of mechanical vignetting (a hood or filter cutting the corners of a wide lens)."""
+    lo = {k: rng.uniform(*v) for k, v in VIGNETTE_RANGES.items()}
+    yy, xx = (np.mgrid[0:size, 0:size].astype(np.float32) - (size - 1) / 2) / ((size - 1) / 2)
+    t = np.clip((np.sqrt((xx ** 2 + yy ** 2) / 2) - lo["start"]) / (1 - lo["start"]), 0, 1)
+    return (1 - lo["strength"] * t ** lo["power"]).astype(np.float32)
+
+
 def augment(x: torch.Tensor, g: torch.Generator, low_res: int = 64, low_res_frac: float = 0.25,
             group: int = 1) -> torch.Tensor:
     """Per-image random resized crop, colour jitter and (for ``low_res_frac`` of the batch) a ``low_res`` view
@@ -76,4 +89,4 @@ def augment(x: torch.Tensor, g: torch.Generator, low_res: int = 64, low_res_frac
     return (x * br * wb).clamp(0, 1)
 
 
-__all__ = ["augment", "lighting_gain", "textured_background"]
+__all__ = ["augment", "lighting_gain", "textured_background", "vignette_gain", "VIGNETTE_RANGES"]

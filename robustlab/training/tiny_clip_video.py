@@ -50,7 +50,7 @@ from robustlab.models.builtin_video import (
 )
 from robustlab.models.checkpoints import checkpoint_path
 from robustlab.tasks.quality import heldout_quality
-from robustlab.training.diversity import augment, lighting_gain, textured_background
+from robustlab.training.diversity import VIGNETTE_RANGES, augment, lighting_gain, textured_background, vignette_gain
 from robustlab.training.tiny_clip import encode_captions_frozen
 
 
@@ -205,17 +205,25 @@ def _validation_set(net, cfg: dict, val_n: int, render_size: int, mix: dict, sta
 def _training_features(net, cfg: dict, n_train: int, render_size: int, looks: list, mix: dict, seed: int,
                        start=None, log=print) -> tuple:
     """Frozen trunk features of the ``n_train`` training videos once per look (``"plain"``: as the world draws them;
-    ``"diverse"``: with the family's data diversity and one crop and colour jitter per video, drawn from ``seed``),
-    stacked: row i + k·n_train is video i's k-th look. Captions and reversed captions are repeated to match."""
-    t0, parts = time.time(), []
+    ``"diverse"``: with the family's data diversity and one crop and colour jitter per video, drawn from ``seed``;
+    ``"vignette"``: the plain frames through one lens vignetting field per video, :func:`vignette_gain`), stacked:
+    row i + k·n_train is video i's k-th look. Captions and reversed captions are repeated to match."""
+    t0, parts, plain = time.time(), [], None
     for look in looks:
-        frames, caps, rcaps = build_video_set(n_train, world.TRAIN_SEED, int(cfg["num_frames"]), render_size,
-                                              log=log, diverse=look == "diverse", **mix)
-        log(f"rendered {n_train} videos ({look}) in {time.time() - t0:.0f}s")
+        if look == "diverse" or plain is None:
+            frames, caps, rcaps = build_video_set(n_train, world.TRAIN_SEED, int(cfg["num_frames"]), render_size,
+                                                  log=log, diverse=look == "diverse", **mix)
+            log(f"rendered {n_train} videos ({look}) in {time.time() - t0:.0f}s")
+            plain = frames if look != "diverse" else plain
+        if look == "vignette":  # the plain frames through one lens field per video
+            lens, frames = np.random.default_rng([seed, 777]), np.empty_like(plain)
+            for i, v in enumerate(plain):
+                frames[i] = np.clip(v * vignette_gain(v.shape[1], lens)[..., None], 0, 255)
         parts.append(frozen_conv_features(net.image, frames, cfg["mean"], cfg["std"], size=int(cfg["image_size"]),
                                           stop=start, augment_g=torch.Generator().manual_seed(seed)
                                           if look == "diverse" else None))
         del frames
+    del plain
     feats = parts[0] if len(parts) == 1 else torch.cat(parts)
     return feats, caps * len(looks), rcaps * len(looks)
 
@@ -415,6 +423,8 @@ def train_tiny_clip_video(out: str | Path | None = None, seed: int = 0, n_train:
     return dict(train=recipe, quality=quality, path=str(out))
 
 
+# meanP's stage-3 videos: as drawn, plus a diverse copy of each ("both") or a vignetted one ("vignette")
+STAGE3_LOOKS = {"none": ["plain"], "both": ["plain", "diverse"], "vignette": ["plain", "vignette"]}
 MEANP_HEAD_WIDTH = 256  # the hidden width of meanP's token MLP (``meanp_frame_head``)
 TOKEN_STATS_VIDEOS = 2000  # the training videos whose token states give ``token_noise``'s per-token scale
 
@@ -442,13 +452,14 @@ def train_meanp_frame_head(out: str | Path, init_from: str | Path, seed: int = 0
     over the frozen trunk's tokens, then a projection and a frame adapter started as the shared ones) and trains it,
     its text head and its logit scale by CLIP's loss on meanP alone, ``epochs`` over the videos stage 1 drew (as the
     world draws them, ``low_res_frac`` of them at ``low_res`` px). ``diverse="both"``: those videos and a copy of
-    each drawn with the family's data diversity, as stage 2 draws them (a step samples from both; the steps per
-    epoch stay ``n_train`` / ``batch_size``). ``token_noise`` > 0: at every step each frozen token state gets
-    Gaussian noise of ``token_noise`` times its position's per-dimension standard deviation (:func:`token_scale`), a
-    generic regulariser in the trunk's feature space (no pixel is perturbed). seqTransf's weights and the trunk are
-    kept bit for bit. Its settings go under ``train["stage3"]``."""
-    if diverse not in ("none", "both"):
-        raise ValueError(f"diverse must be none or both, not {diverse!r}")
+    each drawn with the family's data diversity, as stage 2 draws them; ``"vignette"``: those videos and a copy of
+    each seen through a lens's vignetting (:func:`~robustlab.training.diversity.vignette_gain`); a step samples from
+    both, the steps per epoch stay ``n_train`` / ``batch_size``. ``token_noise`` > 0: at every step each frozen
+    token state gets Gaussian noise of ``token_noise`` times its position's per-dimension standard deviation
+    (:func:`token_scale`), a generic regulariser in the trunk's feature space (no pixel is perturbed). seqTransf's
+    weights and the trunk are kept bit for bit. Its settings go under ``train["stage3"]``."""
+    if diverse not in STAGE3_LOOKS:
+        raise ValueError(f"diverse must be one of {', '.join(STAGE3_LOOKS)}, not {diverse!r}")
     check_token_noise(token_noise)
     t0 = time.time()
     if threads:
@@ -469,8 +480,7 @@ def train_meanp_frame_head(out: str | Path, init_from: str | Path, seed: int = 0
     net.meanp_frame.adapter.load_state_dict(net.adapter.state_dict())
     n_train, size = int(prev_train.get("n_train", 18000)), int(cfg["image_size"])
     mix = dict(store=size, low_res=low_res, low_res_frac=low_res_frac)
-    looks = ["plain"] + (["diverse"] if diverse == "both" else [])
-    feats, caps, _ = _training_features(net, cfg, n_train, render_size, looks, mix, seed, log=log)
+    feats, caps, _ = _training_features(net, cfg, n_train, render_size, STAGE3_LOOKS[diverse], mix, seed, log=log)
     log(f"frozen trunk features {tuple(feats.shape)} in {time.time() - t0:.0f}s")
     W = int(cfg["width"])
     noise_sd = token_noise * token_scale(feats, W) if token_noise else None
@@ -527,7 +537,11 @@ def train_meanp_frame_head(out: str | Path, init_from: str | Path, seed: int = 0
                   init="the shared projection and frame adapter, meanP's text head of stage 2",
                   videos=f"the {n_train} videos of stage 1 as the world draws them"
                          + (f", {low_res_frac:.0%} at {low_res} px" if low_res_frac else "")
-                         + (f", and a copy of each drawn with: {VIDEO_DIVERSITY}" if diverse == "both" else ""),
+                         + (f", and a copy of each drawn with: {VIDEO_DIVERSITY}" if diverse == "both" else "")
+                         + (", and a copy of each seen through a lens's vignetting (one field per video, gain "
+                            "1 - s*t^p, t = (r - r0)/(1 - r0) clipped to 0..1, r the distance from the centre, 1 at "
+                            "the corners; %s)" % ", ".join(f"{k} {a:g}-{b:g}" for k, (a, b) in VIGNETTE_RANGES.items())
+                            if diverse == "vignette" else ""),
                   token_noise=(f"Gaussian, {token_noise:g} x each token position's per-dimension std over the first "
                                f"{min(TOKEN_STATS_VIDEOS, len(feats))} videos' frames, fresh at every step"
                                if token_noise else "none"),

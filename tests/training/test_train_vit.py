@@ -117,8 +117,11 @@ def test_vit_video_training_is_reproducible_and_keeps_the_trunk_frozen(tmp_path)
         {k: v for k, v in st["stage2"].items() if k not in clock}
     assert st3["stage3"]["epochs"] == 1 and st3["stage3"]["lr"] == 5e-4 and st3["stage3"]["seed"] == 3
     assert st3["stage3"]["trains"].startswith("meanP's frame head (token MLP 256")
-    # the shipped stage 3 draws the videos as the world does; "both" adds a diverse copy of each, as stage 2 does
-    assert st3["stage3"]["videos"] == "the 64 videos of stage 1 as the world draws them, 25% at 64 px"
+    # the shipped stage 3 draws the videos as the world does and a copy of each through a lens's vignetting field;
+    # "none" the first alone; "both" adds a diverse copy of each, as stage 2 does
+    assert R.VIDEO_STAGE3_DIVERSE == "vignette"
+    assert st3["stage3"]["videos"].startswith("the 64 videos of stage 1 as the world draws them, 25% at 64 px, and a "
+                                              "copy of each seen through a lens's vignetting (one field per video")
     # with the shipped token noise (a generic regulariser on the frozen token states; no pixel is perturbed)
     assert R.VIDEO_STAGE3_TOKEN_NOISE > 0
     assert st3["stage3"]["token_noise"] == (f"Gaussian, {R.VIDEO_STAGE3_TOKEN_NOISE:g} x each token position's "
@@ -139,12 +142,19 @@ def test_vit_video_training_is_reproducible_and_keeps_the_trunk_frozen(tmp_path)
                                                         "64 px, and a copy of each drawn with: per video")
     assert all(torch.equal(sboth[k], s1[k]) for k in s1 if not k.startswith(meanp))
     assert not all(torch.equal(sboth[k], s3[k]) for k in head)
-    with pytest.raises(ValueError, match="none or both"):  # refused before stage 1 starts
+    plain = R.train_tiny_vit_clip_video(tmp_path / "plain.safetensors", seed=3, stage3_from=one["path"],
+                                        stage3_diverse="none", **kw3)
+    splain = load_file(plain["path"])
+    assert plain["train"]["stage3"]["videos"] == "the 64 videos of stage 1 as the world draws them, 25% at 64 px"
+    assert all(torch.equal(splain[k], s1[k]) for k in s1 if not k.startswith(meanp))
+    assert not all(torch.equal(splain[k], s3[k]) for k in head)
+    assert not all(torch.equal(splain[k], sboth[k]) for k in head)
+    with pytest.raises(ValueError, match="one of none, both, vignette"):  # refused before stage 1 starts
         R.train_tiny_vit_clip_video(tmp_path / "bad.safetensors", seed=3, stage3_diverse="all", **kw3)
     assert not (tmp_path / "bad.safetensors").exists()
     from robustlab.training.tiny_clip_video import train_meanp_frame_head
 
-    with pytest.raises(ValueError, match="none or both"):
+    with pytest.raises(ValueError, match="one of none, both, vignette"):
         train_meanp_frame_head(tmp_path / "bad.safetensors", one["path"], diverse="all", name="tiny-vit-clip-video",
                                classes=(), render_size=128)
     with pytest.raises(ValueError, match="token_noise must be a number"):
@@ -224,6 +234,24 @@ def test_the_recipe_uses_none_of_the_benchmarks_perturbations(module):
     code = "\n".join(ln for ln in src.splitlines() if not ln.lstrip().startswith(("#", '"')))
     named = [p.name for p in list_perturbations() if p.modality != "text" and f'"{p.name}"' in code]
     assert named == []
+
+
+def test_a_lens_vignetting_field_darkens_towards_the_corners_only():
+    """meanP's stage-3 lens field: gain 1 at the centre, never above 1 or below 0, falling towards the corners
+    (from soft falloff to the near-black corners of mechanical vignetting), a fixed function of its generator."""
+    from robustlab.training.diversity import VIGNETTE_RANGES, vignette_gain
+
+    rng = np.random.default_rng(0)
+    fields = [vignette_gain(96, rng) for _ in range(200)]
+    again = vignette_gain(96, np.random.default_rng(0))
+    assert again.dtype == np.float32 and again.shape == (96, 96) and np.array_equal(again, fields[0])
+    lo, hi = VIGNETTE_RANGES["strength"]
+    for g in fields:
+        assert g.min() >= 1 - hi - 1e-6 and g.max() <= 1 and g[40:56, 40:56].min() == 1  # the centre is untouched
+        corner = min(g[0, 0], g[0, -1], g[-1, 0], g[-1, -1])
+        assert corner <= 1 - lo + 1e-6 and corner == g.min()  # the corners are the darkest
+        assert np.allclose(g, g.T) and np.allclose(g, g[::-1])  # radial
+    assert min(float(g.min()) for g in fields) < 0.05  # some reach near black, as a hood cutting the corners does
 
 
 def test_a_videos_diversity_is_the_same_in_all_its_frames():
