@@ -483,7 +483,7 @@ def train_meanp_frame_head(out: str | Path, init_from: str | Path, seed: int = 0
     feats, caps, _ = _training_features(net, cfg, n_train, render_size, STAGE3_LOOKS[diverse], mix, seed, log=log)
     log(f"frozen trunk features {tuple(feats.shape)} in {time.time() - t0:.0f}s")
     W = int(cfg["width"])
-    noise_sd = token_noise * token_scale(feats, W) if token_noise else None
+    noise_sd = token_noise * token_scale(feats[:n_train], W) if token_noise else None  # the plain videos
     val = _validation_set(net, cfg, val_n, render_size, mix, log=log) if val_n else None
     uniq = sorted(set(caps))
     where = {c: i for i, c in enumerate(uniq)}
@@ -543,7 +543,7 @@ def train_meanp_frame_head(out: str | Path, init_from: str | Path, seed: int = 0
                             "the corners; %s)" % ", ".join(f"{k} {a:g}-{b:g}" for k, (a, b) in VIGNETTE_RANGES.items())
                             if diverse == "vignette" else ""),
                   token_noise=(f"Gaussian, {token_noise:g} x each token position's per-dimension std over the first "
-                               f"{min(TOKEN_STATS_VIDEOS, len(feats))} videos' frames, fresh at every step"
+                               f"{min(TOKEN_STATS_VIDEOS, n_train)} videos' frames, fresh at every step"
                                if token_noise else "none"),
                   seconds=round(time.time() - t0, 1), train_seconds=round(train_s, 1),
                   final_loss_meanp=round(float(np.mean(lm[-20:])), 4), threads=torch.get_num_threads())
