@@ -1,8 +1,10 @@
 """The data diversity of the tiny ViT CLIP family's recipes: the kind natural images and videos have and the
 benchmark's perturbations are not (a perturbation the model was trained on is no test). Textured backgrounds that
 keep the caption's background tone, a smooth lighting field, and per image (or per video: the same for all its
-frames) a random resized crop and colour jitter; no noise, blur, compression, weather, rotation or camera motion.
-Used by ``robustlab train tiny-vit-clip`` (images) and ``tiny-vit-clip-video`` (the frames of a video)."""
+frames) a random resized crop and colour jitter; and, for the video meanP's last stage, a lens's vignetting (chosen
+after measuring that rotations' black corners broke meanP: docs/models.md#meanp-camera). No noise, blur,
+compression, weather, rotation or camera motion. Used by ``robustlab train tiny-vit-clip`` (images) and
+``tiny-vit-clip-video`` (the frames of a video)."""
 from __future__ import annotations
 
 import cv2
