@@ -44,6 +44,9 @@ def lighting_gain(size: int, rng: np.random.Generator) -> np.ndarray:
 
 
 VIGNETTE_RANGES = dict(strength=(0.8, 1.0), start=(0.5, 0.9), power=(0.5, 2.5))  # the lens fields' draws
+VIGNETTE = ("a lens's vignetting (one field per video, gain 1 - s*t^p, t = (r - r0)/(1 - r0) clipped to 0..1, r the "
+            "distance from the centre, 1 at the corners; %s)"
+            % ", ".join(f"{k} {a:g}-{b:g}" for k, (a, b) in VIGNETTE_RANGES.items()))  # as a recipe records it
 
 
 def vignette_gain(size: int, rng: np.random.Generator) -> np.ndarray:
@@ -91,4 +94,4 @@ def augment(x: torch.Tensor, g: torch.Generator, low_res: int = 64, low_res_frac
     return (x * br * wb).clamp(0, 1)
 
 
-__all__ = ["augment", "lighting_gain", "textured_background", "vignette_gain", "VIGNETTE_RANGES"]
+__all__ = ["augment", "lighting_gain", "textured_background", "vignette_gain", "VIGNETTE", "VIGNETTE_RANGES"]

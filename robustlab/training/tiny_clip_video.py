@@ -50,7 +50,7 @@ from robustlab.models.builtin_video import (
 )
 from robustlab.models.checkpoints import checkpoint_path
 from robustlab.tasks.quality import heldout_quality
-from robustlab.training.diversity import VIGNETTE_RANGES, augment, lighting_gain, textured_background, vignette_gain
+from robustlab.training.diversity import VIGNETTE, augment, lighting_gain, textured_background, vignette_gain
 from robustlab.training.tiny_clip import encode_captions_frozen
 
 
@@ -214,7 +214,8 @@ def _training_features(net, cfg: dict, n_train: int, render_size: int, looks: li
             frames, caps, rcaps = build_video_set(n_train, world.TRAIN_SEED, int(cfg["num_frames"]), render_size,
                                                   log=log, diverse=look == "diverse", **mix)
             log(f"rendered {n_train} videos ({look}) in {time.time() - t0:.0f}s")
-            plain = frames if look != "diverse" else plain
+            if look != "diverse":  # kept for a vignetted look
+                plain = frames
         if look == "vignette":  # the plain frames through one lens field per video
             lens, frames = np.random.default_rng([seed, 777]), np.empty_like(plain)
             for i, v in enumerate(plain):
@@ -538,10 +539,7 @@ def train_meanp_frame_head(out: str | Path, init_from: str | Path, seed: int = 0
                   videos=f"the {n_train} videos of stage 1 as the world draws them"
                          + (f", {low_res_frac:.0%} at {low_res} px" if low_res_frac else "")
                          + (f", and a copy of each drawn with: {VIDEO_DIVERSITY}" if diverse == "both" else "")
-                         + (", and a copy of each seen through a lens's vignetting (one field per video, gain "
-                            "1 - s*t^p, t = (r - r0)/(1 - r0) clipped to 0..1, r the distance from the centre, 1 at "
-                            "the corners; %s)" % ", ".join(f"{k} {a:g}-{b:g}" for k, (a, b) in VIGNETTE_RANGES.items())
-                            if diverse == "vignette" else ""),
+                         + (f", and a copy of each seen through {VIGNETTE}" if diverse == "vignette" else ""),
                   token_noise=(f"Gaussian, {token_noise:g} x each token position's per-dimension std over the first "
                                f"{min(TOKEN_STATS_VIDEOS, n_train)} videos' frames, fresh at every step"
                                if token_noise else "none"),
