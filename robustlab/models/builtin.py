@@ -304,13 +304,31 @@ def load_tiny_clip(path: Path, name: str = "tiny-clip") -> tuple[TinyClipNet, di
     return load_checkpoint(path, TinyClipNet, TINY_CLIP_CONFIG, name)
 
 
+def has_stage1(path: Path) -> bool:
+    """Whether a checkpoint keeps the heads of an earlier stage (:func:`save_checkpoint`'s ``stage1``); False for a
+    missing or unreadable file (its loader says what is wrong)."""
+    from safetensors import safe_open
+
+    try:
+        with safe_open(str(path), "pt") as f:
+            return "stage1_config" in (f.metadata() or {})
+    except Exception:  # noqa: BLE001 - missing or unreadable: the loader reports it in one line
+        return False
+
+
 def load_stage1(path: Path, name: str = "tiny-clip") -> tuple[TinyClipNet, dict]:
     """A tiny-clip-shaped checkpoint's first-stage model: its trunk with the heads of stage 1 where the checkpoint
     keeps them (:func:`save_checkpoint`'s ``stage1``), else the model itself; and the metadata. The video recipes
     start from it, so a later stage of the image model leaves the video checkpoints reproducible."""
     from safetensors.torch import load_file
 
-    net, meta = load_tiny_clip(path, name)
+    staged = has_stage1(path)
+    # The recipes seed torch's global RNG and then load this model before initialising their own, so what loading
+    # draws is part of the recipe. A staged checkpoint's whole model is built only to be dropped: it is built on a
+    # forked RNG, so the load draws one net's initialisation (stage 1's) as it did before the image model had a
+    # second stage, and `robustlab train tiny-vit-clip-video` gives the shipped stage 1 again.
+    with torch.random.fork_rng(devices=[], enabled=staged):
+        net, meta = load_tiny_clip(path, name)
     if not meta.get("stage1_config"):
         return net, meta
     state = load_file(str(path))

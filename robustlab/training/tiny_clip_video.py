@@ -37,7 +37,7 @@ from tqdm.auto import tqdm
 
 from robustlab.datasets.synthetic import world
 from robustlab.metrics import caption_groups, retrieval
-from robustlab.models.builtin import load_stage1, preprocess_64, resample_u8
+from robustlab.models.builtin import has_stage1, load_stage1, load_tiny_clip, preprocess_64, resample_u8
 from robustlab.models.builtin_video import (
     AGGREGATORS,
     CHECKPOINT,
@@ -254,6 +254,21 @@ def _warmup_cosine(opt, total: int):
         opt, lambda s: min(1.0, (s + 1) / warm) * 0.5 * (1 + math.cos(math.pi * min(s, total) / total)))
 
 
+def _load_base(base: str, second_stage: bool) -> tuple:
+    """The image model's first stage (its trunk, class-token projection and text head; a later stage of the image
+    model, tiny-vit-clip's grid head, does not change what the video recipe starts from) and its metadata.
+
+    The recipe seeds torch's global RNG before this, so what loading draws from it is part of the recipe. A first
+    stage draws one net's initialisation, as the shipped first stage did (:func:`load_stage1`). The shipped second
+    stage was made when loading a staged image checkpoint also built its whole model from that RNG, and its training
+    draws from the RNG after it: a second stage builds it here as then, so ``--stage2-from`` and the one command
+    still give the shipped weights."""
+    path, name = checkpoint_path(base), base.split(".")[0]
+    if second_stage and has_stage1(path):
+        load_tiny_clip(path, name)  # dropped: drawn for the shipped second stage's RNG stream (above)
+    return load_stage1(path, name)
+
+
 def train_tiny_clip_video(out: str | Path | None = None, seed: int = 0, n_train: int = 12000, epochs: int = 20,
                           batch_size: int = 256, lr: float = 2e-3, threads: int | None = None, eval_n: int = 1000,
                           val_n: int = 500, val_every: int = 4, log=print, *, name: str = "tiny-clip-video",
@@ -286,9 +301,7 @@ def train_tiny_clip_video(out: str | Path | None = None, seed: int = 0, n_train:
     render_size = int(render_size or size)
 
     base_file = base
-    # the image model's first stage (its trunk, its class-token projection and text head): a later stage of the image
-    # model (tiny-vit-clip's grid head) does not change what the video recipe starts from
-    base, base_meta = load_stage1(checkpoint_path(base_file), base_file.split(".")[0])
+    base, base_meta = _load_base(base_file, second_stage=bool(init_from))
     net = TinyClipVideoNet(cfg)
     _init_frame_tower(net.image, base.image)
     for a in net.text:

@@ -296,3 +296,37 @@ def test_a_checkpoint_keeps_stage_1_only_over_the_same_trunk(tmp_path):
     save_checkpoint(first, tmp_path / "one.safetensors", {})
     alone, meta = load_stage1(tmp_path / "one.safetensors", "x")
     assert "stage1_config" not in meta and alone.image.proj.weight.shape[1] == 128
+
+
+def test_loading_the_image_model_draws_what_the_shipped_video_stages_drew(tmp_path):
+    """The video recipe seeds torch's RNG and then loads the image model, so what the load draws is part of the
+    recipe. A first stage draws one stage-1 net's initialisation, as when the image model had one stage (the shipped
+    first stage); a second stage the whole model's and then stage 1's, as when the shipped second stage was made.
+    Both give stage 1's weights. A one-stage checkpoint (tiny-clip's kind) draws one net either way."""
+    from robustlab.models.builtin import TinyClipNet, save_checkpoint
+    from robustlab.models.builtin_vit import TINY_VIT_CLIP_CONFIG
+    from robustlab.training.tiny_clip_video import _load_base
+
+    s1cfg, full = dict(TINY_VIT_CLIP_CONFIG, frame_grid=0), dict(TINY_VIT_CLIP_CONFIG)
+    first, net = TinyClipNet(s1cfg), TinyClipNet(full)
+    net.image.features.load_state_dict(first.image.features.state_dict())
+    staged, one = tmp_path / "staged.safetensors", tmp_path / "one.safetensors"
+    save_checkpoint(net, staged, {}, stage1=first)
+    save_checkpoint(first, one, {})
+
+    def after(*cfgs):
+        torch.manual_seed(7)
+        for cfg in cfgs:
+            TinyClipNet(cfg)
+        return torch.rand(4)
+
+    def loaded(path, second_stage):
+        torch.manual_seed(7)
+        got, _ = _load_base(str(path), second_stage=second_stage)
+        assert all(torch.equal(v, first.state_dict()[k]) for k, v in got.state_dict().items())
+        return torch.rand(4)
+
+    assert not torch.equal(after(s1cfg), after(full, s1cfg))
+    assert torch.equal(loaded(staged, False), after(s1cfg))
+    assert torch.equal(loaded(staged, True), after(full, s1cfg))
+    assert torch.equal(loaded(one, False), after(s1cfg)) and torch.equal(loaded(one, True), after(s1cfg))
