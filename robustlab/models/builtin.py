@@ -316,18 +316,18 @@ def has_stage1(path: Path) -> bool:
         return False
 
 
-def load_stage1(path: Path, name: str = "tiny-clip") -> tuple[TinyClipNet, dict]:
+def load_stage1(path: Path, name: str = "tiny-clip", draw_whole: bool = False) -> tuple[TinyClipNet, dict]:
     """A tiny-clip-shaped checkpoint's first-stage model: its trunk with the heads of stage 1 where the checkpoint
     keeps them (:func:`save_checkpoint`'s ``stage1``), else the model itself; and the metadata. The video recipes
-    start from it, so a later stage of the image model leaves the video checkpoints reproducible."""
+    start from it, so a later stage of the image model leaves the video checkpoints reproducible.
+
+    The recipes seed torch's global RNG and then load this model before initialising their own, so what loading
+    draws is part of the recipe. A staged checkpoint's whole model is built only to be dropped: by default on a
+    forked RNG, so the load draws one net's initialisation (stage 1's) as it did before the image model had a second
+    stage; ``draw_whole`` draws it from the caller's RNG too (what the shipped video stage 2 was made with)."""
     from safetensors.torch import load_file
 
-    staged = has_stage1(path)
-    # The recipes seed torch's global RNG and then load this model before initialising their own, so what loading
-    # draws is part of the recipe. A staged checkpoint's whole model is built only to be dropped: it is built on a
-    # forked RNG, so the load draws one net's initialisation (stage 1's) as it did before the image model had a
-    # second stage, and `robustlab train tiny-vit-clip-video` gives the shipped stage 1 again.
-    with torch.random.fork_rng(devices=[], enabled=staged):
+    with torch.random.fork_rng(devices=[], enabled=not draw_whole and has_stage1(path)):
         net, meta = load_tiny_clip(path, name)
     if not meta.get("stage1_config"):
         return net, meta

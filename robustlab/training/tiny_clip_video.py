@@ -37,7 +37,7 @@ from tqdm.auto import tqdm
 
 from robustlab.datasets.synthetic import world
 from robustlab.metrics import caption_groups, retrieval
-from robustlab.models.builtin import has_stage1, load_stage1, load_tiny_clip, preprocess_64, resample_u8
+from robustlab.models.builtin import load_stage1, preprocess_64, resample_u8
 from robustlab.models.builtin_video import (
     AGGREGATORS,
     CHECKPOINT,
@@ -263,10 +263,7 @@ def _load_base(base: str, second_stage: bool) -> tuple:
     stage was made when loading a staged image checkpoint also built its whole model from that RNG, and its training
     draws from the RNG after it: a second stage builds it here as then, so ``--stage2-from`` and the one command
     still give the shipped weights."""
-    path, name = checkpoint_path(base), base.split(".")[0]
-    if second_stage and has_stage1(path):
-        load_tiny_clip(path, name)  # dropped: drawn for the shipped second stage's RNG stream (above)
-    return load_stage1(path, name)
+    return load_stage1(checkpoint_path(base), base.split(".")[0], draw_whole=second_stage)
 
 
 def train_tiny_clip_video(out: str | Path | None = None, seed: int = 0, n_train: int = 12000, epochs: int = 20,
