@@ -40,6 +40,9 @@ def dashboard() -> None:
     boot = st.empty()  # the first run of a fresh server imports PyTorch and robustlab (seconds): say so meanwhile
     boot.caption("Starting robustlab: loading PyTorch and the library…")
 
+    from ui.server_guard import install
+
+    install()  # the server's first run at the latest (idempotent): clear_cache from a viewer is refused
     from robustlab.perturb.allocator import tune_allocator
     import ui.state  # PyTorch and robustlab: the seconds the caption above is for (binds ``ui`` too)
     from ui import operator
@@ -80,4 +83,7 @@ async def warm_up_lifespan(_app):
 if __name__ == "__main__":  # a run of the script
     dashboard()
 else:  # imported by `streamlit run app.py` (or an ASGI server: uvicorn app:app) to serve the dashboard
+    from ui.server_guard import install  # light (Streamlit only): no viewer message may clear what all share
+
+    install()
     app = st.App(__file__, lifespan=warm_up_lifespan)

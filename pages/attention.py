@@ -13,6 +13,7 @@ from ui.attention import answer_bars, heatmaps, rank_section, token_overlay
 from ui.attention_table1 import table1_section
 from ui.inputs import _upload
 from ui.quag_sim import simulation_section
+from ui.cache import shared
 
 st.header("Attention — does the model fuse the modalities?")
 st.caption("QUAG (Rawal et al.) averages quadrants of every fusion layer's attention — VV, VT (visual queries × "
@@ -20,12 +21,12 @@ st.caption("QUAG (Rawal et al.) averages quadrants of every fusion layer's atten
            "white lines: quadrant boundaries; grey bands: padding.")
 
 
-@st.cache_resource(show_spinner=False, max_entries=4)
+@shared("models")
 def qa_data(name: str):
     return build(name, split="test", n=300 if name == "builtin" else 200)
 
 
-@st.cache_resource(show_spinner=False, max_entries=16)
+@shared("results")
 def view_of(spec, device, _visual, visual_hash, question, ablations):
     return ablation_view(ui.get_model(spec, device), _visual, question, list(ablations))
 

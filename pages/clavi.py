@@ -14,6 +14,7 @@ from ui.clavi import MISSING, fine_table, metrics_table, question_table
 from ui.clavi_distance import distance_section
 from ui.inputs import _upload
 from ui.media import show_visual
+from ui.cache import shared
 
 st.header("CLAVI — does the model answer by the order of events?")
 st.caption("CLAVI (Rawal et al.) swaps a video's two actions (with random boundary extensions, the gap between them "
@@ -24,17 +25,17 @@ METHOD_HELP = {"swap": "the paper's: the extended action segments swapped (V′ 
                "render": "not in the paper: the built-in world re-rendered with the events exchanged (no seams)"}
 
 
-@st.cache_resource(show_spinner=False, max_entries=2)
+@shared("models")
 def videos(n: int = 200):
     return build("builtin-videos", split="test", n=n)
 
 
-@st.cache_resource(show_spinner=False, max_entries=32)
+@shared("results")
 def one_builtin(spec, device, i, seed, method):
     return clavi_item(ui.get_model(spec, device), videos(), i, seed=seed, method=method)
 
 
-@st.cache_resource(show_spinner=False, max_entries=8)
+@shared("results")
 def one_upload(spec, device, _frames, frames_hash, a, b, actions, seed, fps):
     return clavi_one(ui.get_model(spec, device), _frames, a, b, list(actions), seed=seed, fps=fps, seconds=True)
 

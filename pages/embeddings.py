@@ -11,6 +11,7 @@ from robustlab.diagnostics import views
 from robustlab.export import selection
 from robustlab.perturb.condition import Condition
 from ui.charts import embedding_scatter
+from ui.cache import shared
 
 MAX_ITEMS = 1000
 DEFAULTS = {"image": ("gaussian_noise", 3), "video": ("motion_blur", 3), "text": ("keyboard", 2)}
@@ -18,7 +19,7 @@ DEFAULTS = {"image": ("gaussian_noise", 3), "video": ("motion_blur", 3), "text":
 st.header("Embeddings — where perturbed inputs move")
 
 
-@st.cache_data(show_spinner=False, max_entries=12)
+@shared("results")
 def projection(spec: str, device: str, gid: str, vcond: tuple, tcond: tuple, n_items: int, method: str,
                perplexity: float, seed: int, k: int, _bench) -> views.EmbeddingPoints:
     """The map (cached per model, dataset, conditions and settings; ``_bench`` is not hashed)."""

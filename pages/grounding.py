@@ -12,6 +12,7 @@ from robustlab.tasks.grounding import grounding_compare, grounding_sweep
 from ui.inputs import grounding_input
 from ui.panels import sweep_chart
 from ui.peeling import atcr_view, extraction_view, peeling_panel
+from ui.cache import shared
 
 st.header("Grounding — where does the model find the expression?")
 st.caption("A referring expression (\u201cthe small red circle\u201d) and an image: the model's box on the clean "
@@ -20,13 +21,13 @@ st.caption("A referring expression (\u201cthe small red circle\u201d) and an ima
 
 
 # cached per model, image content, expression and perturbation (the underscored arguments are not hashed)
-@st.cache_resource(show_spinner=False, max_entries=32)
+@shared("results")
 def compare(spec, device, _image, image_hash, expression, gt, img_p, img_s, txt_p, txt_s, seed):
     return grounding_compare(ui.get_model(spec, device), _image, expression, gt_box=gt, perturb=img_p,
                              severity=img_s, text_perturb=txt_p, text_severity=txt_s, seed=seed)
 
 
-@st.cache_data(show_spinner=False, max_entries=32)
+@shared("results")
 def sweep(spec, device, _image, image_hash, expression, gt, img_p, txt_p, seed):
     return grounding_sweep(ui.get_model(spec, device), _image, expression, gt_box=gt, perturb=img_p,
                            text_perturb=txt_p, seed=seed)

@@ -13,6 +13,7 @@ from robustlab.diagnostics import views
 from robustlab.perturb.condition import Condition
 from robustlab.tasks.retrieval import DIRECTION_LABELS
 from ui.charts import occurrence_histogram, similarity_heatmaps
+from ui.cache import shared
 
 st.header("Hubness — who attracts the queries, clean vs perturbed")
 st.caption("N_k (k-occurrence) of a gallery item: how many queries have it in their top k. A few items with a very "
@@ -20,7 +21,7 @@ st.caption("N_k (k-occurrence) of a gallery item: how many queries have it in th
 
 
 # cached per model, dataset, direction, conditions and k (the underscored arguments are not hashed)
-@st.cache_data(show_spinner=False, max_entries=12)
+@shared("results")
 def hubness_data(spec, device, gid, direction, vcond: tuple, tcond: tuple, k: int, _bench) -> views.HubnessView:
     return views.hubness_view(_bench, direction, Condition(*vcond), Condition(*tcond), k=k)
 

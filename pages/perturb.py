@@ -11,17 +11,18 @@ from robustlab.perturb.record import hash_value
 from ui.inputs import KINDS, choose_input
 from ui.media import mp4_source
 from ui.panels import caption_diff, severity_strip
+from ui.cache import shared
 
 st.header("Perturb — see exactly what a perturbation does")
 
 
 # cached by content hash (the underscored argument is not hashed)
-@st.cache_resource(show_spinner=False, max_entries=48)
+@shared("results")
 def run_perturbation(_x, input_hash: str, name: str, severity: int, seed: int, variant: str):
     return perturb(_x, name, severity, seed=seed, variant=variant)
 
 
-@st.cache_resource(show_spinner=False, max_entries=16)
+@shared("results")
 def mp4_bytes(_frames, frames_hash: str, fps: float) -> bytes:
     from robustlab.io.media import write_mp4
 

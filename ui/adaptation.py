@@ -24,6 +24,7 @@ from robustlab.perturb.condition import Condition
 from robustlab.tasks.retrieval import DIRECTION_LABELS
 from ui.state import Bench, valid
 from ui.widgets import NONE, perturbation_picker
+from ui.cache import shared
 
 LAST = "ad_last"  # session key of the last run's outcome
 MAX_POINTS = 1000  # the map's points: shifted queries + adapted queries + gallery
@@ -228,7 +229,7 @@ def subsample(n_q: int, n_g: int, cap: int = MAX_POINTS, seed: int = 0) -> tuple
     return q, g
 
 
-@st.cache_data(show_spinner=False, max_entries=8)
+@shared("results")
 def projection(run_id: str, method: str, perplexity: float, _x: np.ndarray) -> np.ndarray:
     """2-D coordinates of ``_x`` (cached per run and projection; the array is not hashed)."""
     if method == "tsne":

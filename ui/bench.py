@@ -206,9 +206,13 @@ class ServerJobs:
             return None
 
 
-@st.cache_resource
+# one per server process, a module global: never in a Streamlit cache, which any viewer's clear_cache message would
+# empty (and with it the sweep limit and the other sessions' jobs; issue 44)
+SERVER_JOBS = ServerJobs()
+
+
 def server_jobs() -> ServerJobs:
-    return ServerJobs()
+    return SERVER_JOBS
 
 
 def session_id() -> str:

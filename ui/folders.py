@@ -17,6 +17,7 @@ from robustlab.io.access import AccessDenied, resolve_inside
 from ui import operator
 from ui.media import safe_md
 from ui.widget_state import initial
+from ui.cache import shared
 
 ANOTHER = "another folder under a data root…"
 OFF = ("Local folders are off on this dashboard: the operator lists the folders it may open in "
@@ -24,7 +25,7 @@ OFF = ("Local folders are off on this dashboard: the operator lists the folders 
 REQUEST = "folder_request"  # (name, root, split) from another page: a sweep's dataset to open
 
 
-@st.cache_data(ttl=60, show_spinner="Looking for datasets under the data roots…")
+@shared("results", spinner="Looking for datasets under the data roots…", ttl=60)
 def found(roots: tuple[str, ...]) -> list[dict]:
     """The datasets under the roots (re-scanned at most once a minute)."""
     return discover(roots)

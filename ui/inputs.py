@@ -10,6 +10,7 @@ from robustlab.export.basket import LoadedInput, builtin_source, load_upload, ty
 from robustlab.io.files import InputError, clean_caption, uploaded_bytes
 from ui.state import DEMO_N, current_dataset, get_builtin_gallery
 from ui.widget_state import clamp, initial
+from ui.cache import shared
 
 VIDEO_MAX_FRAMES, VIDEO_MAX_SIDE = 300, 320  # uploads are bounded so that every severity stays interactive
 BUILTIN_VIDEO_SIZE, BUILTIN_VIDEOS = 128, 200
@@ -23,7 +24,7 @@ UPLOAD_HELP = {"image": "Any image Pillow reads (gray, RGBA, 16-bit included), u
                "text": "UTF-8 .txt (one caption per line), .csv with a caption column, or .json."}
 
 
-@st.cache_resource(show_spinner=False, max_entries=16)
+@shared("results")
 def builtin_video(seed: int, index: int, size: int):
     v = world.sample_video(seed, index)
     return world.render_video(v, size), v.caption

@@ -21,11 +21,12 @@ import streamlit as st
 
 from robustlab.datasets.uploads import UPLOAD_VIDEO_FPS
 from robustlab.perturb.condition import Condition
+from ui.cache import shared
 
 GT, CLEAN, PERT = (40, 200, 80), (30, 120, 255), (240, 60, 40)  # box colours: truth, clean, perturbed
 
 
-@st.cache_data(show_spinner=False, max_entries=512)
+@shared("results")
 def video_mp4(gallery_id: str, condition_key: str, index: int, fps: float, _frames) -> bytes:
     """Browser-playable H.264 mp4 of one dataset video under one condition (cached by id, condition, index);
     small videos are upscaled (nearest neighbour) to about 192 px."""

@@ -15,6 +15,10 @@ environment variable that overrides it (docs/security.md lists them with their d
     allow_hub            ROBUSTLAB_ALLOW_HUB            downloads from the model hub; default off (the process
                                                         runs with HF_HUB_OFFLINE=1: no connection is attempted)
     max_sweeps           ROBUSTLAB_MAX_SWEEPS           sweeps running at once on this server; default 2
+    model_cache_mb       ROBUSTLAB_MODEL_CACHE_MB       bytes the shared models, datasets and benches may hold
+                                                        (least recently used first out); default 4096
+    result_cache_mb      ROBUSTLAB_RESULT_CACHE_MB      bytes the shared results (perturbed inputs, media, views)
+                                                        may hold; default 512; one entry at most a quarter
     warm_up              ROBUSTLAB_WARM_UP              compute the default Retrieval view as the server starts,
                                                         before the first viewer connects (ui.warmup); default on
     personal             ROBUSTLAB_PERSONAL             one person on their own machine: data roots default to
@@ -50,6 +54,8 @@ class OperatorConfig:
     problems: tuple[str, ...] = field(default=(), compare=False)  # what was wrong in the configuration
     default_model: str | None = None  # checked against the registered and offered models by default_model()
     warm_up: bool = True
+    model_cache_mb: int = 4096
+    result_cache_mb: int = 512
 
     @property
     def model_patterns(self) -> tuple[str, ...]:
@@ -138,7 +144,7 @@ def load_config(env: dict | None = None, path: Path | None = None, address: str 
         return env[var] if var in env else table.get(key, default)
 
     known = {"data_roots", "model_root", "ui_models", "allow_custom_models", "allow_hub", "max_sweeps", "personal",
-             "default_model", "warm_up"}
+             "default_model", "warm_up", "model_cache_mb", "result_cache_mb"}
     problems += [f"robustlab.toml: unknown key {k!r} in [dashboard] (ignored)" for k in table if k not in known]
     personal = _flag(get("personal", "ROBUSTLAB_PERSONAL", False), "personal", problems)
     if personal:
@@ -171,8 +177,23 @@ def load_config(env: dict | None = None, path: Path | None = None, address: str 
         problems.append(f"default_model={default!r} is not a model spec (using the dashboard's default)")
         default = None
     warm = _flag(get("warm_up", "ROBUSTLAB_WARM_UP", True), "warm_up", problems)
+    caches = {key: _megabytes(get(key, var, default), key, default, problems)
+              for key, var, default in (("model_cache_mb", "ROBUSTLAB_MODEL_CACHE_MB", 4096),
+                                        ("result_cache_mb", "ROBUSTLAB_RESULT_CACHE_MB", 512))}
     return OperatorConfig(roots, mroots[0] if mroots else None, models, custom, hub, sweeps, personal,
-                          tuple(problems), default.strip() if default else None, warm)
+                          tuple(problems), default.strip() if default else None, warm, **caches)
+
+
+def _megabytes(raw, key: str, default: int, problems: list) -> int:
+    """A cache budget in MB: a whole number from 16 to 1,048,576 (else ``default`` and one line)."""
+    try:
+        mb = int(str(raw).strip())
+        if not 16 <= mb <= 1 << 20:
+            raise ValueError
+        return mb
+    except ValueError:
+        problems.append(f"{key}={raw!r} is not a whole number of MB from 16 to 1048576 (using {default})")
+        return default
 
 
 _CONFIG: OperatorConfig | None = None

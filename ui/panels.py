@@ -9,9 +9,10 @@ import streamlit as st
 from robustlab.diagnostics import views
 from ui.charts import occurrence_histogram
 from ui.widgets import param_inputs
+from ui.cache import shared
 
 
-@st.cache_data(show_spinner=False, max_entries=12)
+@shared("results")
 def reduction_data(key: tuple, method: str, params: tuple, _view) -> views.ReductionView:
     """``key``: what ``_view`` was computed from (model, dataset, direction, conditions, k)."""
     return views.reduce_view(_view, method, **dict(params))
@@ -67,7 +68,7 @@ def sweep_chart(rows: list[dict], names: dict, key: str) -> None:
         st.dataframe(df, hide_index=True, key=f"{key}_table", placeholder="—")
 
 
-@st.cache_resource(show_spinner="Loading MiniLM for text similarity…", max_entries=64)
+@shared("results", spinner="Loading MiniLM for text similarity…")
 def text_similarities(reference: str, texts: tuple[str, ...]) -> list[float]:
     from robustlab.diagnostics.text_similarity import similarities
 

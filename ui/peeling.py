@@ -19,6 +19,7 @@ from ui.media import CLEAN, PERT, boxed, md_escape
 from ui.state import current_dataset, get_model
 from ui.widget_state import clamp, initial
 from ui.widgets import basket
+from ui.cache import shared
 
 VQA_FALLBACK = "builtin:tiny-vilt"
 REDUCED = (150, 60, 200)  # box colour of the reduced expression's prediction (purple)
@@ -36,7 +37,7 @@ def _can_answer(model) -> bool:
     return callable(getattr(model, "vqa_batch", None)) or callable(getattr(model, "vqa", None))
 
 
-@st.cache_resource(show_spinner=False, max_entries=16)
+@shared("results")
 def run_peel(spec, device, vqa_spec, _image, image_hash, expr, gt, stages, wide, compat, seed, image_id, world):
     """peel() cached per grounding model, VQA model, device, image content, expression, box and options;
     ``world``: (world seed, scene index, target) of a built-in scene, for the world-truth check."""
@@ -234,7 +235,7 @@ def _panel(spec, device, model, image, image_hash, expr, gt, source, label, src,
 
 
 # ---- extraction quality (the paper's RQ4): precision / recall / F1 against labelled expressions --------------------
-@st.cache_data(show_spinner=False, max_entries=8)
+@shared("results")
 def _extraction_score(data: bytes | None, name: str, match: str) -> dict:
     labels = None if data is None else P.parse_labels(data, name)
     return P.score_extraction(labels, match=match, name=None if data is None else name).to_dict()
@@ -290,14 +291,14 @@ PAGE = 10  # tests shown per page of the labelling view
 CHOICES = ("unlabelled",) + P.LABELS
 
 
-@st.cache_resource(show_spinner=False, max_entries=4)
+@shared("models")
 def _batch(spec, device, vqa_spec, dataset_id, _dataset, n, seed):
     """peel_many() on the first ``n`` items, cached per models, device, dataset, n and seed."""
     vqa = None if vqa_spec == spec else get_model(vqa_spec, device)
     return P.peel_many(get_model(spec, device), _dataset, n, vqa_model=vqa, seed=seed)
 
 
-@st.cache_resource(show_spinner=False, max_entries=2)
+@shared("models")
 def _builtin_refs(n: int):
     from robustlab.datasets import build  # here: only the labelling view needs the over-specified expressions
 

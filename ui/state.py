@@ -1,6 +1,7 @@
 """Session state and cached loaders: the sidebar's model, dataset and device, and the bench the pages share.
 
-Every loader is cached per process (``st.cache_resource``); every failure is a one-line message on the page and
+Every loader is cached per process, in the shared pools of :mod:`ui.cache` (bounded in bytes, out of a viewer's
+reach); every failure is a one-line message on the page and
 ``None`` back, never a traceback.
 """
 from __future__ import annotations
@@ -18,6 +19,7 @@ from robustlab.tasks.retrieval import RetrievalBench
 from ui import operator
 from ui.media import safe_md
 from ui.widget_state import begin_run, clamp, end_run, initial, remount, valid  # noqa: F401 - ui.state's API
+from ui.cache import shared
 
 DEMO_N, VIDEO_DEMO_N = 300, 200
 DEFAULT_MODEL = "builtin:tiny-vit-clip"  # degrades gradually and adapts on both sides: the demo model (issue 27)
@@ -62,24 +64,24 @@ def sidebar_models() -> list[str]:
 
 
 # ---- cached loaders ---------------------------------------------------------------------------------------
-@st.cache_resource(show_spinner="Loading model…")
+@shared("models", spinner="Loading model…")
 def get_model(spec: str, device: str):
     """One model instance per (spec, device) per process."""
     __import__("logging").getLogger("robustlab.ui").warning("model load: %s on %s", spec, device)  # bench_concurrency
     return load_model(spec, device=None if device == "auto" else device)
 
 
-@st.cache_resource(show_spinner="Generating the built-in gallery (first run only)…")
+@shared("models", spinner="Generating the built-in gallery (first run only)…")
 def get_builtin_gallery(n: int = DEMO_N):
     return builtin_gallery(n)
 
 
-@st.cache_resource(show_spinner="Generating the built-in video gallery (first run only)…")
+@shared("models", spinner="Generating the built-in video gallery (first run only)…")
 def get_builtin_video_gallery(n: int = VIDEO_DEMO_N):
     return builtin_video_gallery(n)
 
 
-@st.cache_resource(show_spinner="Reading the dataset…", max_entries=4)
+@shared("models", spinner="Reading the dataset…")
 def get_folder_dataset(name: str, root: str, split: str, n: int):
     """A registered dataset read from a local folder (its first ``n`` items when n > 0). DatasetError when it
     can't be built (not cached: fixing the folder and rerunning tries again)."""
@@ -93,7 +95,7 @@ def get_folder_dataset(name: str, root: str, split: str, n: int):
     return build(name, root=root, split=split, **kw)
 
 
-@st.cache_resource(show_spinner=False, max_entries=8)
+@shared("models", grows=True)
 def get_bench(spec: str, device: str, dataset_id: str, _dataset) -> RetrievalBench:
     """A RetrievalBench per model and dataset: memoises perturbed visuals, captions and their embeddings."""
     return RetrievalBench(get_model(spec, device), _dataset)
@@ -132,12 +134,13 @@ def load(spec: str, what: str = "Model"):
     rules first: a viewer's typed spec, local path or hub download is checked before anything is opened)."""
     from robustlab.models.registry import OFFLINE_ALTERNATIVES
 
-    why = refusal(spec)
+    why = refusal(spec) or random_weights(spec)
     if why:
         st.error(f"{what} **{safe_md(spec)}** can't be loaded here: {why}; {OFFLINE_ALTERNATIVES}.")
         return None
+    device = spec_device()[1]
     try:
-        model = get_model(spec, spec_device()[1])
+        model = get_model(spec, device)
     except (ModelUnavailable, ValueError, RuntimeError, OSError) as e:
         st.error(f"{what} **{safe_md(spec)}** can't be loaded here: "
                  f"{safe_md(_one_line(e, limit=None))}")  # whole: it ends on a hint
@@ -147,9 +150,26 @@ def load(spec: str, what: str = "Model"):
                  f"The other pages "
                  f"and models still work; pick another model in the sidebar.")
         return None
-    if getattr(model, "random_init", False):
-        st.warning(f"{safe_md(spec)} is randomly initialised: plumbing only, its numbers are not results.")
+    if getattr(model, "random_init", False):  # found only on loading (a folder without weights): not kept either
+        get_model.forget(spec, device)
+        st.error(f"{what} **{safe_md(spec)}** can't be loaded here: {RANDOM_WEIGHTS}; {OFFLINE_ALTERNATIVES}.")
+        return None
     return model
+
+
+RANDOM_WEIGHTS = ("it would load random weights (an architecture without a checkpoint), which the dashboard never "
+                  "shows; the CLI keeps such models for timing, labelled random-init")
+
+
+def random_weights(spec: str) -> str | None:
+    """One line when ``spec`` names an architecture alone (random initialisation), known from the spec without
+    loading anything (:func:`robustlab.models.registry.spec_source`); None otherwise."""
+    from robustlab.models.registry import spec_source
+
+    try:
+        return RANDOM_WEIGHTS if spec_source(spec)[0] == "random" else None
+    except (ValueError, KeyError):
+        return None  # a bad spec: load_model says why
 
 
 def _one_line(e: BaseException, limit: int | None = 300) -> str:
@@ -390,7 +410,7 @@ def sweep_gallery_of(dataset: dict | None) -> dict | None:
     return {"name": name, "split": split, "n": n, "seed": seed}
 
 
-@st.cache_resource(show_spinner="Generating the sweep's gallery…", max_entries=4)
+@shared("models", spinner="Generating the sweep's gallery…")
 def get_sweep_gallery(name: str, split: str, n: int | None, seed: int | None):
     """A built-in dataset exactly as a sweep builds it (robustlab.bench.build_dataset: split, n, seed)."""
     return build(name, split=split, **{k: v for k, v in (("n", n), ("seed", seed)) if v is not None})

@@ -57,7 +57,7 @@ def condition_row(kind: str, prefix: str, seed: int, defaults: dict, stacked: bo
     return tuple(out)
 
 
-# one lock per (bench, side, condition): a bench is shared by every session (st.cache_resource) and memoises each
+# one lock per (bench, side, condition): a bench is shared by every session (ui.cache) and memoises each
 # condition, but unlocked, N sessions that need the same condition before it is memoised all perturb and encode the
 # whole gallery, N times the CPU and the memory (benchmarks/bench_concurrency.py, 16 sessions on a cold server: the
 # server's RSS peaked at 3.4 GB and the first steps took twice as long; 1.6 GB with the lock): the first one encodes,

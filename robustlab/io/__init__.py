@@ -1,5 +1,6 @@
 """Files and media: safe reading of user files (``files``), image-like -> H×W×3 uint8 (``convert``), video
-decoding/encoding through PyAV (``media``). Submodules load on first use so ``robustlab.io.convert`` stays light."""
+decoding/encoding through PyAV (``media``), a memo bounded in bytes (``memo``). Submodules load on first use so
+``robustlab.io.convert`` stays light."""
 from __future__ import annotations
 
 import importlib
@@ -15,6 +16,6 @@ _LAZY = {
 def __getattr__(name):
     if name in _LAZY:
         return getattr(importlib.import_module(_LAZY[name]), name)
-    if name in ("files", "convert", "media", "draw"):
+    if name in ("files", "convert", "media", "draw", "memo"):
         return importlib.import_module(f"robustlab.io.{name}")
     raise AttributeError(f"module 'robustlab.io' has no attribute {name!r}")

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-import streamlit as st
+from ui.cache import clear_all
 import torch
 from streamlit.testing.v1 import AppTest
 
@@ -30,10 +30,10 @@ FAILURES = [RuntimeError("Error(s) in loading state_dict for TinyClipNet: size m
 
 @pytest.fixture()
 def fresh_models():
-    """Models are cached per process (st.cache_resource): start and end each test without any."""
-    st.cache_resource.clear()
+    """Models are cached per process (ui.cache): start and end each test without any."""
+    clear_all()  # the shared pools (ui.cache)
     yield
-    st.cache_resource.clear()
+    clear_all()  # the shared pools (ui.cache)
 
 
 @pytest.mark.slow
@@ -75,7 +75,7 @@ def test_a_cuda_out_of_memory_while_a_page_encodes_halves_the_batch_and_carries_
 
     def run_page(cache):
         monkeypatch.setenv("ROBUSTLAB_CACHE", str(cache))  # an empty cache: every embedding is computed
-        st.cache_resource.clear()
+        clear_all()  # the shared pools (ui.cache)
         at = AppTest.from_file("../../app.py", default_timeout=TIMEOUT)
         at.run()
         assert not at.exception, at.exception

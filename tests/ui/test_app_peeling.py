@@ -8,7 +8,7 @@ import io
 import re
 
 import pytest
-import streamlit as st
+from ui.cache import clear_all
 from PIL import Image
 from streamlit.testing.v1 import AppTest
 
@@ -53,11 +53,11 @@ def ref():
 @pytest.fixture()
 def world_vqa(monkeypatch):
     """The world oracle answers the uniqueness questions; PEELING's cached runs are forgotten before and after."""
-    st.cache_resource.clear()
+    clear_all()  # the shared pools (ui.cache)
     objs = world.sample_scene(world.DEMO_SEED, ITEM).objects
     monkeypatch.setattr(P, "vqa_function", lambda model: oracle(objs))
     yield
-    st.cache_resource.clear()
+    clear_all()  # the shared pools (ui.cache)
 
 
 def page(expr: str, target: int, **state) -> AppTest:
@@ -191,7 +191,7 @@ def world_vqa_refs(monkeypatch):
     """A world oracle for every built-in-refs demo scene the labelling view runs on (keyed by the image's bytes)."""
     import numpy as np
 
-    st.cache_resource.clear()
+    clear_all()  # the shared pools (ui.cache)
     ds = build("builtin-refs", split="demo", n=N_LABEL)
     by = {ds.visual(i).tobytes(): ds.scene(i).objects for i in range(N_LABEL)}
     one = oracle([])
@@ -203,7 +203,7 @@ def world_vqa_refs(monkeypatch):
         return ask
     monkeypatch.setattr(P, "vqa_function", ask_fn)
     yield
-    st.cache_resource.clear()
+    clear_all()  # the shared pools (ui.cache)
 
 
 def _radios(at) -> list[str]:
