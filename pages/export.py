@@ -89,7 +89,7 @@ for ex in list(basket):
         with c3:
             st.markdown(f"**{ex.record['name']}** · {ex.record['variant']} · severity {ex.record['severity']} · "
                         f"seed {ex.record['seed']}")
-            st.caption(f"{ex.kind} · {describe_source(ex.source)}")
+            st.caption(f"{ex.kind} · {safe_md(describe_source(ex.source))}")  # a file name: text, never Markdown
             if ex.model:
                 scores = describe_scores(ex.model.get("scores"))
                 st.caption(f"model {safe_md(ex.model.get('id') or '—')}" + (f" · {safe_md(scores)}" if scores else ""))

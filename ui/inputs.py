@@ -8,6 +8,8 @@ from robustlab.datasets.synthetic import world
 from robustlab.datasets.synthetic.datasets import BUILTIN_VIDEO_FPS
 from robustlab.export.basket import LoadedInput, builtin_source, load_upload, typed_source
 from robustlab.io.files import InputError, clean_caption, uploaded_bytes
+from ui.media import safe_md
+from ui.server_guard import arrived, current_session_id
 from ui.state import DEMO_N, current_dataset, get_builtin_gallery
 from ui.widget_state import clamp, initial
 from ui.cache import shared
@@ -60,7 +62,7 @@ def _builtin(kind: str) -> LoadedInput:
         clamp("pt_image_idx", 0, len(g) - 1)
         i = int(st.number_input("Built-in scene", 0, len(g) - 1, key="pt_image_idx",
                                 **initial("pt_image_idx", value=0)))
-        st.caption(f"#{i} · “{g.captions[i]}”")
+        st.caption(f"#{i} · “{safe_md(g.captions[i])}”")
         return LoadedInput("image", g.images[i], builtin_source("gallery", g.meta[i]["seed"], i, g.names[i]),
                            g.names[i])
     i = st.selectbox("Built-in caption", range(len(g)), key="pt_caption_idx",
@@ -76,24 +78,25 @@ def _upload(kind: str) -> LoadedInput | None:
                          help=UPLOAD_HELP[kind])
     if f is not None and st.session_state.get(id_key) != f.file_id:
         st.session_state[id_key] = f.file_id
+        arrived(current_session_id(), [f.name])  # not one the upload form should miss (ui.uploads.left_out)
         try:
-            with st.spinner(f"Reading {f.name}…"):
+            with st.spinner(f"Reading {safe_md(f.name)}…"):  # a file name: text, never Markdown (issue 44)
                 st.session_state[item_key] = load_upload(kind, f.name, uploaded_bytes(f), max_frames=VIDEO_MAX_FRAMES,
                                                          max_side=VIDEO_MAX_SIDE)  # .size checked before getvalue()
             st.session_state.pop(err_key, None)
         except InputError as e:
             st.session_state[err_key] = str(e)
     if st.session_state.get(err_key):
-        st.error(st.session_state[err_key])
+        st.error(safe_md(st.session_state[err_key]))
     item = st.session_state.get(item_key)
     if item is None:
         st.info(f"Upload {'an image' if kind == 'image' else 'a ' + KINDS[kind].lower()} file to perturb it, "
                 "or pick the built-in world.")
         return None
     if st.session_state.get(err_key):
-        st.caption(f"Still using the last good upload: {item.label}")
+        st.caption(f"Still using the last good upload: {safe_md(item.label)}")
     if item.note:
-        st.caption(f"{item.label}: {item.note}")
+        st.caption(f"{safe_md(item.label)}: {safe_md(item.note)}")
     if kind == "text":
         j = st.selectbox("Caption from the file", range(len(item.data)), key="pt_upload_caption_idx",
                          format_func=lambda k: f"line {k + 1} · {item.data[k]}")
@@ -158,13 +161,14 @@ def _uploaded_image():
                          help="Any image Pillow reads, up to 50 MB and 40 megapixels.")
     if f is not None and st.session_state.get("gr_upload_id") != f.file_id:
         st.session_state["gr_upload_id"] = f.file_id
+        arrived(current_session_id(), [f.name])  # not one the upload form should miss (ui.uploads.left_out)
         try:
             st.session_state["gr_item"], st.session_state["gr_error"] = \
                 load_upload("image", f.name, uploaded_bytes(f)), None  # .size checked before getvalue()
         except InputError as e:
             st.session_state["gr_error"] = str(e)
     if st.session_state.get("gr_error"):
-        st.error(st.session_state["gr_error"])
+        st.error(safe_md(st.session_state["gr_error"]))
     up = st.session_state.get("gr_item")
     if up is None:
         st.info("Upload an image, or pick an item of the sidebar's dataset.")

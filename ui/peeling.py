@@ -20,6 +20,7 @@ from ui.state import current_dataset, get_model
 from ui.widget_state import clamp, initial
 from ui.widgets import basket
 from ui.cache import shared
+from ui.server_guard import arrived, current_session_id
 
 VQA_FALLBACK = "builtin:tiny-vilt"
 REDUCED = (150, 60, 200)  # box colour of the reduced expression's prediction (purple)
@@ -259,6 +260,8 @@ def extraction_view() -> None:
     match = c2.radio("Property match", list(P.MATCHES), key="gr_ex_match", horizontal=True,
                      help="exact: equal after lower-casing and dropping a leading article and end punctuation; "
                           "overlap: also when one's words are a run of the other's ('hat' for 'in a hat').")
+    if up is not None:
+        arrived(current_session_id(), [up.name])  # not one the upload form should miss (ui.uploads.left_out)
     try:
         data = None if up is None else uploaded_bytes(up)
         with st.spinner("Extracting…"):
@@ -320,6 +323,7 @@ def _load_labels(run_key: str, sample, store: dict) -> None:
     up = st.file_uploader("Load labels (a JSON file downloaded here)", type=["json"], key="gr_at_upload")
     if up is None or st.session_state.get("gr_at_loaded") == (run_key, up.file_id):
         return
+    arrived(current_session_id(), [up.name])  # not one the upload form should miss (ui.uploads.left_out)
     try:
         loaded = P.parse_atcr_labels(uploaded_bytes(up), up.name)
     except InputError as e:

@@ -8,6 +8,7 @@ import streamlit as st
 from robustlab.datasets.uploads import IMAGE_SUFFIXES, VIDEO_SUFFIXES, ingest_uploads, set_captions, split_by_kind
 from robustlab.engine.cache import content_hash
 from robustlab.io.files import InputError, uploaded_bytes
+from ui.media import safe_md
 
 TYPES = [s[1:] for s in IMAGE_SUFFIXES + VIDEO_SUFFIXES]
 MESSAGES = "upload_messages"  # what the last "Add to my gallery" said, shown after the rerun it starts
@@ -32,14 +33,34 @@ def upload_section() -> None:
             got, too_big = _read(files or [])  # each file's .size is checked before getvalue() copies it
             caps = _read([capfile] if capfile else [])
             given = [f.name for f in files or []]  # captions pair over every file given, refused ones included
-            if _ingest(gal, got, caps[0][0] if caps[0] else None, lines, errors=too_big + caps[1], given=given):
+            missing = left_out(given + ([capfile.name] if capfile else []))
+            if _ingest(gal, got, caps[0][0] if caps[0] else None, lines, errors=missing + too_big + caps[1],
+                       given=given):
                 st.rerun()  # a new gallery: the sidebar (drawn before this form) and the labels above must count it
         if gal is not None and st.button("Clear my gallery", key="clear_uploads"):
             st.session_state.pop("upload_gallery", None)
             st.session_state.pop("upload_gallery_id", None)
             st.rerun()
     for kind, text in st.session_state.pop(MESSAGES, []):  # below the expander: it folds once the gallery has items
-        getattr(st, kind)(text)
+        getattr(st, kind)(safe_md(text))  # file names are text, never Markdown (a name can be a link or an image)
+
+
+def left_out(arrived: list[str]) -> list[str]:
+    """One line when files this session chose (the browser asked the server where to upload each one:
+    :func:`ui.server_guard.take_requested`) did not arrive with the form: still uploading, failed, or removed
+    before Add. Says how many arrived and names the first that did not; [] when all did (or outside a server)."""
+    from collections import Counter
+
+    from ui.server_guard import current_session_id, take_requested
+
+    missing = take_requested(current_session_id()) - Counter(arrived)
+    n = sum(missing.values())
+    if not n:
+        return []
+    names = sorted(missing.elements())
+    shown = ", ".join(names[:5]) + (f" and {n - 5} more" if n > 5 else "")
+    return [f"{len(arrived)} of the {len(arrived) + n} files chosen arrived; {n} did not (still uploading, failed, "
+            f"or removed before Add) and were left out: {shown}. Choose them again and press Add."]
 
 
 def _read(uploaded) -> tuple[list[tuple[str, bytes]], list[str]]:

@@ -81,7 +81,26 @@ def test_the_guard_refuses_clear_cache_and_git_info_and_passes_everything_else(m
         msg = BackMsg()
         msg.rerun_script.query_string = ""
         AppSession.handle_backmsg(Session(), msg)
-    assert seen == ["app_heartbeat", "stop_script", "set_run_on_save", "rerun_script"]
+        msg = BackMsg()
+        msg.file_urls_request.file_names.extend(["a.png", "b.png", "a.png"])
+        AppSession.handle_backmsg(Session(), msg)
+    assert seen == ["app_heartbeat", "stop_script", "set_run_on_save", "rerun_script", "file_urls_request"]
+    server_guard.arrived(Session.id, ["b.png"])  # reached the Perturb page's uploader: not the form's to miss
+    assert server_guard.take_requested(Session.id) == {"a.png": 2}
+    assert server_guard.take_requested(Session.id) == {}  # taken once
     refused = [r.getMessage() for r in caplog.records if "server guard" in r.getMessage()]
     assert len(refused) == 2 and "clear_cache" in refused[0] and "load_git_info" in refused[1]
     assert all("01234567" in r and "0123456789" not in r for r in refused)  # a short session id, nothing else
+
+
+def test_the_upload_bookkeeping_is_bounded_whatever_a_client_sends():
+    from ui import server_guard
+
+    for i in range(server_guard.MAX_SESSIONS + 50):
+        server_guard._note_upload_request(f"s{i}", ["x.png"])
+    assert len(server_guard._REQUESTED) == server_guard.MAX_SESSIONS and "s0" not in server_guard._REQUESTED
+    server_guard._note_upload_request("big", (f"f{i}.png" for i in range(server_guard.MAX_NAMES * 2)))
+    server_guard._note_upload_request("big", ["y" * 10_000])
+    got = server_guard.take_requested("big")
+    assert sum(got.values()) == server_guard.MAX_NAMES and all(len(n) <= 512 for n in got)
+    server_guard._REQUESTED.clear()
