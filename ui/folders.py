@@ -2,8 +2,10 @@
 
 A viewer picks a discovered dataset (a registered format + folder), or a root and a folder under it. Either way the
 folder is resolved (symlinks included) and must stay inside a root; a folder that is outside, missing or unreadable
-gets one and the same line (:class:`robustlab.io.access.AccessDenied`), so a viewer can't tell what exists. With no
-data roots the choice says in one line how the operator turns it on. The CLI and the library are unaffected.
+gets one and the same line (:class:`robustlab.io.access.AccessDenied`), so a viewer can't tell what exists; so does
+a folder whose name the file system refuses to look up (a component over 255 bytes, a symlink loop:
+:func:`resolve_folder`). With no data roots the choice says in one line how the operator turns it on. The CLI and
+the library are unaffected.
 """
 from __future__ import annotations
 
@@ -43,6 +45,19 @@ def root_names(roots) -> dict[str, str]:
 def label(e: dict, names: dict[str, str]) -> str:
     where = names.get(e["root"], "?") + (f"/{e['rel']}" if e["rel"] else "")
     return f"{e['name']} · {where}"
+
+
+def resolve_folder(base: str, sub: str, roots) -> Path:
+    """:func:`robustlab.io.access.resolve_inside`, and the same :class:`AccessDenied` line (naming ``sub`` as the
+    viewer typed it) for any error looking the folder up: a name too long for the file system (ENAMETOOLONG), a
+    symlink loop, a folder on the way that can't be searched -- never a traceback that shows a server path."""
+    try:
+        return resolve_inside(base, sub, roots=roots)
+    except AccessDenied:
+        raise
+    except (OSError, ValueError):
+        shown = str(sub or "").strip() or Path(base).name
+        raise AccessDenied(shown if len(shown) <= 1024 else shown[:80]) from None
 
 
 def folder_formats() -> list[str]:
@@ -132,7 +147,7 @@ def choice() -> tuple[str, str, str] | None:
             return None
         base, sub, name = hit["root"], hit["rel"], hit["name"]
     try:
-        folder = resolve_inside(base, sub, roots=cfg.data_roots)
+        folder = resolve_folder(base, sub, cfg.data_roots)
     except AccessDenied as e:
         st.error(safe_md(str(e)))
         return None
@@ -143,4 +158,4 @@ def choice() -> tuple[str, str, str] | None:
     return name, str(folder), split
 
 
-__all__ = ["ANOTHER", "OFF", "REQUEST", "sidebar_section", "choice", "found", "folder_formats"]
+__all__ = ["ANOTHER", "OFF", "REQUEST", "sidebar_section", "choice", "found", "folder_formats", "resolve_folder"]

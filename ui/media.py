@@ -84,12 +84,14 @@ def md_escape(text: str) -> str:
     return re.sub(r"([\\`*_{}\[\]()#+\-.!|~<>$:=&^%@\"'])", r"\\\1", text).replace("\n", " ")
 
 
-def safe_md(text: str) -> str:
+def safe_md(text: str, code: bool = False) -> str:
     """``text`` neutralised for a Markdown string, keeping it readable (a model spec, a path, an error line): no
     link, image, HTML, directive, math or autolink can form (``[ ] < > $ ` \\`` escaped, ``://`` and ``www.``
-    broken by a zero-width space, one line); emphasis characters stay (harmless). :func:`md_escape` escapes all."""
+    broken by a zero-width space, one line); emphasis characters stay (harmless). :func:`md_escape` escapes all.
+    ``code``: backticks stay, so a message's own code spans (``file.png, caption``) render as code: inside a code
+    span nothing forms either."""
     text = re.sub(r"(?i)(www)(\.)|(:)(//)", "\\1\\3\u200b\\2\\4", str(text))
-    return re.sub(r"([\\`\[\]<>$])", r"\\\1", text).replace("\n", " ").replace("\r", " ")
+    return re.sub(r"([\\\[\]<>$])" if code else r"([\\`\[\]<>$])", r"\\\1", text).replace("\n", " ").replace("\r", " ")
 
 
 def diff_markdown(a: str, b: str, level: str) -> str:

@@ -255,14 +255,30 @@ def _path_like(spec: str) -> bool:
         (":" not in spec and "/" in spec)
 
 
+def _may_open(path: str, roots) -> bool:
+    """Whether the checkpoint ``path`` resolves (symlinks included) inside ``roots`` and is there to read; False for
+    a name the file system refuses to look up (too long, a loop) as for one outside or missing."""
+    from robustlab.io.access import inside
+
+    try:
+        real = Path(os.path.realpath(Path(str(path)).expanduser()))
+        return inside(real, roots) and real.exists() and os.access(real, os.R_OK)
+    except (OSError, ValueError):
+        return False
+
+
 def spec_refusal(spec: str, cfg: OperatorConfig | None = None, typed: bool = True) -> str | None:
     """Why a browser viewer may not load model ``spec`` under the operator's rules (one line), or None.
 
     ``typed``: the viewer typed it (not one of the listed choices: the built-ins, the operator's list, the task
     pages' well-known hub models). A typed spec needs free text or a matching pattern; a local checkpoint must lie
     inside the data roots or the model root (the same line whether it is outside, missing or unreadable); a hub
-    spec needs ``allow_hub`` unless the operator listed it (then it loads from the local cache only)."""
-    from robustlab.io.access import inside
+    spec needs ``allow_hub`` unless the operator listed it (then it loads from the local cache only).
+
+    Local or hub is decided from the spec's text and these rules alone (``spec_source(spec, disk=False)``), never
+    from what lies on the server's disk: ``hf:app.py`` and ``hf:assetz`` get the same line whether or not a file of
+    that name sits next to the server (a bare ``hf:`` name is a hub repo id to a dashboard, never a local folder),
+    and a spec without a prefix is a path, checked against the roots like any other."""
     from robustlab.models.registry import spec_source
 
     cfg = cfg or config()
@@ -276,13 +292,11 @@ def spec_refusal(spec: str, cfg: OperatorConfig | None = None, typed: bool = Tru
         src, path = "local", spec
     else:
         try:
-            src, path = spec_source(spec)
+            src, path = spec_source(spec, disk=False)
         except ValueError as e:
             return " ".join(str(e).split())[:300]
-    if src == "local":
-        real = Path(os.path.realpath(Path(str(path)).expanduser()))
-        if not inside(real, cfg.checkpoint_roots) or not real.exists() or not os.access(real, os.R_OK):
-            return denied
+    if src == "local" and not _may_open(str(path), cfg.checkpoint_roots):
+        return denied
     if src == "hub" and not cfg.allow_hub and spec not in cfg.offered_models:
         return ("it needs a download from the model hub, and hub downloads are off on this dashboard (the operator "
                 "enables them with ROBUSTLAB_ALLOW_HUB=1); no connection was attempted")

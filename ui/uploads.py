@@ -42,7 +42,7 @@ def upload_section() -> None:
             st.session_state.pop("upload_gallery_id", None)
             st.rerun()
     for kind, text in st.session_state.pop(MESSAGES, []):  # below the expander: it folds once the gallery has items
-        getattr(st, kind)(safe_md(text))  # file names are text, never Markdown (a name can be a link or an image)
+        getattr(st, kind)(safe_md(text, code=True))  # file names are text, never Markdown (a link, an image)
 
 
 def left_out(arrived: list[str]) -> list[str]:

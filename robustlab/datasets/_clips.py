@@ -13,10 +13,15 @@ It streams the file from disk with PyAV (no size limit, unlike reading an upload
 
 Frames are converted by ``robustlab.io.media`` (RGB, FFmpeg's area filter down to ``max_side`` on the long side,
 display rotation applied), so a clip read here matches the same frames read by the project's video reader.
-Times are relative to the stream's first timestamp. Every failure is a one-line DatasetError naming the file.
+Times are relative to the stream's first timestamp. Every failure is a one-line DatasetError naming the file (as
+``robustlab.io.files.shown_path`` does: under the dashboard's data roots relative to its root, and a file outside
+them reads as a missing one). Under the data roots the file is decoded from the descriptor that was checked
+(``robustlab.io.files.open_fd``), never opened again by name.
 """
 from __future__ import annotations
 
+import contextlib
+import os
 from pathlib import Path
 
 import numpy as np
@@ -25,7 +30,7 @@ from robustlab.datasets._local import check_n
 from robustlab.datasets.base import Dataset, DatasetError
 from robustlab.io import files as io_files  # by module: the limits are read (and patched) at call time
 from robustlab.io import media as io_media
-from robustlab.io.access import visible
+from robustlab.io.access import read_roots
 
 VIDEO_SUFFIXES = (".mp4", ".mkv", ".webm")
 DEFAULT_NUM_FRAMES = 12  # uniformly over the clip (CLIP4Clip's max_frames for MSR-VTT)
@@ -54,8 +59,9 @@ def check_sampling(who: str, num_frames, fps, max_frames, max_side) -> None:
 
 
 def _short(e: Exception) -> str:
-    msg = " ".join(str(e).split())
-    return (msg[:160] + "…") if len(msg) > 160 else msg
+    """A decoder's message in one short line, without the file name PyAV appends (the message's label names it,
+    as a viewer may see it)."""
+    return io_media._short(e)
 
 
 def _seek(c, stream, t0: int, tb, start: float | None) -> None:
@@ -92,9 +98,10 @@ class ClipSource:
     def __init__(self, path: str | Path, start: float | None = None, end: float | None = None, *,
                  max_side: int | None = DEFAULT_MAX_SIDE, who: str = "video", get: str = ""):
         self.path, self.who, self.max_side = Path(path), who, max_side
-        self.label = label = str(self.path)
-        if not self.path.is_file() or not visible(self.path):  # outside the dashboard's data roots: missing
-            raise DatasetError(f"{who}: video {label!r} is missing" + (f" ({get})" if get else ""))
+        self.label = label = io_files.shown_path(self.path)  # never a full server path under the data roots
+        self._missing = f"{who}: video {label!r} is missing" + (f" ({get})" if get else "")
+        if not io_files.is_file(self.path) or not io_files.visible(self.path):  # outside the data roots: missing
+            raise DatasetError(self._missing)
         lo = float(start) if start is not None else 0.0
         hi = float(end) if end is not None else None
         if hi is not None and hi <= lo:
@@ -152,21 +159,46 @@ class ClipSource:
     def identity(self) -> tuple:
         """What the frames read depend on (the file's path, size and modification time, the segment, the frame
         size), known without decoding: whole-clip work is shared by it (:mod:`robustlab.perturb.share`)."""
-        st = self.path.stat()
-        return (str(self.path.resolve()), int(st.st_size), int(st.st_mtime_ns), self.lo, self.hi, self.max_side)
+        try:
+            st = self.path.stat()
+            where = str(self.path.resolve())
+        except (OSError, RuntimeError):  # gone since it was opened: as missing (never an OSError naming the path)
+            raise DatasetError(self._missing) from None
+        return (where, int(st.st_size), int(st.st_mtime_ns), self.lo, self.hi, self.max_side)
 
     def __len__(self) -> int:
         return self.n_frames
 
+    @contextlib.contextmanager
     def _open(self):
+        """The container, opened by name for the library and the CLI; under the dashboard's data roots decoded from
+        the descriptor :func:`robustlab.io.files.open_fd` checked (a symlink swapped since is refused as missing)."""
         import av
 
+        f = None
         try:
-            if not visible(self.path):
-                raise FileNotFoundError(2, "No such file or directory")
-            return av.open(str(self.path), mode="r")
+            if read_roots() is None:
+                c = av.open(str(self.path), mode="r")
+            else:
+                if not io_files.visible(self.path):
+                    raise DatasetError(self._missing)
+                try:
+                    f = os.fdopen(io_files.open_fd(self.path, self.label), "rb")
+                except io_files.InputError:
+                    raise DatasetError(self._missing) from None
+                c = av.open(f, mode="r")
+        except DatasetError:
+            raise
         except (av.error.FFmpegError, OSError, ValueError) as e:
+            if f is not None:
+                f.close()
             raise DatasetError(f"{self.who}: {self.label!r} is not a video robustlab can read ({_short(e)})") from e
+        try:
+            with c:
+                yield c
+        finally:
+            if f is not None:
+                f.close()
 
     def read(self, indices) -> np.ndarray:
         """Frames ``indices`` (0-based into the clip's frame list; any order, repeats allowed) as k×H×W×3 uint8."""

@@ -2,7 +2,9 @@
 one-line errors, checking fields, picking the media folder, and reading an image file.
 
 Every failure is a :class:`~robustlab.datasets.base.DatasetError` whose message starts with the dataset's name and
-names the exact path (and, for a missing annotation file, where to get it). Nothing here unpickles anything.
+names the file (and, for a missing annotation file, where to get it): by its path for the library and the CLI,
+relative to its data root under the dashboard (``robustlab.io.files.shown_path``), where a file outside the roots,
+missing, unreadable or whose name can't be looked up reads the same. Nothing here unpickles anything.
 """
 from __future__ import annotations
 
@@ -15,7 +17,7 @@ import numpy as np
 
 from robustlab.datasets.base import DatasetError
 from robustlab.io import files as io_files  # by module: the size limits are read (and patched) at call time
-from robustlab.io.access import visible
+from robustlab.io.confined import is_dir, is_file, shown_path, visible
 
 
 def rel(path: Path, root: Path | None) -> str:
@@ -33,18 +35,18 @@ def find_file(root: Path, names: Sequence[str], subdirs: Sequence[str] = ("",), 
     if override is not None:
         p = Path(override).expanduser()
         p = p if p.is_absolute() else root / p
-        if not p.is_file() or not visible(p):
-            raise DatasetError(f"{who}: annotation file {str(p)!r} does not exist ({get})")
+        if not is_file(p) or not visible(p):  # outside the dashboard's data roots: as missing
+            raise DatasetError(f"{who}: annotation file {shown_path(p)!r} does not exist ({get})")
         return p
     for d in subdirs:
         for n in names:
             p = root / d / n if d else root / n
-            if p.is_file() and visible(p):  # outside the dashboard's data roots: as missing
+            if is_file(p) and visible(p):  # outside the dashboard's data roots: as missing
                 return p
     first = root / subdirs[0] / names[0] if subdirs[0] else root / names[0]
     also = [n for n in names[1:]]
     hint = f" (or {', '.join(also)})" if also else ""
-    raise DatasetError(f"{who}: missing {str(first)!r}{hint}; {get}")
+    raise DatasetError(f"{who}: missing {shown_path(first)!r}{hint}; {get}")
 
 
 def _short(path: Path, root: Path | None) -> str:
@@ -70,15 +72,23 @@ def read_json(path: Path, who: str, *, root: Path | None = None) -> Any:
     except io_files.InputError as e:
         raise DatasetError(f"{who}: {e}") from e
     except json.JSONDecodeError as e:
-        raise DatasetError(f"{who}: {str(path)!r} is not valid JSON (line {e.lineno}: {e.msg})") from e
+        raise DatasetError(f"{who}: {shown_path(path)!r} is not valid JSON (line {e.lineno}: {e.msg})") from e
     except (OSError, UnicodeDecodeError) as e:
-        raise DatasetError(f"{who}: cannot read {str(path)!r} ({e})") from e
+        raise DatasetError(f"{who}: cannot read {shown_path(path)!r} ({_err(e)})") from e
     except (ValueError, RecursionError) as e:  # a number over Python's 4300-digit limit, nesting too deep
-        raise DatasetError(f"{who}: {str(path)!r} is not JSON robustlab can read ({_why(e)})") from e
+        raise DatasetError(f"{who}: {shown_path(path)!r} is not JSON robustlab can read ({_why(e)})") from e
 
 
 def _why(e: BaseException) -> str:
     return f"{type(e).__name__}: {' '.join(str(e).split())[:160]}"
+
+
+def _err(e: BaseException) -> str:
+    """An error's reason for a message: an OSError's without the file name it carries (the message names the file,
+    as a viewer may see it)."""
+    if isinstance(e, OSError):
+        return e.strerror or type(e).__name__
+    return " ".join(str(e).split())[:200]
 
 
 def read_jsonl(path: Path, who: str, *, root: Path | None = None) -> list[dict]:
@@ -94,18 +104,19 @@ def read_jsonl(path: Path, who: str, *, root: Path | None = None) -> list[dict]:
                 try:
                     obj = json.loads(line)
                 except json.JSONDecodeError as e:
-                    raise DatasetError(f"{who}: {str(path)!r} line {ln} is not a JSON object ({e.msg}); "
+                    raise DatasetError(f"{who}: {shown_path(path)!r} line {ln} is not a JSON object ({e.msg}); "
                                        "expected JSON lines (one object per line)") from e
                 except (ValueError, RecursionError) as e:  # a number over the 4300-digit limit, nesting too deep
-                    raise DatasetError(f"{who}: {str(path)!r} line {ln} is not JSON robustlab can read "
+                    raise DatasetError(f"{who}: {shown_path(path)!r} line {ln} is not JSON robustlab can read "
                                        f"({_why(e)})") from e
                 if not isinstance(obj, dict):
-                    raise DatasetError(f"{who}: {str(path)!r} line {ln} is a {type(obj).__name__}, not an object")
+                    raise DatasetError(f"{who}: {shown_path(path)!r} line {ln} is a {type(obj).__name__}, "
+                                       "not an object")
                 out.append(obj)
     except io_files.InputError as e:
         raise DatasetError(f"{who}: {e}") from e
     except (OSError, UnicodeDecodeError) as e:
-        raise DatasetError(f"{who}: cannot read {str(path)!r} ({e})") from e
+        raise DatasetError(f"{who}: cannot read {shown_path(path)!r} ({_err(e)})") from e
     return out
 
 
@@ -119,15 +130,15 @@ def read_csv(path: Path, columns: Iterable[str], who: str, *, root: Path | None 
             have = [c.strip() for c in (reader.fieldnames or [])]
             missing = [c for c in columns if c not in have]
             if missing:
-                raise DatasetError(f"{who}: {str(path)!r} has no column {', '.join(map(repr, missing))} "
+                raise DatasetError(f"{who}: {shown_path(path)!r} has no column {', '.join(map(repr, missing))} "
                                    f"(columns: {', '.join(have) or 'none'}; expected {', '.join(columns)})")
             return [{(k or "").strip(): v for k, v in row.items()} for row in reader]
     except io_files.InputError as e:
         raise DatasetError(f"{who}: {e}") from e
     except csv.Error as e:
-        raise DatasetError(f"{who}: {str(path)!r} is not a readable CSV ({e})") from e
+        raise DatasetError(f"{who}: {shown_path(path)!r} is not a readable CSV ({e})") from e
     except (OSError, UnicodeDecodeError) as e:
-        raise DatasetError(f"{who}: cannot read {str(path)!r} ({e})") from e
+        raise DatasetError(f"{who}: cannot read {shown_path(path)!r} ({_err(e)})") from e
 
 
 def need(rec: Any, key: str | tuple[str, ...], where: str, who: str, fmt: str) -> Any:
@@ -176,10 +187,10 @@ def pick_dir(root: Path, candidates: Sequence[str], probe: str | None) -> Path:
     dirs = [root / c if c else root for c in candidates]
     if probe:
         for d in dirs:
-            if (d / probe).is_file():
+            if is_file(d / probe):
                 return d
     for d in dirs:
-        if d.is_dir() and d != root:
+        if is_dir(d) and d != root:
             return d
     return dirs[0]
 
@@ -188,9 +199,10 @@ def read_image(path: Path, who: str, get: str = "", *, root: Path | None = None)
     """An image file as H×W×3 uint8 (through ``robustlab.io.files.load_image``: stat-ed against the upload limit
     ``ROBUSTLAB_MAX_UPLOAD_MB`` before it is read, its header's pixel count checked before it is decoded); a
     missing or unreadable file is a DatasetError naming it (and, when missing, ``get``: where the images come
-    from)."""
-    if not path.is_file():
-        raise DatasetError(f"{who}: image {str(path)!r} is missing" + (f" ({get})" if get else ""))
+    from). Under the dashboard's data roots a file outside them, missing or whose name can't be looked up is the
+    same "is missing" line."""
+    if not is_file(path) or not visible(path):
+        raise DatasetError(f"{who}: image {shown_path(path)!r} is missing" + (f" ({get})" if get else ""))
     try:
         # one line naming the file, not its full path
         io_files.check_file_size(path, io_files.MAX_UPLOAD_BYTES, _short(path, root))

@@ -27,6 +27,7 @@ import numpy as np
 
 from robustlab.datasets._local import check_n, find_file, need, need_list, read_image, read_json, rel
 from robustlab.datasets.base import Dataset, DatasetError, Item
+from robustlab.io.confined import is_dir, is_file, shown_path
 
 KARPATHY_URL = "https://cs.stanford.edu/people/karpathy/deepimagesent/caption_datasets.zip"
 FORMAT = "Karpathy's format: images[] with filename, split, sentences[].raw"
@@ -79,7 +80,7 @@ class KarpathyCaptions(Dataset):
             if n is not None and len(self.records) >= n:
                 break
         if not self.records:
-            raise DatasetError(f"{who}: {str(self.ann_file)!r} has no image in split {split!r} "
+            raise DatasetError(f"{who}: {shown_path(self.ann_file)!r} has no image in split {split!r} "
                                f"(split values {', '.join(sorted(wanted))})")
         self._dirs: dict[str, Path] = {}
 
@@ -92,8 +93,8 @@ class KarpathyCaptions(Dataset):
         fp = r["filepath"]
         if fp not in self._dirs:  # the first candidate folder that exists, looked up once per filepath
             cands = [self.root / d if d else self.root for d in self.image_dirs(fp)]
-            probe = next((d for d in cands if (d / r["filename"]).is_file()), None)
-            self._dirs[fp] = probe or next((d for d in cands if d.is_dir() and d != self.root), cands[0])
+            probe = next((d for d in cands if is_file(d / r["filename"])), None)
+            self._dirs[fp] = probe or next((d for d in cands if is_dir(d) and d != self.root), cands[0])
         return self._dirs[fp] / r["filename"]
 
     def __len__(self) -> int:

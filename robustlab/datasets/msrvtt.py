@@ -36,6 +36,7 @@ from robustlab.datasets._clips import (DEFAULT_MAX_FRAMES, DEFAULT_MAX_SIDE, DEF
 from robustlab.datasets._local import find_file, need, need_list, pick_dir, read_csv, read_json, rel
 from robustlab.datasets.base import DatasetError, Item
 from robustlab.datasets.registry import register_dataset
+from robustlab.io.confined import is_file, shown_path, visible
 
 CLIP4CLIP_GET = ("it is in CLIP4Clip's msrvtt_data.zip (https://github.com/ArrowLuo/CLIP4Clip, 'Data Preparing')")
 CSV_COLUMNS = ("video_id", "sentence")  # key and vid_key are read when present, not needed
@@ -73,15 +74,15 @@ class MSRVTT(ClipDataset):
                                       get=CLIP4CLIP_GET)
             records = self._from_json(self.ann_file, SPLITS[split])
         if not records:
-            raise DatasetError(f"{who}: {str(self.ann_file)!r} has no video in split {split!r}")
+            raise DatasetError(f"{who}: {shown_path(self.ann_file)!r} has no video in split {split!r}")
         self.video_dir = pick_dir(self.root, VIDEO_DIRS, f"{records[0]['id']}.mp4")
         self.missing = 0
         if skip_missing:
-            kept = [r for r in records if (self.video_dir / f"{r['id']}.mp4").is_file()]
+            kept = [r for r in records if is_file(p := self.video_dir / f"{r['id']}.mp4") and visible(p)]
             self.missing = len(records) - len(kept)
             if not kept:
                 raise DatasetError(f"{who}: none of the {len(records)} videos of split {split!r} is in "
-                                   f"{str(self.video_dir)!r} (expected <video_id>.mp4 files)")
+                                   f"{shown_path(self.video_dir)!r} (expected <video_id>.mp4 files)")
             records = kept
         self.records = records[:n] if n is not None else records
 
@@ -91,7 +92,7 @@ class MSRVTT(ClipDataset):
         for ln, row in enumerate(rows, start=2):
             vid, sent = (row.get("video_id") or "").strip(), " ".join((row.get("sentence") or "").split())
             if not vid or not sent:
-                raise DatasetError(f"{self.name}: {str(path)!r} line {ln}: empty video_id or sentence")
+                raise DatasetError(f"{self.name}: {shown_path(path)!r} line {ln}: empty video_id or sentence")
             if vid in seen:  # 1k-A has one caption per video; a repeated video keeps its captions together
                 out[seen[vid]]["texts"].append(sent)
                 continue

@@ -33,6 +33,8 @@ import numpy as np
 from robustlab.datasets._local import check_n, find_file, need, read_image, read_jsonl, rel
 from robustlab.datasets.base import QA, Dataset, DatasetError, Item
 from robustlab.datasets.registry import register_dataset
+from robustlab.io import files as io_files  # by module: the size limits are read (and patched) at call time
+from robustlab.io.confined import is_dir, is_file, shown_path, visible
 
 SPLITS = ("test1", "dev", "train")
 ANN_GET = "it is in https://github.com/lil-lab/nlvr (nlvr2/data/)"
@@ -98,14 +100,14 @@ class NLVR2(Dataset):
             rec = pairs.setdefault(key, {"id": key, "directory": row.get("directory"), "questions": []})
             rec["questions"].append(QA(sent, "true" if label else "false", "reasoning", {"identifier": ident}))
         if not pairs:
-            raise DatasetError(f"{who}: {str(self.ann_file)!r} has no line")
+            raise DatasetError(f"{who}: {shown_path(self.ann_file)!r} has no line")
         self.records = list(pairs.values())
         if image_dir:
             self.image_dir = self.root / Path(image_dir).expanduser()
         else:
             cands = [self.root / split, self.root / "images" / split]
-            self.image_dir = next((d for d in cands if self._paths_in(d, 0)[0].is_file()),
-                                  next((d for d in cands if d.is_dir()), cands[0]))
+            self.image_dir = next((d for d in cands if is_file(self._paths_in(d, 0)[0])),
+                                  next((d for d in cands if is_dir(d)), cands[0]))
 
     def _paths_in(self, d: Path, i: int) -> tuple[Path, Path]:
         r = self.records[i]
@@ -144,13 +146,17 @@ class NLVR2(Dataset):
 
         sizes = []
         for p in self.image_paths(i):
-            if not p.is_file():
-                raise DatasetError(f"{self.name}: image {str(p)!r} is missing ({IMAGES_GET})")
-            try:
-                with Image.open(p) as im:
+            shown = shown_path(p)
+            if not is_file(p) or not visible(p):  # outside the dashboard's data roots: as missing
+                raise DatasetError(f"{self.name}: image {shown!r} is missing ({IMAGES_GET})")
+            try:  # the header of the checked file (stat-ed against the upload limit, opened by open_fd)
+                with io_files.open_checked(p, io_files.MAX_UPLOAD_BYTES, Path(p).name) as f, Image.open(f) as im:
                     sizes.append((im.size[1], im.size[0]))
+            except io_files.InputError as e:
+                raise DatasetError(f"{self.name}: {e}") from e
             except Exception as e:  # noqa: BLE001 - any header failure is a bad file
-                raise DatasetError(f"{self.name}: cannot read {str(p)!r} ({type(e).__name__}: {e})") from e
+                why = " ".join(str(e).replace(str(p), shown).split())[:200]
+                raise DatasetError(f"{self.name}: cannot read {shown!r} ({type(e).__name__}: {why})") from e
         return self._layout(sizes)
 
     def visual(self, i: int) -> np.ndarray:

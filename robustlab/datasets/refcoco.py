@@ -29,6 +29,7 @@ names them; ``n=`` takes the first n images. ``texts`` is empty (expressions are
 """
 from __future__ import annotations
 
+import io
 import pickle
 import sys
 from pathlib import Path
@@ -38,6 +39,8 @@ import numpy as np
 from robustlab.datasets._local import check_n, need, need_int, need_list, pick_dir, read_image, read_json, rel
 from robustlab.datasets.base import Dataset, DatasetError, Item, Ref
 from robustlab.datasets.registry import register_dataset
+from robustlab.io import files as io_files  # by module: the size limits are read (and patched) at call time
+from robustlab.io.confined import is_dir, is_file, shown_path, visible
 
 REFER_GET = "it is in the dataset's zip from https://github.com/lichengunc/refer (data/)"
 IMAGES_GET = "the images are COCO's train2014.zip from https://cocodataset.org/#download"
@@ -51,15 +54,21 @@ def refs_from_parquet(path: Path, who: str) -> list[dict]:
     try:
         import pandas as pd
     except ImportError:
-        raise DatasetError(f"{who}: reading {str(path)!r} needs pandas and pyarrow (pip install pandas pyarrow), "
-                           "or give the refs as JSON") from None
+        raise DatasetError(f"{who}: reading {shown_path(path)!r} needs pandas and pyarrow (pip install pandas "
+                           "pyarrow), or give the refs as JSON") from None
+    try:  # the checked file's bytes (stat-ed against the annotation limit, opened by open_fd), never the name again
+        data = io_files.read_file_capped(path, io_files.MAX_ANNOTATION_BYTES, Path(path).name,
+                                         io_files.ANNOTATION_SETTING)
+    except io_files.InputError as e:
+        raise DatasetError(f"{who}: {e}") from e
     try:
-        df = pd.read_parquet(path)
+        df = pd.read_parquet(io.BytesIO(data))
     except ImportError as e:
-        raise DatasetError(f"{who}: reading {str(path)!r} needs pyarrow (pip install pyarrow), or give the refs "
-                           f"as JSON ({e})") from None
+        raise DatasetError(f"{who}: reading {shown_path(path)!r} needs pyarrow (pip install pyarrow), or give the "
+                           f"refs as JSON ({e})") from None
     except Exception as e:  # noqa: BLE001 - any reader failure is a bad file
-        raise DatasetError(f"{who}: cannot read {str(path)!r} as parquet ({type(e).__name__}: {e})") from e
+        raise DatasetError(f"{who}: cannot read {shown_path(path)!r} as parquet ({type(e).__name__}: "
+                           f"{' '.join(str(e).split())[:200]})") from e
 
     def plain(v):
         if isinstance(v, np.ndarray):
@@ -75,17 +84,22 @@ def refs_from_parquet(path: Path, who: str) -> list[dict]:
 
 def refs_from_pickle(path: Path, who: str) -> list:
     try:
-        with open(path, "rb") as f:
+        f = io_files.open_checked(path, io_files.MAX_ANNOTATION_BYTES, Path(path).name, io_files.ANNOTATION_SETTING)
+    except io_files.InputError as e:
+        raise DatasetError(f"{who}: {e}") from e
+    try:
+        with f:
             return pickle.load(f, encoding="latin1")  # refer's files were written by Python 2
     except Exception as e:  # noqa: BLE001 - any unpickling failure is a bad file
-        raise DatasetError(f"{who}: cannot unpickle {str(path)!r} ({type(e).__name__}: {e})") from e
+        raise DatasetError(f"{who}: cannot unpickle {shown_path(path)!r} ({type(e).__name__}: "
+                           f"{' '.join(str(e).split())[:200]})") from e
 
 
 def pickle_refused(path: Path, who: str) -> DatasetError:
     js = path.with_suffix(".json")
     conv = (f"{Path(sys.executable).name} -c \"import json,pickle; json.dump(pickle.load(open('{path.name}','rb'), "
             f"encoding='latin1'), open('{js.name}','w'))\"")
-    return DatasetError(f"{who}: {str(path)!r} is a Python pickle, which can run code when loaded, so robustlab "
+    return DatasetError(f"{who}: {shown_path(path)!r} is a Python pickle, which can run code when loaded, so robustlab "
                         f"does not open it by default: convert it once to JSON in its folder ({conv}) or, if you "
                         "trust the file, pass trust_pickle=True (CLI --trust-pickle)")
 
@@ -114,11 +128,11 @@ class RefCOCOBase(Dataset):
                          instances_file=str(instances_file) if instances_file else None,
                          image_dir=str(image_dir) if image_dir else None)
         root = self.root
-        self.ann_dir = root / self.dirname if (root / self.dirname).is_dir() else root
+        self.ann_dir = root / self.dirname if is_dir(root / self.dirname) else root
         self.refs_file = self._refs_path(refs_file, split_by)
         self.instances_file = self._path(instances_file) if instances_file else self.ann_dir / "instances.json"
-        if not self.instances_file.is_file():
-            raise DatasetError(f"{who}: missing {str(self.instances_file)!r} (COCO boxes); {REFER_GET}")
+        if not is_file(self.instances_file) or not visible(self.instances_file):  # outside the data roots: missing
+            raise DatasetError(f"{who}: missing {shown_path(self.instances_file)!r} (COCO boxes); {REFER_GET}")
 
         # the refs of this split
         suffix = self.refs_file.suffix.lower()
@@ -156,7 +170,7 @@ class RefCOCOBase(Dataset):
                                                   "category_id": r.get("category_id")}, sents))
             ann_ids.add(ann)
         if not by_image:
-            raise DatasetError(f"{who}: {str(self.refs_file)!r} has no ref in split {split!r}")
+            raise DatasetError(f"{who}: {shown_path(self.refs_file)!r} has no ref in split {split!r}")
 
         # boxes and file names from instances.json
         inst = read_json(self.instances_file, who)
@@ -199,17 +213,18 @@ class RefCOCOBase(Dataset):
     def _refs_path(self, refs_file, split_by: str) -> Path:
         if refs_file:
             p = self._path(refs_file)
-            if not p.is_file():
-                raise DatasetError(f"{self.name}: refs file {str(p)!r} does not exist ({REFER_GET})")
+            if not is_file(p) or not visible(p):  # outside the dashboard's data roots: as missing
+                raise DatasetError(f"{self.name}: refs file {shown_path(p)!r} does not exist ({REFER_GET})")
             return p
         names = [f"refs({split_by}).json", f"refs({split_by}).parquet"]
         if split_by == self.default_split_by:
             names += ["refs.json", "refs.parquet"]
         names += [f"refs({split_by}).p"]  # refused unless trusted, so looked for last
         for name in names:
-            if (self.ann_dir / name).is_file():
+            if is_file(self.ann_dir / name) and visible(self.ann_dir / name):  # outside the roots: as missing
                 return self.ann_dir / name
-        raise DatasetError(f"{self.name}: missing {str(self.ann_dir / names[0])!r} (or {', '.join(names[1:])}) — "
+        raise DatasetError(f"{self.name}: missing {shown_path(self.ann_dir / names[0])!r} "
+                           f"(or {', '.join(names[1:])}) — "
                            f"the referring expressions; {REFER_GET}")
 
     def __len__(self) -> int:

@@ -19,6 +19,7 @@ from typing import Callable
 
 from robustlab.datasets.base import Dataset, DatasetError
 from robustlab.io.access import inside
+from robustlab.io.confined import is_dir, shown_path
 
 _REGISTRY: dict[str, dict] = {}
 
@@ -101,8 +102,8 @@ def build(name: str, root: str | Path | None = None, split: str | None = None, *
             raise DatasetError(f"{name} reads a local copy: pass its folder (--root PATH / root=...); "
                                f"it needs {e['needs']}")
         p = Path(root).expanduser()
-        if not p.is_dir():
-            raise DatasetError(f"{name}: folder {str(p)!r} does not exist (it needs {e['needs']})")
+        if not is_dir(p):  # a name too long to look up is a missing folder, never an OSError naming the path
+            raise DatasetError(f"{name}: folder {shown_path(p)!r} does not exist (it needs {e['needs']})")
         root = p
     takes = _options(e["builder"])
     unknown = sorted(k for k in kw if takes is not None and k not in takes)
@@ -168,7 +169,7 @@ def discover(roots, depth: int = 2, max_dirs: int = 2000, peek: int = 500) -> li
     out, seen = [], 0
     for root in roots:
         base = Path(os.path.realpath(Path(root).expanduser()))
-        if not base.is_dir():
+        if not is_dir(base):
             continue
         level = [base]
         for d in range(depth + 1):

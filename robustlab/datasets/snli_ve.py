@@ -30,6 +30,7 @@ from robustlab.datasets._local import check_n, find_file, need, pick_dir, read_i
 from robustlab.datasets.base import QA, Dataset, DatasetError, Item
 from robustlab.datasets.flickr30k import FLICKR_IMAGES_GET
 from robustlab.datasets.registry import register_dataset
+from robustlab.io.confined import shown_path
 
 LABELS = ("entailment", "neutral", "contradiction")
 SPLITS = ("test", "dev", "train")
@@ -79,7 +80,7 @@ class SNLIVE(Dataset):
             by_image.setdefault(fname, []).append(
                 QA(hyp, label, "entailment", {"pair_id": row.get("pairID"), "premise": row.get("sentence1")}))
         if not by_image:
-            raise DatasetError(f"{who}: {str(self.ann_file)!r} has no labelled pair")
+            raise DatasetError(f"{who}: {shown_path(self.ann_file)!r} has no labelled pair")
         self.records = [{"id": Path(f).stem, "filename": f, "questions": qs} for f, qs in by_image.items()]
         self.image_dir = self.root / Path(image_dir).expanduser() if image_dir else \
             pick_dir(self.root, IMAGE_DIRS, self.records[0]["filename"])

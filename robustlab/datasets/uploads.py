@@ -12,6 +12,7 @@ asks for named captions (:func:`robustlab.io.files.pair_captions`). An item with
 """
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -22,7 +23,7 @@ from robustlab.datasets.registry import register_dataset
 from robustlab.io import (
     files as io_files,  # by module: the upload limits are read (and patched) at call time
 )
-from robustlab.io.access import visible
+from robustlab.io.confined import shown_path, visible
 from robustlab.io.uploads import load_upload
 
 IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".webp", ".bmp", ".gif", ".tif", ".tiff")
@@ -256,11 +257,11 @@ def from_folder(root, split: str = "all", kind: str | None = None, captions: str
     if kind is None:
         kind = "video" if by["video"] and not by["image"] else "image"
     if not by[kind]:
-        raise DatasetError(f"upload: no {kind} files in {str(root)!r} "
+        raise DatasetError(f"upload: no {kind} files in {shown_path(root)!r} "
                            f"(looked for {' '.join(IMAGE_SUFFIXES if kind == 'image' else VIDEO_SUFFIXES)})")
     capfile = Path(captions) if captions else next((root / n for n in ("captions.txt", "captions.csv",
                                                                        "captions.json") if visible(root / n)
-                                                                       and (root / n).exists()), None)
+                                                                       and os.path.exists(root / n)), None)
     cf = None
     if capfile is not None:
         try:  # a captions file follows the upload limit too; one that can't be read stops here, before any media
@@ -287,7 +288,7 @@ def from_folder(root, split: str = "all", kind: str | None = None, captions: str
     errors += rep.errors
     if rep.gallery is None:
         shown = errors[:8] + ([f"… and {len(errors) - 8} more"] if len(errors) > 8 else [])
-        raise DatasetError("upload: " + ("; ".join(shown) or f"no readable {kind} in {str(root)!r}"))
+        raise DatasetError("upload: " + ("; ".join(shown) or f"no readable {kind} in {shown_path(root)!r}"))
     rep.gallery.split, rep.gallery.root = split, root
     rep.gallery.load_errors = errors  # one line per file that was refused or could not be read
     return rep.gallery

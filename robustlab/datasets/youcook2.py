@@ -35,6 +35,7 @@ from robustlab.datasets._clips import (DEFAULT_MAX_FRAMES, DEFAULT_MAX_SIDE, DEF
 from robustlab.datasets._local import find_file, need, need_list, read_json, rel
 from robustlab.datasets.base import DatasetError, Item
 from robustlab.datasets.registry import register_dataset
+from robustlab.io.confined import is_file, shown_path
 
 ANN_NAME = "youcookii_annotations_trainval.json"
 ANN_GET = "it is in YouCookII.tar.gz from http://youcook2.eecs.umich.edu/ (annotations/)"
@@ -47,7 +48,7 @@ def index_videos(root: Path) -> dict[str, Path]:
     """``video_id -> path`` of every .mp4 / .mkv / .webm under ``root`` (mp4 first, then the first path in sorted
     order when a video is there twice)."""
     found: dict[str, Path] = {}
-    paths = sorted((p for p in root.rglob("*") if p.suffix.lower() in VIDEO_SUFFIXES and p.is_file()),
+    paths = sorted((p for p in root.rglob("*") if p.suffix.lower() in VIDEO_SUFFIXES and is_file(p)),
                    key=lambda p: (VIDEO_SUFFIXES.index(p.suffix.lower()), str(p)))
     for p in paths:
         found.setdefault(p.stem, p)
@@ -102,7 +103,7 @@ class YouCook2(ClipDataset):
                 break
         self.missing_videos = len(missing_videos)
         if not records:
-            why = (f"none of its videos is under {str(self.root)!r} (<video_id>.mp4 / .mkv / .webm)"
+            why = (f"none of its videos is under {shown_path(self.root)!r} (<video_id>.mp4 / .mkv / .webm)"
                    if self.missing else f"no segment in subset {SPLITS[split]!r}")
             raise DatasetError(f"{who}: split {split!r}: {why}")
         self.records = records[:n] if n is not None else records
@@ -115,7 +116,7 @@ class YouCook2(ClipDataset):
         p = self.videos.get(vid)
         if p is None:
             raise DatasetError(f"{self.name}: video {vid!r} is missing: no {vid}.mp4 / .mkv / .webm under "
-                               f"{str(self.root)!r} ({VIDEOS_GET})")
+                               f"{shown_path(self.root)!r} ({VIDEOS_GET})")
         return p
 
     def item(self, i: int) -> Item:

@@ -62,8 +62,12 @@ def check_read(path: str | os.PathLike, shown: str | None = None) -> Path:
     roots = _roots
     if roots is None:
         return Path(path)
-    real = _real(path)
-    if not inside(real, roots) or not os.access(real, os.R_OK) or not real.exists():
+    try:  # a name the file system refuses to look up (ENAMETOOLONG, ELOOP) reads as a missing one
+        real = _real(path)
+        ok = inside(real, roots) and os.access(real, os.R_OK) and real.exists()
+    except (OSError, ValueError):
+        ok = False
+    if not ok:
         raise AccessDenied(shown if shown is not None else Path(path).name)
     return Path(path)
 
@@ -75,8 +79,11 @@ def visible(path: str | os.PathLike) -> bool:
     roots = _roots
     if roots is None:
         return True
-    real = _real(path)
-    return inside(real, roots) and real.exists() and os.access(real, os.R_OK)
+    try:  # a name the file system refuses to look up (ENAMETOOLONG, ELOOP) is not visible
+        real = _real(path)
+        return inside(real, roots) and real.exists() and os.access(real, os.R_OK)
+    except (OSError, ValueError):
+        return False
 
 
 def resolve_inside(root: str | os.PathLike, rel: str = "", roots: Sequence[Path] | None = None) -> Path:
@@ -88,11 +95,11 @@ def resolve_inside(root: str | os.PathLike, rel: str = "", roots: Sequence[Path]
     if "\x00" in rel or len(rel) > 1024:
         raise AccessDenied(shown[:80])
     roots = _roots if roots is None else tuple(_real(r) for r in roots)
-    try:
+    try:  # a name the file system refuses (ENAMETOOLONG, ELOOP, EACCES) reads as any other folder it may not open
         real = _real(Path(root) / rel) if rel else _real(root)
+        ok = real.is_dir() and os.access(real, os.R_OK | os.X_OK)
     except (OSError, ValueError):
         raise AccessDenied(shown) from None
-    ok = real.is_dir() and os.access(real, os.R_OK | os.X_OK)
     if not ok or (roots is not None and not inside(real, roots)):
         raise AccessDenied(shown)
     return real

@@ -8,9 +8,12 @@ may be plain text (one caption per line), CSV (columns ``image``/``filename``/``
 Size before read: a file is ``os.stat``-ed (a symlink's target) before it is opened, and read at most up to its
 limit (:func:`check_file_size`, :func:`read_file_capped`, :func:`open_capped`); a browser upload's ``.size`` is
 checked before ``getvalue()`` (:func:`uploaded_bytes`); a folder is scanned up to ``MAX_FOLDER_FILES`` entries
-(:func:`scan_folder`). Limits: ``ROBUSTLAB_MAX_UPLOAD_MB`` (50; uploads, and media and captions files read from a
-folder), ``ROBUSTLAB_MAX_ANNOTATION_MB`` (2048; the local dataset loaders' annotation files),
-``ROBUSTLAB_MAX_FOLDER_FILES`` (20000 entries).
+(:func:`scan_folder`). Under the dashboard's data roots what is read is what was checked (:func:`open_fd`), and a
+message names a file as ``shown_path`` does, the same for one outside the roots, missing or unreadable
+(:mod:`robustlab.io.confined`). Limits:
+``ROBUSTLAB_MAX_UPLOAD_MB`` (50; uploads, and media and captions files read from a folder),
+``ROBUSTLAB_MAX_ANNOTATION_MB`` (2048; the local dataset loaders' annotation files), ``ROBUSTLAB_MAX_FOLDER_FILES``
+(20000 entries).
 """
 from __future__ import annotations
 
@@ -27,7 +30,8 @@ from pathlib import Path
 import numpy as np
 from PIL import Image, UnidentifiedImageError
 
-from robustlab.io.access import visible
+from robustlab.io import confined
+from robustlab.io.confined import NO_SUCH, is_dir, is_file, reason, shown_path, visible  # noqa: F401 - re-exported
 from robustlab.io.convert import to_uint8_rgb
 
 MAX_IMAGE_PIXELS = 40_000_000  # ~6300×6300; larger images are refused (decompression-bomb guard)
@@ -76,6 +80,22 @@ class InputError(ValueError):
     """Bad user input; ``str(e)`` is a message fit to show to the user."""
 
 
+# ---- under the dashboard's data roots: what is read is what was checked (robustlab.io.confined) -------------------
+def cannot_read(label: str, e: BaseException | None = None) -> InputError:
+    """The one line for a file that can't be had: under the data roots always the same reason (a viewer can't tell
+    outside from missing from unreadable); otherwise the system's."""
+    return InputError(f"{label}: cannot read the file ({reason(e)})")
+
+
+def open_fd(path: str | os.PathLike, label: str | None = None) -> int:
+    """:func:`robustlab.io.confined.open_fd` (under the data roots: the checked file, never a symlink swapped in since),
+    InputError (one line naming ``label``) when it can't be had."""
+    try:
+        return confined.open_fd(path)
+    except (OSError, ValueError) as e:
+        raise cannot_read(_label(Path(path), label), e) from e
+
+
 # ---- size before read: every file a user can make the server read is stat-ed first ---------------------------------
 def _mb(n: int, digits: str = ".4g") -> str:
     """A size for a message: ``50 MB`` (``digits`` formats the MB), or ``1234 bytes`` under 0.1 MB."""
@@ -95,15 +115,16 @@ def check_file_size(path: str | Path, limit: int | None = None, label: str | Non
                     setting: str = UPLOAD_SETTING) -> int:
     """``path``'s size from ``os.stat`` (a symlink's target), without reading it; InputError (one line naming
     ``label``, default the file's name, the limit and ``setting``) when it is missing, not a regular file
-    (a folder, a FIFO, a device) or over ``limit`` bytes (default ``MAX_UPLOAD_BYTES``)."""
+    (a folder, a FIFO, a device) or over ``limit`` bytes (default ``MAX_UPLOAD_BYTES``). Under the dashboard's data
+    roots a file outside them, missing or unreadable, or whose name can't be looked up, is the same line."""
     limit = MAX_UPLOAD_BYTES if limit is None else int(limit)
     label = _label(path, label)
     if not visible(path):  # the dashboard's data roots: outside them is the same as missing
-        raise InputError(f"{label}: cannot read the file (No such file or directory)")
+        raise cannot_read(label)
     try:
         st = os.stat(path)
-    except OSError as e:
-        raise InputError(f"{label}: cannot read the file ({e.strerror or e})") from e
+    except (OSError, ValueError) as e:
+        raise cannot_read(label, e) from e
     if not stat.S_ISREG(st.st_mode):
         raise InputError(f"{label}: not a regular file")
     if st.st_size > limit:
@@ -112,14 +133,11 @@ def check_file_size(path: str | Path, limit: int | None = None, label: str | Non
 
 
 def _open_checked(path: str | Path, limit: int, label: str, setting: str) -> int:
-    """A read-only descriptor of ``path`` after ``check_file_size``; the opened file is stat-ed again (a file
-    swapped between the two is caught). Opened non-blocking, so a FIFO swapped in never hangs the open."""
+    """A read-only descriptor of ``path`` after ``check_file_size``, opened by :func:`open_fd` (under the data
+    roots: the checked file, never one swapped in since); the opened file is stat-ed again (a file swapped between
+    the two is caught). Opened non-blocking, so a FIFO swapped in never hangs the open."""
     check_file_size(path, limit, label, setting)
-    flags = os.O_RDONLY | getattr(os, "O_BINARY", 0) | getattr(os, "O_NONBLOCK", 0)
-    try:
-        fd = os.open(path, flags)
-    except OSError as e:
-        raise InputError(f"{label}: cannot read the file ({e.strerror or e})") from e
+    fd = open_fd(path, label)
     try:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
@@ -130,6 +148,16 @@ def _open_checked(path: str | Path, limit: int, label: str, setting: str) -> int
         os.close(fd)
         raise
     return fd
+
+
+def open_checked(path: str | Path, limit: int | None = None, label: str | None = None,
+                 setting: str = UPLOAD_SETTING):
+    """``path`` as a seekable binary file (``open(path, "rb")``), stat-ed against ``limit`` (default
+    ``MAX_UPLOAD_BYTES``) before it is opened and opened by :func:`open_fd`: for a reader that needs to seek (an
+    image header, a video container, a parquet footer). The caller reads at most what it needs. InputError."""
+    limit = MAX_UPLOAD_BYTES if limit is None else int(limit)
+    label = _label(path, label)
+    return os.fdopen(_open_checked(path, limit, label, setting), "rb")
 
 
 def read_file_capped(path: str | Path, limit: int | None = None, label: str | None = None,
@@ -144,7 +172,7 @@ def read_file_capped(path: str | Path, limit: int | None = None, label: str | No
             fd = -1
             data = f.read(limit + 1)
     except OSError as e:
-        raise InputError(f"{label}: cannot read the file ({e.strerror or e})") from e
+        raise cannot_read(label, e) from e
     finally:
         if fd >= 0:
             os.close(fd)
@@ -207,7 +235,7 @@ def scan_folder(root: str | Path, cap: int | None = None, suffixes: tuple[str, .
     ``ROBUSTLAB_MAX_FOLDER_FILES``. Nothing is read."""
     cap = MAX_FOLDER_FILES if cap is None else int(cap)
     root = Path(root)
-    label = label or root.name or str(root)
+    label = label or root.name or shown_path(root)
     sfx = tuple(s.lower() for s in suffixes) if suffixes is not None else None
     found: list[str] = []
     seen = 0
@@ -226,8 +254,8 @@ def scan_folder(root: str | Path, cap: int | None = None, suffixes: tuple[str, .
                         found.append(entry.name)
                 except OSError:
                     continue
-    except OSError as e:
-        raise InputError(f"{label}: cannot list the folder ({e.strerror or e})") from e
+    except (OSError, ValueError) as e:
+        raise InputError(f"{label}: cannot list the folder ({reason(e)})") from e
     return [root / n for n in sorted(found)]
 
 
@@ -252,7 +280,7 @@ def uploaded_bytes(f, limit: int | None = None) -> bytes:
 def load_image(data: bytes | str | Path, name: str = "", max_pixels: int = MAX_IMAGE_PIXELS) -> np.ndarray:
     """Decode an image file (bytes or path) to H×W×3 uint8, or raise InputError saying why not."""
     if isinstance(data, (str, Path)):
-        name = name or str(data)
+        name = name or shown_path(data)
         data = read_file_capped(data, MAX_UPLOAD_BYTES, name)  # stat-ed before it is read
     label = name or "upload"
     fmt = None

@@ -41,8 +41,8 @@ from pathlib import Path
 
 import numpy as np
 
-from robustlab.io.access import visible
-from robustlab.io.files import MAX_IMAGE_PIXELS, MAX_UPLOAD_BYTES, InputError
+from robustlab.io.confined import shown_path, visible
+from robustlab.io.files import MAX_IMAGE_PIXELS, MAX_UPLOAD_BYTES, InputError, cannot_read, read_file_capped
 
 MAX_VIDEO_FRAMES = 600
 MAX_DECODED_BYTES = 1536 * 2**20  # frames kept in memory after decoding (1.5 GiB)
@@ -108,16 +108,17 @@ def _read_source(src, name: str) -> tuple[bytes, str]:
         data = bytes(src)
         label = name or "upload"
     elif isinstance(src, (str, Path, os.PathLike)):
-        label = name or str(src)
+        label = name or shown_path(src)  # never a full server path under the dashboard's data roots
         try:
             if not visible(src):  # the dashboard's data roots: outside them is the same as missing
                 raise FileNotFoundError(2, "No such file or directory")
             size = os.path.getsize(src)
-            if size > MAX_UPLOAD_BYTES:
-                raise InputError(f"{label}: {size / 1e6:.0f} MB is over the {MAX_UPLOAD_BYTES // 2**20} MB limit")
-            data = Path(src).read_bytes()
-        except OSError as e:
-            raise InputError(f"{label}: cannot read the file ({e.strerror or e})") from e
+        except (OSError, ValueError) as e:
+            raise cannot_read(label, e) from e
+        if size > MAX_UPLOAD_BYTES:
+            raise InputError(f"{label}: {size / 1e6:.0f} MB is over the {MAX_UPLOAD_BYTES // 2**20} MB limit")
+        # the checked descriptor is what is read (robustlab.io.files.open_fd), at most the limit
+        data = read_file_capped(src, MAX_UPLOAD_BYTES, label)
     else:
         raise InputError(f"{name or 'input'}: expected video bytes or a path, got {type(src).__name__}")
     if not data:

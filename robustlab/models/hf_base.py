@@ -23,6 +23,7 @@ import numpy as np
 import torch
 
 from robustlab.engine.device import resolve_device
+from robustlab.io.access import read_roots
 from robustlab.models.base import ModelInfo
 from robustlab.models.hub import hub_access, offline_reason, unavailable
 
@@ -188,12 +189,21 @@ def hf_source(prefix: str, repo_or_dir: str) -> tuple[str, str | None, bool, boo
     """(src, offline_reason, local_files_only, is_local, what) for a hub repo id or a local folder.
 
     A local folder loads local files only; a repo id is checked against the hub in seconds and loads cache-only
-    when offline. Raises a one-line ModelUnavailable for a missing local folder.
+    when offline. Raises a one-line ModelUnavailable for a missing local folder. In a process confined to data
+    roots (the dashboard: :func:`robustlab.io.access.read_roots`) a name of the hub's form (``name``, ``org/name``)
+    is always a repo id, never a folder of that name next to the server: what a viewer's spec means doesn't depend on
+    what lies on the disk (the dashboard checked it as a hub spec, ``spec_source(spec, disk=False)``).
     """
     src = str(repo_or_dir).strip()
     p = Path(src).expanduser()
     what = f"{prefix}:{src}"
-    if p.is_dir():
+    hub_form = not (src.startswith(("/", "~", ".", "\\")) or "\\" in src or ".." in src.split("/")
+                    or src.count("/") > 1)
+    try:
+        local_dir = p.is_dir() and not (hub_form and read_roots() is not None)
+    except (OSError, ValueError):  # a name the file system refuses to look up (too long): not a local folder
+        local_dir = False
+    if local_dir:
         return str(p), None, True, True, what
     if src.startswith(("/", "./", "../", "~", ".")) or src.count("/") > 1:
         raise unavailable(what, "no such local folder (and not a hub repo id of the form org/name)")

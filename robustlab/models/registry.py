@@ -284,11 +284,32 @@ def load_model(spec: str = "builtin:tiny-clip", device: str | None = None, **kwa
     return b.resolve()(rest, device=device, **kwargs)
 
 
-def spec_source(spec: str) -> tuple[str, str | None]:
+def _looks_local(rest: str) -> bool:
+    """Whether a spec's rest can only be a local path, from its text alone (absolute, home, relative, ``..``)."""
+    return rest.startswith(("/", "~", ".", "\\")) or "\\" in rest or ".." in rest.split("/")
+
+
+def spec_source(spec: str, *, disk: bool = True) -> tuple[str, str | None]:
     """Where a spec's weights would come from, without loading anything or touching the network:
     ``("builtin", None)``, ``("local", path)`` (a checkpoint file or folder the spec names), ``("hub", None)`` (a
     hub repo or pretrained tag: a download unless cached) or ``("random", None)`` (an architecture alone). A
-    dashboard checks it against its operator's rules before :func:`load_model` (ValueError for a bad spec)."""
+    dashboard checks it against its operator's rules before :func:`load_model` (ValueError for a bad spec).
+
+    ``disk=False`` decides from the spec's text alone, never from what exists on this machine (a dashboard viewer
+    must get the same answer whether or not a file of that name lies next to the server): a spec without a
+    registered prefix is a local path; a transformers name (``hf:NAME``, ``hf:org/name``) is a hub repo id unless
+    it can only be a path (absolute, ``~``, ``.``, ``..``, or more than one ``/``); a confined process loads it so
+    (:func:`robustlab.models.hf_base.hf_source`). ``disk=True`` (the default: the library, the CLI) is what
+    :func:`load_model` would do here, an existing local folder first."""
+    if not disk:
+        _ensure_backends()
+        text = str(spec).strip()
+        head, sep, _ = text.partition(":")
+        if text and not (sep and head in _BACKENDS):
+            if sep and _PREFIX_RE.match(head) and not _looks_local(text):
+                raise ValueError(f"unknown model spec {text!r}: no backend is registered for the prefix '{head}:'; "
+                                 + _spec_help())
+            return "local", text  # a bare path (open_clip files or a transformers folder): checked where it points
     prefix, rest = parse_spec(spec)
     if prefix == "builtin":
         return "builtin", None
@@ -309,9 +330,10 @@ def spec_source(spec: str) -> tuple[str, str | None]:
         except Exception:  # noqa: BLE001 - open_clip missing or an unknown arch: no tag is known
             tags = set()
         return ("hub", None) if tag.strip() in tags or tag.strip().lower() in tags else ("local", tag.strip())
+    if not disk:
+        return ("local", rest) if _looks_local(rest) or rest.count("/") > 1 else ("hub", None)
     p = Path(rest).expanduser()
-    looks_local = rest.startswith(("/", "~", ".", "\\")) or "\\" in rest or ".." in rest.split("/")
-    if looks_local or p.exists():  # transformers reads an existing local folder before the hub
+    if _looks_local(rest) or p.exists():  # transformers reads an existing local folder before the hub
         return "local", rest
     return "hub", None
 
