@@ -20,9 +20,13 @@ An adaptation cell is ``{<one single-axis shift>, "adapt": <method>}``: the retr
 t2v); "no adaptation" is the shifted cell itself. What a task shares across a group of cells (retrieval: one bench
 of clean embeddings) is the task's :meth:`~robustlab.tasks.base.Task.sweep_options`, not the sweep's.
 
-Resumable: a cell whose JSON exists is skipped, and a cell's file is written atomically when the cell is done, so a
-run killed at any moment loses at most the cells in flight; the rerun computes the rest and the final files are the
-same as an uninterrupted run's (every number is a function of the spec: seeds are ``condition.seed + item``).
+Resumable: a cell's file is written atomically when the cell is done, with a SHA-256 checksum of its content
+(:mod:`~robustlab.bench.cellfile`), so a run killed at any moment loses at most the cells in flight; the rerun skips
+a cell whose file passes the cell schema and its checksum (a file without one, from an older robustlab, on its schema
+alone), recomputes one that does not (truncated, empty, malformed, edited, another cell's; one log line each), and
+the final files are the same as an uninterrupted run's (every number is a function of the spec: seeds are
+``condition.seed + item``). A write that fails (a full disk) stops the sweep with one line (SweepError); the cells
+finished before it stay.
 
 Each visual is decoded once per sweep process (:class:`DecodedOnce`), each perturbed input is encoded once (the
 embedding cache, keyed by the model's weights fingerprint, the content and the perturbation record). The local and

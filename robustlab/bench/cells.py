@@ -26,17 +26,25 @@ from robustlab.tasks.base import ADAPT, adapt_side, check_conditions, label
 from robustlab.tasks.registry import get as get_task
 from robustlab.tasks.retrieval import DIRECTIONS, RetrievalTask
 
+from robustlab.bench.cellfile import checksum, read_problem
 from robustlab.bench.spec import Cell, SweepCancelled, SweepError, SweepSpec
 
 
 def build_dataset(spec: SweepSpec):
+    """The sweep's dataset; ``n`` past what it holds (a folder's loader stops at what it has; the built-in world
+    refuses more than its maximum before generating anything) is a one-line SweepError before any work."""
     d = spec.dataset
     kw = {k: d[k] for k in ("n", "seed") if d.get(k) is not None}
     kw.update(d.get("options") or {})
     try:
-        return dataset_registry.build(d["name"], root=d.get("root"), split=d.get("split"), **kw)
+        ds = dataset_registry.build(d["name"], root=d.get("root"), split=d.get("split"), **kw)
     except OSError as e:
         raise SweepError(str(e)) from None
+    n = d.get("n")
+    if isinstance(n, int) and len(ds) < n:
+        where = ds.name + (f" ({ds.split} split)" if getattr(ds, "split", None) else "")
+        raise SweepError(f"n {n}: {where} holds {len(ds)} items; ask for {len(ds)} or fewer")
+    return ds
 
 
 def load(model_spec: str, device=None):
@@ -208,9 +216,25 @@ def write_output(out: Path, o: CellOutput) -> Path:
         if not p.exists():
             atomic_write(p, data)
     o.result["extra"]["seconds"] = round(float(o.seconds), 3)
+    o.result.pop("checksum", None)
+    o.result["checksum"] = checksum(json.loads(json.dumps(o.result)))  # of the cell as it reads back
     path = cell_path(out, o.key)
     atomic_write(path, (_dumps(o.result) + "\n").encode())
     return path
+
+
+def cell_problem(out, key: str) -> Optional[str]:
+    """None when ``cells/<key>.json`` is a finished cell a resumed sweep can skip; else why it is not (one line):
+    missing, unreadable, empty, truncated, malformed, another cell's file, or a checksum that does not match
+    (:mod:`robustlab.bench.cellfile`)."""
+    path = cell_path(out, key)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return "missing"
+    except (OSError, UnicodeDecodeError) as e:
+        return f"unreadable ({type(e).__name__})"
+    return read_problem(text, key)[1]
 
 
 _RANKS = "\u0000ranks\u0000"  # a placeholder no result holds
@@ -227,11 +251,14 @@ def _dumps(result: dict) -> str:
 
 
 def load_results(out) -> list[dict]:
-    """Every cell Result JSON in a run folder (unreadable files are skipped)."""
+    """Every cell Result JSON in a run folder (unreadable files, and cells that fail their schema or checksum, are
+    skipped)."""
     rows = []
     for p in sorted((Path(out) / "cells").glob("*.json")):
         try:
-            rows.append(json.loads(p.read_text()))
+            cell = read_problem(p.read_text(encoding="utf-8"))[0]
         except (OSError, ValueError):
             continue
+        if cell is not None:
+            rows.append(cell)
     return rows

@@ -293,9 +293,27 @@ def list_protocols() -> list[Protocol]:
     return [load_protocol(n) for n in shipped()]
 
 
+MAX_DEPTH = 32  # tables and lists in tables: the shipped protocols nest 4 deep
+
+
+def _depth(data) -> int:
+    """How deep lists and tables nest in ``data`` (a scalar: 0), without recursion."""
+    deepest, stack = 0, [(data, 1)]
+    while stack:
+        x, d = stack.pop()
+        kids = list(x.values()) if isinstance(x, dict) else x if isinstance(x, list) else None
+        if kids is None:
+            continue
+        deepest = max(deepest, d)
+        if d <= MAX_DEPTH:  # past the limit the answer is known: stop walking
+            stack.extend((k, d + 1) for k in kids)
+    return deepest
+
+
 def _read(path: Path) -> dict:
-    text = path.read_text(encoding="utf-8")
+    kind = path.suffix.lstrip(".").upper() or "TOML"
     try:
+        text = path.read_text(encoding="utf-8")
         if path.suffix.lower() == ".json":
             data = json.loads(text)
         else:
@@ -304,11 +322,21 @@ def _read(path: Path) -> dict:
             except ModuleNotFoundError:  # pragma: no cover - Python 3.10 (the tomli backport, a dependency there)
                 import tomli as tomllib
             data = tomllib.loads(text)
+    except RecursionError:  # json and tomllib parse nesting by recursion: [[[[... 100,000 deep
+        raise ProtocolError(f"protocol file {path.name}: not a {kind} protocol robustlab can read (nested too "
+                            f"deep; a protocol nests at most {MAX_DEPTH} levels)") from None
+    except UnicodeDecodeError as e:
+        raise ProtocolError(f"protocol file {path.name}: not UTF-8 text (byte {e.start})") from None
     except ValueError as e:  # json.JSONDecodeError and tomllib.TOMLDecodeError are both ValueErrors
-        raise ProtocolError(f"protocol file {path.name}: not valid {path.suffix.lstrip('.').upper() or 'TOML'}: "
-                            f"{str(e).splitlines()[0]}") from None
+        raise ProtocolError(f"protocol file {path.name}: not valid {kind}: {str(e).splitlines()[0]}") from None
+    except OSError as e:
+        raise ProtocolError(f"protocol file {path.name}: cannot read it ({e.strerror or type(e).__name__})") from None
     if not isinstance(data, dict):
         raise ProtocolError(f"protocol file {path.name}: not a table of keys")
+    depth = _depth(data)
+    if depth > MAX_DEPTH:  # the schema check, the spec and the report walk it by recursion too
+        raise ProtocolError(f"protocol file {path.name}: nested more than {MAX_DEPTH} levels deep (a protocol "
+                            f"nests at most {MAX_DEPTH})")
     return data
 
 

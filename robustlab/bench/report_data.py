@@ -46,6 +46,7 @@ from robustlab.perturb import get_perturbation
 from robustlab.perturb.condition import Condition
 from robustlab.tasks.base import ADAPT, AXES, INTERVENTION, Result, adapt_label, intervention_label
 
+from robustlab.bench.cellfile import checksum
 from robustlab.bench.report_protocol import protocol_columns, protocol_tables
 from robustlab.bench.report_ci import (Replicates, add_columns, column_order, headline_of, model_differences,
                                        robustness_ci)
@@ -126,6 +127,8 @@ def _read_cell(path: Path) -> Result:
     d = json.loads(path.read_text())
     if not isinstance(d, dict):
         raise ValueError("not a JSON object")
+    if "checksum" in d and d["checksum"] != checksum(d):  # cells written before checksums have none: read as before
+        raise ValueError("its checksum does not match its content (changed after it was written)")
     r = Result.from_json(d)
     if not isinstance(r.metrics, dict) or not isinstance(r.conditions, dict):
         raise ValueError("metrics and conditions must be objects")

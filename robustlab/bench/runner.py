@@ -1,8 +1,11 @@
 """The sweep driver: run every cell of a spec not yet in its folder, locally or on Ray, and write what comes back
-(resumable: a cell's Result is written last and atomically)."""
+(resumable: a cell's Result is written last and atomically, with a checksum; on resume a cell file is skipped only
+when it passes its schema and checksum, and recomputed with one log line otherwise)."""
 from __future__ import annotations
 
+import errno
 import json
+import logging
 import threading
 import time
 from dataclasses import asdict, dataclass, field
@@ -12,9 +15,12 @@ from typing import Callable, Iterator, Optional
 from robustlab.engine.cache import EmbeddingCache
 from robustlab.io.atomic import atomic_write
 
-from robustlab.bench.cells import CellOutput, build_dataset, cell_path, check, load, run_group, write_output
+from robustlab.bench.cells import (CellOutput, build_dataset, cell_path, cell_problem, check, load, run_group,
+                                   write_output)
 from robustlab.bench.sources import DecodedOnce
 from robustlab.bench.spec import ENGINES, Cell, SweepCancelled, SweepError, SweepSpec
+
+log = logging.getLogger("robustlab.bench")
 
 
 # ------------------------------------------------------------------------------------------------ the driver
@@ -28,11 +34,13 @@ class SweepStatus:
     cancelled: bool = False
     engine: str = "local"
     written: list = field(default_factory=list)
+    invalid: list = field(default_factory=list)  # keys of cell files found damaged on resume, recomputed
 
     def to_json(self) -> dict:
         d = asdict(self)
         d["out"] = str(self.out)
         d["written"] = len(self.written)
+        d["invalid"] = len(self.invalid)
         return d
 
 
@@ -64,7 +72,43 @@ def _merge_spec(out: Path, spec: SweepSpec) -> SweepSpec:
 
 
 def pending(spec: SweepSpec, out) -> list[Cell]:
-    return [c for c in spec.cells() if not cell_path(Path(out), c.key).exists()]
+    """The cells of ``spec`` not finished in ``out``: no file, or a file that fails its schema or checksum."""
+    return [c for c, _why in _unfinished(spec, out)]
+
+
+def _unfinished(spec: SweepSpec, out) -> list[tuple[Cell, str]]:
+    """(cell, why) for every cell without a file ("missing") or whose file cannot be trusted as done."""
+    out = Path(out)
+    rows = []
+    for c in spec.cells():
+        why = cell_problem(out, c.key) if cell_path(out, c.key).exists() else "missing"
+        if why:
+            rows.append((c, why))
+    return rows
+
+
+def _out_problem(out: Path) -> Optional[str]:
+    """A run folder that cannot be one, found before any work: a file, a path under a file."""
+    try:
+        if out.exists() and not out.is_dir():
+            return f"{out} is a file, not a folder"
+        first = next((a for a in out.parents if a.exists()), None)
+        if first is not None and not first.is_dir():
+            return f"{out}: {first} is a file, not a folder"
+    except (OSError, ValueError) as e:
+        return f"{out!s}: not a folder robustlab can write ({e})"
+    return None
+
+
+def _write_error(e: OSError, status: "SweepStatus", target: Path) -> SweepError:
+    """A write that failed mid-sweep (a full disk, a folder made read-only) as one line; the finished cells stay."""
+    why = e.strerror or type(e).__name__
+    if e.errno in (errno.ENOSPC, errno.EDQUOT):
+        why += " (the disk is full)"
+    done = status.done + status.skipped
+    kept = f"; the {done} cells finished before it are kept" if done else "; no cell was finished"
+    return SweepError(f"cannot write {target}: {why}{kept}: free some space (or fix the folder) and rerun the same "
+                      f"command to resume in {status.out}")
 
 
 def run_sweep(spec: SweepSpec, out, *, engine: str = "local", progress: Optional[Callable[[dict], None]] = None,
@@ -77,14 +121,26 @@ def run_sweep(spec: SweepSpec, out, *, engine: str = "local", progress: Optional
     if engine not in ENGINES:
         raise SweepError(f"unknown engine {engine!r}; engines: {', '.join(ENGINES)}")
     out = Path(out)
+    why = _out_problem(out)
+    if why:
+        raise SweepError(why)
     dataset = build_dataset(spec)
     models: dict = {}
     for m in spec.models:
         models[m] = load(m, spec.device)
     check(spec, dataset, models)
-    _merge_spec(out, spec)
-    todo = pending(spec, out)
-    status = SweepStatus(total=len(spec.cells()), skipped=len(spec.cells()) - len(todo), out=out, engine=engine)
+    status = SweepStatus(total=len(spec.cells()), skipped=0, out=out, engine=engine)
+    try:
+        _merge_spec(out, spec)
+    except OSError as e:
+        raise _write_error(e, status, out / "sweep.json") from None
+    unfinished = _unfinished(spec, out)
+    todo = [c for c, _why in unfinished]
+    status.skipped = len(spec.cells()) - len(todo)
+    for c, why in unfinished:
+        if why != "missing":  # a damaged file is never taken for a finished cell
+            status.invalid.append(c.key)
+            log.warning("robustlab bench: cells/%s.json is not a finished cell: %s; recomputing it", c.key, why)
     t0 = time.perf_counter()
 
     def report(cell_label: str = "", within: float = 0.0):
@@ -105,7 +161,12 @@ def run_sweep(spec: SweepSpec, out, *, engine: str = "local", progress: Optional
         outputs = _run_local(spec, todo, DecodedOnce(dataset), models, cache, cancel, report)
     try:
         for o in outputs:
-            status.written.append(write_output(out, o))
+            try:
+                status.written.append(write_output(out, o))
+            except OSError as e:  # a full disk: the cells written so far are complete, the rerun resumes
+                if hasattr(outputs, "close"):
+                    outputs.close()  # the workers stop now (Ray: the engine's own clean-up), not at garbage collection
+                raise _write_error(e, status, cell_path(out, o.key)) from None
             status.done += 1
             report(o.key)
     except SweepCancelled:

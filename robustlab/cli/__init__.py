@@ -47,7 +47,7 @@ import importlib
 import sys
 import types
 
-from robustlab.cli.common import err
+from robustlab.cli.common import err, os_message, out_problem
 from robustlab.cli.parser import build_parser
 from robustlab.perturb import allocator
 
@@ -79,17 +79,46 @@ def _home(where: str):
     return importlib.import_module(f"robustlab.cli.{mod}"), name
 
 
+# what each command's --out names: a folder it fills, or one file it writes (checked before any work)
+OUT_KINDS = {"eval": "folder", "perturb": "folder", "regenerate": "folder", "bench": "folder",
+             "bench-report": "folder", "adapt": "file", "quag-sim": "file", "clavi-distance": "file", "train": "file"}
+
+
+def _precheck(args) -> str | None:
+    """The flags every command shares, checked before the command does any work: ``--out`` (a file where a folder
+    goes, a path under a file...) and ``--device`` (``tpu:9``, ``cuda:9`` on a one-GPU machine). One line or None."""
+    out, kind = getattr(args, "out", None), OUT_KINDS.get(args.cmd)
+    if out and kind and not getattr(args, "dry_run", False) and not getattr(args, "list", False):
+        why = out_problem(out, kind)
+        if why:
+            return why
+    if getattr(args, "device", None) is not None:
+        # torch: only the commands that take --device, all of which import it anyway
+        from robustlab.engine.device import DeviceError, resolve_device
+
+        try:
+            resolve_device(args.device)
+        except DeviceError as e:
+            return f"--device: {e}"
+    return None
+
+
 def main(argv=None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv[:2] == ["bench", "report"]:  # `robustlab bench report DIR`
         argv = ["bench-report"] + argv[2:]
     args = build_parser().parse_args(argv)
+    why = _precheck(args)
+    if why:
+        return err(why)
     allocator.tune_allocator()  # keep freed NumPy temporaries (glibc): zoom blur, brightness, elastic up to 3x faster
     try:
         mod, name = _home(COMMANDS[args.cmd])
         return getattr(mod, name)(args)
     except KeyboardInterrupt:
         return err("interrupted", 130)
+    except OSError as e:  # a full disk, a folder made read-only meanwhile: one line, never a traceback
+        return err(os_message(e))
 
 
 class _Package(types.ModuleType):

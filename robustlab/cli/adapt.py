@@ -10,7 +10,8 @@ from robustlab import adapt
 from robustlab.adapt import QUERY_SIDE, AdaptError, get_method, list_methods, resolve
 from robustlab.adapt.methods import check_params
 from robustlab.cli import inputs
-from robustlab.cli.common import counting_bar, err, msg
+from robustlab.cli.common import counting_bar, err, msg, os_message
+from robustlab.io.atomic import atomic_write
 from robustlab.io.params import parse_kv
 from robustlab.perturb.condition import Condition, check
 from robustlab.tasks.retrieval import DIRECTIONS
@@ -104,8 +105,10 @@ def cmd_adapt(args) -> int:
                **extra}
     if args.out:
         path = Path(args.out)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps(payload, indent=1) + "\n")
+        try:  # atomic: a full disk leaves no half file, and is one line
+            atomic_write(path, json.dumps(payload, indent=1) + "\n")
+        except OSError as e:
+            return err(f"cannot write {os_message(e, path)}")
         print(f"wrote {path}", file=sys.stderr)
     if args.json:
         print(json.dumps(payload))
@@ -152,8 +155,10 @@ def _curve(args, model, dataset, method, direction: str, params: dict, sevs: lis
                "severity_curve": curve.to_json()}
     if args.out:
         path = Path(args.out)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps(payload, indent=1) + "\n")
+        try:  # atomic: a full disk leaves no half file, and is one line
+            atomic_write(path, json.dumps(payload, indent=1) + "\n")
+        except OSError as e:
+            return err(f"cannot write {os_message(e, path)}")
         print(f"wrote {path}", file=sys.stderr)
     if args.json:
         print(json.dumps(payload))

@@ -60,9 +60,10 @@ def cmd_quag_sim(args) -> int:
 def cmd_clavi_distance(args) -> int:
     if args.pairs < 1:
         return err("--pairs must be at least 1")
+    given = args.n is not None
     if args.n is None:
         args.n = max(30, 3 * args.pairs)  # about a third of the built-in event videos have two distinct events
-    dataset, code = inputs.build_dataset(args, args.dataset)
+    dataset, code = inputs.build_dataset(args, args.dataset, check_n=given)
     if dataset is None:
         return code
     model, code = inputs.load_model(args)

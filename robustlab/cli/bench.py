@@ -60,10 +60,13 @@ def cmd_bench(args) -> int:
         nr = spec.protocol["not_run"]
         print(f"protocol {spec.name}: {len(nr)} of its perturbations cannot run here and are left out (the report "
               f"lists them): " + "; ".join(f"{x['perturbation']} ({x['reason']})" for x in nr), file=sys.stderr)
-    bar = tqdm(total=0, desc=f"bench {args.out}", unit="cell", disable=args.quiet, file=sys.stderr,
-               bar_format="{l_bar}{bar}| {n:.2f}/{total} cells [{elapsed}<{remaining}]")
+    bars: list = []  # the bar starts with the first cell: a problem found before it (the dataset, a model) is one line
 
     def progress(st):
+        if not bars:
+            bars.append(tqdm(total=0, desc=f"bench {args.out}", unit="cell", disable=args.quiet, file=sys.stderr,
+                             bar_format="{l_bar}{bar}| {n:.2f}/{total} cells [{elapsed}<{remaining}]"))
+        bar = bars[0]
         bar.total = st["total"]
         bar.n = round(st["fraction"] * st["total"], 2)
         bar.update(0)  # redraws at tqdm's own rate (mininterval), not on every item
@@ -71,11 +74,14 @@ def cmd_bench(args) -> int:
         status = run_sweep(spec, args.out, engine=args.engine, progress=progress, address=args.address,
                            num_cpus=args.num_cpus)
     except (SweepError, ValueError) as e:
-        bar.close()
+        for bar in bars:
+            bar.close()
         return err(str(e))
-    bar.close()
+    for bar in bars:
+        bar.close()
     print(f"{status.done} cells run, {status.skipped} already there, {status.total} in the sweep "
-          f"({status.seconds:.1f} s, engine {status.engine}) -> {status.out}", file=sys.stderr)
+          f"({status.seconds:.1f} s, engine {status.engine}) -> {status.out}"
+          + (f"; {len(status.invalid)} damaged cell file(s) recomputed" if status.invalid else ""), file=sys.stderr)
     if args.report:
         return cmd_bench_report(argparse.Namespace(run=args.out, metric=None, out=None, headline=None))
     return 0

@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 from robustlab.cli import inputs
-from robustlab.cli.common import counting_bar, err, msg
+from robustlab.cli.common import counting_bar, err, msg, os_message
 from robustlab.io.params import parse_kv
 from robustlab.perturb import get_perturbation
 from robustlab.perturb.condition import Condition, check
@@ -49,9 +49,13 @@ def cmd_eval(args) -> int:
         return err(str(e))
     bar.close()
     if args.out:
-        for r in results:
+        for i, r in enumerate(results):
             path = Path(args.out) / _filename(r)
-            r.save(path)
+            try:
+                r.save(path)
+            except OSError as e:  # a full disk: one line; the results written before it are whole (atomic)
+                return err(f"cannot write {os_message(e, path)}" + (f"; the {i} result(s) before it were written"
+                                                                    if i else ""))
             print(f"wrote {path}", file=sys.stderr)
     if args.json:
         out = [r.to_json() for r in results]

@@ -14,17 +14,23 @@ from robustlab.datasets import registry as datasets
 from robustlab.models import ModelUnavailable
 
 
-def build_dataset(args, name: str):
-    """(dataset, None) or (None, exit code after a one-line message)."""
+def build_dataset(args, name: str, check_n: bool = True):
+    """(dataset, None) or (None, exit code after a one-line message). ``--n`` is checked before any work: at least
+    1, at most the built-in world's maximum (the dataset refuses more before generating anything) and, with
+    ``check_n``, no more than the dataset holds (a folder's loader stops at what it has)."""
     if args.n is not None and args.n < 1:
         return None, err("--n must be at least 1")
     kw = {k: v for k, v in (("n", args.n), ("seed", args.seed)) if v is not None}
     if args.trust_pickle:
         kw["trust_pickle"] = True
     try:
-        return datasets.build(name, root=args.root, split=args.split, **kw), None
+        ds = datasets.build(name, root=args.root, split=args.split, **kw)
     except (ValueError, OSError) as e:
         return None, err(str(e))
+    if check_n and args.n is not None and len(ds) < args.n:
+        where = ds.name + (f" ({ds.split} split)" if getattr(ds, "split", None) else "")
+        return None, err(f"--n {args.n}: {where} holds {len(ds)} items; pass --n {len(ds)} or less")
+    return ds, None
 
 
 def load_model(args):

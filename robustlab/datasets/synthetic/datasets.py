@@ -10,10 +10,13 @@ Splits are world seeds: ``test`` = the held-out seed 1000 (what ``robustlab eval
 ``seed=`` overrides. Item i of a split is always the same scene, whatever ``n``; its question, expression and
 negative come from fixed per-item random streams (``[seed, i, 55]`` question, ``56`` expression, ``58`` ITM
 negative), so the numbers of a split never depend on how it is read. Renders are cached on disk
-(``~/.cache/robustlab/gallery``).
+(``~/.cache/robustlab/gallery``); a cache file that cannot be read back whole (a flipped byte, a truncated file, other
+arrays) is rendered again and replaced, with one log line. ``n`` is at most :data:`BUILTIN_MAX_N`, checked before
+anything is generated.
 """
 from __future__ import annotations
 
+import logging
 from functools import lru_cache
 from pathlib import Path
 
@@ -30,6 +33,11 @@ DEFAULT_N = {"test": 1000, "demo": 300, "train": 1000}
 WORLD_VERSION = 2  # bump when the scene generator's output changes, so stale renders are not reused
 VIDEO_WORLD_VERSION = 1  # the same for the event-video generator
 BUILTIN_VIDEO_FPS = 8.0  # the frame rate the built-in event videos are played and exported at
+# the most items a built-in dataset generates (docs/cli.md): 20,000 scenes are 1 GB of renders at 128 px, 20,000 videos
+# about 6 GB at 64 px, and a retrieval's 20,000 x 20,000 score matrix 1.6 GB; a larger n is refused before any work
+BUILTIN_MAX_N = 20_000
+
+log = logging.getLogger("robustlab.cache")  # the embedding cache's logger: one line per damaged entry
 
 
 def _cache_root(cache_dir) -> Path:
@@ -43,14 +51,29 @@ def _atomic_savez(path: Path, **arrays) -> None:
 
 
 def _load_npz(path: Path, check) -> dict | None:
+    """The arrays of a render cache file, or None (render again) when there is none or it cannot be trusted: one
+    that does not read back whole (a flipped byte fails the zip's CRC-32, a truncated file its directory) or holds
+    other arrays than ``check`` expects. A damaged file is one log line; the caller's fresh render replaces it."""
     if not path.exists():
         return None
     try:
-        with np.load(path, allow_pickle=False) as z:
+        with np.load(path, allow_pickle=False) as z:  # a bare .npy array has no `with`: a TypeError, caught
             arrays = {k: z[k] for k in z.files}
-        return arrays if check(arrays) else None
-    except (OSError, ValueError, KeyError):
+        ok = check(arrays)
+    except Exception as e:  # noqa: BLE001 - BadZipFile, zlib.error, NotImplementedError, a bad header...: a cache
+        # read never stops the dataset; whatever the damage, the file is rendered again
+        log.warning("robustlab cache: gallery file %s is unreadable (%s); rendering it again", path.name,
+                    type(e).__name__)
         return None
+    if not ok:
+        log.warning("robustlab cache: gallery file %s holds other arrays than its name says; rendering it again",
+                    path.name)
+        return None
+    return arrays
+
+
+def _uint8(a, shape: tuple) -> bool:
+    return isinstance(a, np.ndarray) and a.dtype == np.uint8 and a.shape == shape
 
 
 class _Synthetic(Dataset):
@@ -61,6 +84,9 @@ class _Synthetic(Dataset):
         n = DEFAULT_N[split] if n is None else int(n)
         if n < 1:
             raise DatasetError(f"{self.name}: n must be at least 1, got {n}")
+        if n > BUILTIN_MAX_N:  # before anything is generated: n=10**12 used to grow memory until killed
+            raise DatasetError(f"{self.name}: n must be at most {BUILTIN_MAX_N:,} (the built-in world's maximum), "
+                               f"got {n}")
         seed = SPLIT_SEEDS[split] if seed is None else int(seed)
         size = self.default_size if size is None else int(size)
         super().__init__(split=split, n=n, seed=seed, size=size)
@@ -130,7 +156,8 @@ class SyntheticScenes(_Synthetic):
 
     def _render(self, progress):
         path = _cache_root(self._cache_dir) / f"world{WORLD_VERSION}_seed{self.seed}_n{self.n}_{self.size}px.npz"
-        z = _load_npz(path, lambda a: a["images"].shape == (self.n, self.size, self.size, 3)) if self._cache else None
+        z = _load_npz(path, lambda a: _uint8(a.get("images"), (self.n, self.size, self.size, 3))) \
+            if self._cache else None
         if z is not None:
             return list(z["images"])
         imgs = world.render_scenes(self.scenes, self.size, progress=progress)
@@ -217,8 +244,8 @@ class SyntheticVideos(_Synthetic):
         lengths = np.array([v.n_frames for v in self.scenes], np.int64)
         path = _cache_root(self._cache_dir) / \
             f"videos{VIDEO_WORLD_VERSION}_seed{self.seed}_n{self.n}_{self.size}px.npz"
-        z = _load_npz(path, lambda a: np.array_equal(a["lengths"], lengths) and a["frames"].shape == (
-            int(lengths.sum()), self.size, self.size, 3)) if self._cache else None
+        z = _load_npz(path, lambda a: np.array_equal(a.get("lengths"), lengths) and _uint8(a.get("frames"), (
+            int(lengths.sum()), self.size, self.size, 3))) if self._cache else None
         if z is not None:
             frames = z["frames"]
         else:
@@ -253,4 +280,4 @@ def builtin_video_gallery(n: int = 200, seed: int = world.DEMO_SEED, size: int =
 
 
 __all__ = ["SyntheticScenes", "SyntheticRefs", "SyntheticVideos", "builtin_gallery", "builtin_video_gallery",
-           "SPLIT_SEEDS", "BUILTIN_VIDEO_FPS"]
+           "SPLIT_SEEDS", "BUILTIN_VIDEO_FPS", "BUILTIN_MAX_N"]
