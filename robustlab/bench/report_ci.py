@@ -103,7 +103,7 @@ class Replicates:
         if d == "RSUM":
             if len(rk) != 2:
                 return None
-            return sum(self._direction(cell, x)[k] for x in rk for k in RSUM_KS)
+            return 100.0 * sum(self._direction(cell, x)[k] for x in rk for k in RSUM_KS)  # 0..600, as reported
         return self._direction(cell, d)[m] if d in rk else None
 
     def _direction(self, cell: str, d: str) -> dict:
@@ -269,11 +269,13 @@ def _mean(arrays: list) -> Optional[dict]:
 
 
 def robustness_ci(df: pd.DataFrame, rob: pd.DataFrame, reps: Optional[Replicates] = None,
-                  natural=lambda axis, name: True, run=None) -> pd.DataFrame:
+                  natural=lambda axis, name: True, run=None, keep: Optional[dict] = None) -> pd.DataFrame:
     """The robustness rows (:func:`robustlab.bench.report_data.robustness_rows`) with 95 % intervals of γᵃ, γʳ
     and MMI: the table's own aggregation (per perturbation the mean over severities — and over repeated seeds —,
     per category, overall and natural-only the mean over perturbations) applied to every paired resample against
-    the clean cell. A row whose cells lack ranks has no interval. ``natural``: report_data's predicate."""
+    the clean cell. A row whose cells lack ranks has no interval. ``natural``: report_data's predicate. ``keep``: a
+    dict filled with each row's replicates, ``{(model, task, dataset, axis, level, name): {"gamma_r": ...}}``
+    (:func:`gamma_differences` compares models with them)."""
     if rob is None or rob.empty or "cell" not in df:
         return rob
     reps = reps or Replicates(run)
@@ -301,6 +303,8 @@ def robustness_ci(df: pd.DataFrame, rob: pd.DataFrame, reps: Optional[Replicates
         else:
             pick = [v for _, v in mine.values()]
         rows.append(_mean(pick))
+        if keep is not None:
+            keep[(r.model, r.task, r.dataset, r.axis, r.level, r.name)] = rows[-1]
     rob = rob.copy()
     for k in GAMMAS:
         rob[f"{k}_lo"], rob[f"{k}_hi"] = reps.intervals([x[k] if x else None for x in rows])
@@ -368,5 +372,42 @@ def model_differences(run, df: pd.DataFrame, reps: Optional[Replicates] = None) 
     return pd.DataFrame(out, columns=["task", "dataset"] + DIFF_COLUMNS)
 
 
+GAMMA_DIFF_COLUMNS = ["task", "dataset", "axis", "model_a", "model_b", "gamma_r_a", "gamma_r_b", "delta", "delta_lo",
+                      "delta_hi", "holds", "n"]
+
+
+def gamma_differences(df: pd.DataFrame, rob: pd.DataFrame, kept: dict, reps: Replicates) -> pd.DataFrame:
+    """Between every pair of models, per task, dataset and perturbed axis: the overall γʳ of each (the robustness
+    table's), the difference a − b with its paired-bootstrap 95 % interval and whether it holds. Paired: the
+    resamples are a function of (queries, seed) only, so both models' γʳ replicates come from the same query
+    indices when their clean cells have the same queries (else no interval: the pair is not compared). ``kept``:
+    what :func:`robustness_ci` kept."""
+    if rob is None or rob.empty or df.empty or df["model"].nunique() < 2:
+        return pd.DataFrame(columns=GAMMA_DIFF_COLUMNS)
+    clean = _clean_cells(df)
+    metric = {k: g["metric"].iloc[0] for k, g in df.groupby(["model", "task", "dataset"], sort=False, dropna=False)}
+    over = rob[rob["level"] == "overall"]
+    out, arrays = [], []
+    for (t, d, axis), g in over.groupby(["task", "dataset", "axis"], sort=False, dropna=False):
+        rows = list(g.drop_duplicates("model").itertuples(index=False))
+        for a, b in combinations(rows, 2):
+            ka, kb = (a.model, t, d, axis, "overall", a.name), (b.model, t, d, axis, "overall", b.name)
+            ra, rb = kept.get(ka), kept.get(kb)
+            ca, cb = clean.get((a.model, t, d)), clean.get((b.model, t, d))
+            same = ca is not None and cb is not None and \
+                reps.n(ca, metric[(a.model, t, d)]) == reps.n(cb, metric[(b.model, t, d)]) is not None
+            p = ra["gamma_r"] - rb["gamma_r"] if ra and rb and same and len(ra["gamma_r"]) == len(rb["gamma_r"]) \
+                else None
+            arrays.append(p)
+            n = df.loc[(df["model"] == a.model) & (df["task"] == t) & (df["dataset"] == d) & (df["axes"] == "clean"),
+                       "n"]
+            out.append({"task": t, "dataset": d, "axis": axis, "model_a": a.model, "model_b": b.model,
+                        "gamma_r_a": a.gamma_r, "gamma_r_b": b.gamma_r, "delta": a.gamma_r - b.gamma_r,
+                        "n": int(n.max()) if len(n) else None})
+    for row, lo, hi in zip(out, *reps.intervals(arrays)):
+        row.update(delta_lo=lo, delta_hi=hi, holds=bool(lo > 0 or hi < 0) if math.isfinite(lo) else None)
+    return pd.DataFrame(out, columns=GAMMA_DIFF_COLUMNS)
+
+
 __all__ = ["headline_of", "rank_metric", "cell_ranks", "Replicates", "add_columns", "column_order", "model_fields",
-           "model_differences", "robustness_ci", "DIFF_COLUMNS"]
+           "model_differences", "robustness_ci", "gamma_differences", "DIFF_COLUMNS", "GAMMA_DIFF_COLUMNS"]

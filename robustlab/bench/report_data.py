@@ -13,9 +13,10 @@ Choices (digest seeds_perturbations.md §3.2–3.3, A01–A10):
 * headline metric per task: retrieval — R@1 of the first direction (``t2v_R@1``, ``t2i_R@1``; the sweep's
   ``directions`` decide which is first); other tasks — ``accuracy``, else ``acc``, else the first numeric metric.
   ``metric=`` overrides it for every task that has it (a task without it keeps its headline).
-  ``RSUM`` = Σ over both directions of R@1, 5, 10 as fractions (0..6; ×100 is the papers' 0..600).
+  ``RSUM`` = Σ over both directions of R@1, 5, 10 in percent: the papers' 0..600, the one scale of RSUM everywhere
+  (results.csv, the summary, the tables, the heatmaps, the intervals; issue 45).
 * γᵃ / γʳ / MMI come from :func:`robustlab.metrics.robustness.robustness` against the clean cell of the same model,
-  task and dataset measured in the same run (A10); the γᵃ scale is 1 for fractions, 6 for RSUM, 100 for scores in
+  task and dataset measured in the same run (A10); the γᵃ scale is 1 for fractions, 600 for RSUM, 100 for scores in
   percent, else the largest value seen. Aggregation is :func:`robustness_table` (severity mean per perturbation,
   then mean ± population SD over perturbations per category and overall); cells repeated with other seeds are
   averaged per (perturbation, severity) first.
@@ -48,8 +49,8 @@ from robustlab.tasks.base import ADAPT, AXES, INTERVENTION, Result, adapt_label,
 
 from robustlab.bench.cellfile import checksum
 from robustlab.bench.report_protocol import protocol_columns, protocol_tables
-from robustlab.bench.report_ci import (Replicates, add_columns, column_order, headline_of, model_differences,
-                                       robustness_ci)
+from robustlab.bench.report_ci import (Replicates, add_columns, column_order, gamma_differences, headline_of,
+                                       model_differences, robustness_ci)
 
 RETRIEVAL_PAIRS = (("t2v", "v2t"), ("t2i", "i2t"))
 UNNATURAL_TAGS = ("p1:Positional", "p1:DropText")
@@ -202,11 +203,12 @@ def directions(metrics: dict, preferred=None) -> list[str]:
 
 
 def run_rsum(metrics: dict) -> float:
-    """RSUM on the 0..6 fraction scale (both directions' R@1, 5, 10), NaN when a direction is missing."""
+    """RSUM on the papers' 0..600 scale (both directions' R@1, 5, 10 in percent), NaN when a direction is
+    missing."""
     for a, b in RETRIEVAL_PAIRS:
         if isinstance(metrics.get(a), dict) and isinstance(metrics.get(b), dict):
             try:
-                return rsum(metrics[a], metrics[b], percent=False)
+                return rsum(metrics[a], metrics[b], percent=True)
             except (ValueError, TypeError):
                 return math.nan
     return math.nan
@@ -251,9 +253,9 @@ def _row(r: Result, file: str) -> dict:
 
 
 def metric_scale(metric: str, values) -> float:
-    """The best possible score (γᵃ's denominator): 6 for RSUM, 1 for fractions, 100 for percentages."""
+    """The best possible score (γᵃ's denominator): 600 for RSUM, 1 for fractions, 100 for percentages."""
     if metric == "RSUM":
-        return 6.0
+        return 600.0
     vals = [float(v) for v in values if _numeric(v)]
     top = max(vals, default=1.0)
     return 1.0 if top <= 1 else 100.0 if top <= 100 else top
@@ -304,7 +306,7 @@ def _sorted(df: pd.DataFrame, run: RunData) -> pd.DataFrame:
 def results_table(run: RunData, metric: Optional[str] = None, headline: Optional[str] = None,
                   reps: Optional[Replicates] = None) -> pd.DataFrame:
     """The D01 table: one row per cell — identity, visual / text perturbation with category, modality and
-    severity, every flat metric, RSUM (retrieval, 0..6) and γᵃ / γʳ / MMI of the metric (``metric``, else the
+    severity, every flat metric, RSUM (retrieval, 0..600) and γᵃ / γʳ / MMI of the metric (``metric``, else the
     task's headline — ``headline`` such as ``R@5`` or ``RSUM`` (:func:`headline_of`) for retrieval — column
     ``metric``) against the same model's clean cell in this run; then the bootstrap intervals, the comparisons
     with clean, R@K Error and the model fields (:func:`robustlab.bench.report_ci.add_columns`)."""
@@ -557,16 +559,19 @@ def report_tables(run: RunData, metric: Optional[str] = None, headline: Optional
     """The report's tables as DataFrames: ``results`` (D01), ``clean``, ``robustness`` (per perturbation, category,
     overall, natural), ``effective`` (A09), ``combinations`` (M01/A08 grid, long form), ``interventions`` (Rawal et
     al.'s Table 1), ``adaptation`` (HAT-VTR Tables 1–5, :func:`adapt_table`), ``models`` (paired bootstrap
-    between models per condition, :func:`~robustlab.bench.report_ci.model_differences`), ``protocol`` (the paper's
+    between models per condition, :func:`~robustlab.bench.report_ci.model_differences`), ``gamma_models`` (the
+    same for each axis's overall γʳ, :func:`~robustlab.bench.report_ci.gamma_differences`), ``protocol`` (the paper's
     own tables when the run ran a protocol: ``[(title, note, DataFrame)]``,
     :func:`~robustlab.bench.report_protocol.protocol_tables`)."""
     reps = Replicates(run)
     df = results_table(run, metric, headline, reps)
-    rob = robustness_ci(df, robustness_rows(df), reps, natural) if not df.empty else pd.DataFrame()
+    kept: dict = {}
+    rob = robustness_ci(df, robustness_rows(df), reps, natural, keep=kept) if not df.empty else pd.DataFrame()
     return {"results": df, "clean": clean_table(df) if not df.empty else df, "robustness": rob,
             "effective": effective(rob), "combinations": combination_grid(df) if not df.empty else pd.DataFrame(),
             "interventions": intervention_table(df), "adaptation": adapt_table(df, run),
-            "models": model_differences(run, df, reps), "protocol": protocol_tables(run, df)}
+            "models": model_differences(run, df, reps), "gamma_models": gamma_differences(df, rob, kept, reps),
+            "protocol": protocol_tables(run, df)}
 
 
 DIRECTIONS = {"t2i": "text→image", "i2t": "image→text", "t2v": "text→video", "v2t": "video→text"}

@@ -5,7 +5,8 @@
   Table 4 — γᵃ and γʳ ± σ per modality, the text aggregate over the natural shifts only (the protocol's
   ``text_aggregate_exclude``: Positional, DropText). Each perturbation's γ is the mean over its severities; σ is
   the population standard deviation over the perturbations (the paper does not say which; ``numpy.std``).
-* ``qiu`` (Flickr30K / COCO -IP / -TP): Table 1 — per model, RSUM (on the paper's 0–600 scale) per perturbation type
+* ``qiu`` (Flickr30K / COCO -IP / -TP): Table 1 — per model, RSUM (on the paper's 0–600 scale, as everywhere in the
+  report) per perturbation type
   (mean over its levels), the clean RSUM, "ave" (the unweighted mean over types) and ↓MMI = (clean − ave) / clean.
 * ``mlvp``: R@1 per perturbation and severity, grouped by level, with each level's mean.
 * ``hat-vtr``: Tables 1–5 — per model and shifted side, R@1 per shift type for no adaptation and each method, with
@@ -118,15 +119,17 @@ def _qiu_table(df: pd.DataFrame, p: Protocol, plan=None) -> pd.DataFrame:
     rows = []
     for m in dict.fromkeys(df["model"]):
         g = df[df["model"] == m]
+        # RSUM is on the paper's 0–600 already (report_data.run_rsum); another headline (a fraction) in percent
+        f = 1.0 if set(g["metric"].dropna()) == {"RSUM"} else 100.0
         clean = g.loc[g["axes"] == "clean", "score"].dropna()
-        c = float(clean.mean()) * 100 if len(clean) else math.nan
+        c = float(clean.mean()) * f if len(clean) else math.nan
         row = {"model": m, "regime": regime.get(m, "—"), "clean": round(c, 1)}
         types = []
         for axis in ("visual", "text"):
             per = _per_perturbation(g, axis).set_index("perturbation")
             for e in p.entries(axis):
                 if e.spec in per.index:
-                    v = float(per.loc[e.spec, "score"]) * 100
+                    v = float(per.loc[e.spec, "score"]) * f
                     row[e.spec] = round(v, 1)
                     types.append(v)
                 else:

@@ -74,8 +74,8 @@ def test_table_numbers_match_robustness_by_hand(tmp_path):
     assert row["visual_category"] == "temporal" and row["visual_modality"] == "video"
     assert row["text"] == "clean" and row["text_severity"] == 0 and row["axes"] == "visual"
     assert row["t2v_R@5"] == pytest.approx(.5) and row["v2t_R@1"] == pytest.approx(.2)
-    assert row["RSUM"] == pytest.approx(rsum(ret(.4)["t2v"], ret(.4)["v2t"], percent=False))
-    assert row["RSUM"] == pytest.approx(.4 + .5 + .55 + .2 + .4 + .45)
+    assert row["RSUM"] == pytest.approx(rsum(ret(.4)["t2v"], ret(.4)["v2t"], percent=True))  # the papers' 0..600
+    assert row["RSUM"] == pytest.approx(100 * (.4 + .5 + .55 + .2 + .4 + .45))
     r = robustness(.8, .4)
     assert (row["gamma_a"], row["gamma_r"], row["mmi"]) == pytest.approx((r["gamma_a"], r["gamma_r"], r["mmi"]))
     assert (row["gamma_a"], row["gamma_r"], row["mmi"]) == pytest.approx((.6, .5, .5))
@@ -110,9 +110,9 @@ def test_metric_choice_rsum_and_unknown_metric(tmp_path):
     run = load_run(make_run(tmp_path / "r", basic_cells()))
     df = results_table(run, metric="RSUM")
     row = df[(df["visual"] == "jumble") & (df["visual_severity"] == 3)].iloc[0]
-    c, p = rsum(ret(.8)["t2v"], ret(.8)["v2t"], percent=False), rsum(ret(.4)["t2v"], ret(.4)["v2t"], percent=False)
-    assert row["metric"] == "RSUM" and row["scale"] == 6.0
-    assert row["gamma_a"] == pytest.approx(robustness(c, p, scale=6)["gamma_a"])
+    c, p = rsum(ret(.8)["t2v"], ret(.8)["v2t"]), rsum(ret(.4)["t2v"], ret(.4)["v2t"])  # 0..600, one scale (issue 45)
+    assert row["metric"] == "RSUM" and row["scale"] == 600.0
+    assert row["gamma_a"] == pytest.approx(robustness(c, p, scale=600)["gamma_a"])
     assert row["gamma_r"] == pytest.approx(p / c)
     assert set(results_table(run, metric="t2v_R@5")["metric"]) == {"t2v_R@5"}
     with pytest.raises(ValueError, match="no cell has the metric 'R@7'.*t2v_R@1"):
@@ -426,11 +426,24 @@ def ties(vals: dict, best: bool) -> list[str]:
     return [k for k, v in vals.items() if f2(v) == target]
 
 
+IV = re.compile(r" \[(\d+\.\d+), (\d+\.\d+)\]")
+
+
+def bracketed(sentence: str) -> str:
+    """``sentence`` without its " [lo, hi]" intervals, after checking each brackets the γʳ printed before it (a
+    sentence that ranks conditions states their intervals: issue 45)."""
+    for m in IV.finditer(sentence):
+        before = NUM.findall(sentence[:m.start()])[-1]
+        assert float(m.group(1)) <= float(before) + 0.005 and float(before) <= float(m.group(2)) + 0.005, sentence
+    return IV.sub("", sentence)
+
+
 def check_axis(lines: list[str], model: str, m: dict, axis: str, noun: str) -> None:
     """The axis's two sentences: count, share kept, worst / mildest category, worst / mildest perturbation."""
     from robustlab.bench.report_summary import CATEGORY_WORDS
 
     per, cats, over = gammas(m, axis)
+    lines = [bracketed(s) for s in lines]  # the intervals are checked there; the values here
     head = next(s for s in lines if s.startswith(f"Under the {len(per)} {noun} perturbations, {model} "))
     want = [str(len(per)), f"{100 * over:.0f}"]
     if 2 <= len(cats) < len(per):
@@ -494,17 +507,26 @@ def test_summary_compares_two_models_first(tmp_path):
     hand = by_hand(tmp_path / "vid", "t2v")
     over = {axis: {m: gammas(hand[m], axis)[2] for m in (a, b)} for axis in ("visual", "text")}
     clean = {m: hand[m]["clean"] for m in (a, b)}
-    for i, (vals, what) in enumerate([(over["visual"], "robust to video perturbations"),
-                                      (over["text"], "robust to text perturbations"),
-                                      (clean, "on clean inputs")]):
+    t = report_tables(load_run(tmp_path / "vid"))
+    gd, md = t["gamma_models"], t["models"]
+    for i, (vals, what, table) in enumerate([(over["visual"], "robust", gd[gd["axis"] == "visual"]),
+                                             (over["text"], "robust", gd[gd["axis"] == "text"]),
+                                             (clean, "clean", md[md["condition"] == "clean"])]):
         s = lines[i]
         hi, lo = sorted((a, b), key=lambda x: -vals[x])
-        assert what in s, s
-        if f2(vals[a]) == f2(vals[b]):
-            assert s.startswith(f"{a} and {b} are equally") and nums(s) == [f2(vals[a])], s
-        else:
-            assert nums(s) == [f2(vals[hi]), f2(vals[lo])], s
-            assert s.startswith(f"{hi} is ") and s.endswith(f" for {lo}).") and ("more" in s or "better" in s), s
+        assert what in s and len(table) == 1, s
+        row = table.iloc[0]
+        assert {row["model_a"], row["model_b"]} == {a, b} and row["n"] == 8
+        sign = 1 if row["model_a"] == hi else -1
+        lo_ci, hi_ci = sorted((sign * row["delta_lo"], sign * row["delta_hi"]))
+        ci = f"95 % CI {'+' if lo_ci >= 0 else '−'}{f2(abs(lo_ci))} to {'+' if hi_ci >= 0 else '−'}{f2(abs(hi_ci))}"
+        assert ci in s, (s, ci)  # the interval of the paired bootstrap, whichever way it goes
+        if row["holds"]:  # a claim: only where the paired bootstrap holds
+            assert s.startswith(f"{hi} is ") and f"vs {f2(vals[lo])} for {lo};" in s, s
+        else:  # no claim: the issue's "no difference we can tell apart at n = …", with the interval
+            assert s.startswith("No difference in ") and "that we can tell apart at n = 8" in s, s
+            assert " is more " not in s and " is better " not in s, s
+    assert all(IV.search(s) for s in lines if s.startswith("Of single")), lines  # ranked conditions: intervals
     for m in (a, b):
         assert f"{m} reaches a clean text→video R@1 of {f2(clean[m])} (8 items)." in lines
         check_axis(lines, m, hand[m], "visual", "video")
@@ -555,12 +577,13 @@ def test_summary_of_interventions_and_adaptation(tmp_path):
         d = json.loads(p.read_text())
         acc[(d["conditions"].get("intervention") or {}).get("name") or "baseline"] = d["metrics"]["acc"]
     lines = summary(load_run(tmp_path / "iv"))
-    assert lines[0] == f"builtin:tiny-vilt reaches a clean acc of {f2(acc['baseline'])} (8 items)."
+    pc = lambda x: f"{100 * x:.1f}"  # noqa: E731 - accuracy in percent, as QUAG's Table 1 prints it (issue 45)
+    assert lines[0] == f"builtin:tiny-vilt reaches a clean acc of {pc(acc['baseline'])} % (8 items)."
     worst = min((k for k in acc if k != "baseline"), key=lambda k: acc[k])
     delta = acc[worst] - acc["baseline"]
     drops = sum(acc["baseline"] - acc[k] >= 0.02 - 1e-12 for k in acc if k != "baseline")
     assert lines[1].startswith("Model interventions on builtin:tiny-vilt") and worst in lines[1], lines
-    assert nums(lines[1]) == [f2(acc["baseline"]), f2(acc[worst]), f2(abs(delta)), str(drops), "2", "2"], lines[1]
+    assert nums(lines[1]) == [pc(acc["baseline"]), pc(acc[worst]), pc(abs(delta)), str(drops), "2", "2"], lines[1]
     assert len(lines) == 2
 
     run_sweep(SweepSpec(models=["builtin:tiny-clip"], dataset={"name": "builtin", "split": "demo", "n": 8},

@@ -68,13 +68,13 @@ def test_intervals_hand_checkable(run):
     assert (a.loc["clean", "t2v_R@1_lo"], a.loc["clean", "t2v_R@1_hi"]) == (1.0, 1.0)
     assert (a.loc["clean", "score_lo"], a.loc["clean", "score_hi"]) == (1.0, 1.0)
     assert (a.loc["clean", "t2v_MdR_lo"], a.loc["clean", "t2v_MdR_hi"]) == (1.0, 1.0)
-    assert (a.loc["clean", "RSUM_lo"], a.loc["clean", "RSUM_hi"]) == (6.0, 6.0)
+    assert (a.loc["clean", "RSUM_lo"], a.loc["clean", "RSUM_hi"]) == (600.0, 600.0)  # the papers' 0..600
     # half the queries at rank 1: the interval is the bootstrap's, exactly (seed 0, 1,000 resamples)
     lo, hi = bs.ci(HALF, ["R@1"])["R@1"]
     g = a.loc["visual gaussian_noise s3"]
     assert (g["t2v_R@1_lo"], g["t2v_R@1_hi"]) == (lo, hi) and lo < 0.5 < hi
     assert (g["score_lo"], g["score_hi"]) == (lo, hi)  # the headline is t2v R@1
-    assert (g["RSUM_lo"], g["RSUM_hi"]) == bs.rsum_ci({"t2v": HALF, "v2t": HALF})
+    assert (g["RSUM_lo"], g["RSUM_hi"]) == pytest.approx(tuple(100 * x for x in bs.rsum_ci({"t2v": HALF, "v2t": HALF})))
     # R@K Error (Schiappa et al.'s results schema) = R_p - R_c: half the queries lost at R@1, none at R@10; none for
     # ranks; 0 on the clean cell
     assert g["t2v_R@1_error"] == pytest.approx(-0.5) and g["t2v_R@10_error"] == pytest.approx(0.0)
@@ -220,3 +220,81 @@ def test_a_cell_with_dropped_text_queries_is_paired_on_the_queries_it_kept(tmp_p
     assert len(kept) == len(pert)
     # paired on the 30 kept queries: identical ranks -> the difference is exactly 0, and it does not hold
     assert row["delta_lo"] == 0.0 and row["delta_hi"] == 0.0 and not row["holds"]
+
+
+# ---- the summary claims only what the paired bootstrap supports (issue 45, defect 3) ------------------------------
+def _ranks(rng, n_top, n=N):
+    """``n`` ranks of which ``n_top`` are rank 1 (shuffled), the rest rank 20."""
+    r = np.array([1] * n_top + [20] * (n - n_top))
+    rng.shuffle(r)
+    return r.tolist()
+
+
+def test_the_summary_says_no_difference_where_the_paired_bootstrap_rejects_one(tmp_path):
+    """Two models whose γʳ differ a little (0.90 vs 0.85 on 40 queries): on the main of 2026-11-28 the summary said
+    "builtin:model-a is more robust to video perturbations (γʳ 0.90 vs 0.85 …)"; the interval contains 0, so it
+    now says the difference can't be told apart at n = 40 and gives the interval."""
+    from robustlab.bench.report_summary import summary
+
+    rng = np.random.default_rng(0)
+    clean = _ranks(rng, 40)
+    root = make_run(tmp_path / "r", [
+        (A, cond(), {"t2v": clean, "v2t": clean}, {}),
+        (A, cond("gaussian_noise", 3), {"t2v": _ranks(rng, 36), "v2t": clean}, {}),
+        (B, cond(), {"t2v": clean, "v2t": clean}, {}),
+        (B, cond("gaussian_noise", 3), {"t2v": _ranks(rng, 34), "v2t": clean}, {})])
+    run = load_run(root)
+    t = report_tables(run)
+    g = t["gamma_models"]
+    assert len(g) == 1 and g.iloc[0]["delta"] == pytest.approx(0.05) and not g.iloc[0]["holds"]
+    assert g.iloc[0]["delta_lo"] < 0 < g.iloc[0]["delta_hi"]
+    lines = summary(run, t)
+    first = lines[0]
+    assert first.startswith("No difference in robustness to video perturbations between builtin:model-a and "
+                            "builtin:model-b that we can tell apart at n = 40 (γʳ 0.90 vs 0.85; difference +0.05, "
+                            "95 % CI −"), first
+    assert not any(" is more robust" in s or " is better" in s for s in lines), lines
+    clean_line = lines[1]  # both are perfect clean: equal, no claim either
+    assert clean_line.startswith("No difference in clean text→video R@1") and "(both text→video R@1 1.00;" in clean_line
+
+
+def test_the_summary_claims_a_difference_that_holds_with_its_interval(tmp_path):
+    from robustlab.bench.report_summary import summary
+
+    rng = np.random.default_rng(1)
+    clean = _ranks(rng, 40)
+    root = make_run(tmp_path / "r", [
+        (A, cond(), {"t2v": clean, "v2t": clean}, {}),
+        (A, cond("gaussian_noise", 3), {"t2v": _ranks(rng, 38), "v2t": clean}, {}),
+        (B, cond(), {"t2v": clean, "v2t": clean}, {}),
+        (B, cond("gaussian_noise", 3), {"t2v": _ranks(rng, 10), "v2t": clean}, {})])
+    run = load_run(root)
+    t = report_tables(run)
+    g = t["gamma_models"].iloc[0]
+    assert g["holds"] and g["delta_lo"] > 0
+    first = summary(run, t)[0]
+    ci = f"95 % CI +{g['delta_lo']:.2f} to +{g['delta_hi']:.2f}"
+    assert first == (f"builtin:model-a is more robust to video perturbations (γʳ 0.95 vs 0.25 for builtin:model-b; "
+                     f"difference +0.70, {ci}, paired bootstrap at n = 40)."), first
+
+
+def test_with_three_models_only_the_pairs_that_hold_are_ordered(tmp_path):
+    from robustlab.bench.report_summary import summary
+
+    rng = np.random.default_rng(2)
+    clean = _ranks(rng, 40)
+    c = "builtin:model-c"
+    root = make_run(tmp_path / "r", [
+        (A, cond(), {"t2v": clean, "v2t": clean}, {}),
+        (A, cond("gaussian_noise", 3), {"t2v": _ranks(rng, 38), "v2t": clean}, {}),
+        (B, cond(), {"t2v": clean, "v2t": clean}, {}),
+        (B, cond("gaussian_noise", 3), {"t2v": _ranks(rng, 37), "v2t": clean}, {}),
+        (c, cond(), {"t2v": clean, "v2t": clean}, {}),
+        (c, cond("gaussian_noise", 3), {"t2v": _ranks(rng, 8), "v2t": clean}, {})])
+    run = load_run(root)
+    t = report_tables(run)
+    first = summary(run, t)[0]
+    assert first.startswith("Robustness to video perturbations (γʳ builtin:model-a 0.95, builtin:model-b 0.93, "
+                            "builtin:model-c 0.20); differences that hold: builtin:model-a over builtin:model-c"), first
+    assert "builtin:model-b over builtin:model-c" in first and "the other pair can't be told apart at n = 40" in first
+    assert "the most robust" not in first
