@@ -1,8 +1,9 @@
 """The Benchmark page's state and helpers: the sweep's dataset and run folder, the sweep job (a background thread
 owned by ``st.session_state``), and the report of a run folder (plots, tables, worst examples, downloads).
 
-- runs live under one root: ``ROBUSTLAB_RUNS`` or ``./runs``; a run name is a plain folder name (no separators, no
-  ``..``), anything else is one line on the page;
+- runs live under one root: the operator's ``runs_dir`` / ``ROBUSTLAB_RUNS``, else ``<cache>/runs`` (the user's
+  robustlab cache: ``ROBUSTLAB_CACHE`` or ``~/.cache/robustlab``), never the dashboard's own folder; a run name is a
+  plain folder name (no separators, no ``..``), anything else is one line on the page;
 - the sweep runs in a thread (:class:`Job`) so the page stays responsive; the page polls it with a fragment and a
   Cancel button sets its cancel Event (finished cells stay; Resume reruns the same spec into the same folder and
   skips them). ``ROBUSTLAB_SYNC_SWEEP=1`` runs it in the script thread instead (tests: AppTest has no fragment
@@ -35,8 +36,11 @@ BUILTIN = {"builtin": "Built-in images", "builtin-videos": "Built-in videos"}
 
 # ---- run folders ------------------------------------------------------------------------------------------
 def runs_root() -> Path:
-    """Where run folders live: ``$ROBUSTLAB_RUNS`` or ``./runs``."""
-    return Path(os.environ.get("ROBUSTLAB_RUNS") or "runs").expanduser().resolve()
+    """Where run folders live: the operator's ``runs_dir`` / ``ROBUSTLAB_RUNS`` (read with the rest of the operator's
+    configuration, once per server), else ``<cache>/runs`` (:func:`ui.operator.default_runs_dir`)."""
+    from ui import operator
+
+    return operator.config().runs_root
 
 
 RUN_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
@@ -84,8 +88,8 @@ def conflict(spec: SweepSpec, out: Path) -> str | None:
         return None
     try:
         old = SweepSpec.from_json(json.loads(path.read_text()))
-    except (OSError, ValueError, KeyError, TypeError) as e:
-        return f"{path} is not a readable sweep file ({type(e).__name__}); pick another run name"
+    except (OSError, ValueError, KeyError, TypeError) as e:  # named by the run name: never the server's path
+        return f"{out.name}/sweep.json is not a readable sweep file ({type(e).__name__}); pick another run name"
     if not old.same_dataset(spec):
         d = old.dataset_key()
         return f"{out.name} holds a sweep over another dataset ({d['name']}, n={d['n']}); pick another run name"
@@ -153,9 +157,15 @@ class Job:
         try:
             self.status = run_sweep(self.spec, self.out, progress=progress, cancel=self.cancel)
         except (SweepError, ValueError, OSError) as e:
-            self.error = str(e).replace("use another --out", "pick another run name")  # the CLI's hint, on a page
+            self.error = self.shown(str(e).replace("use another --out", "pick another run name"))  # the CLI's hint
         except Exception as e:  # noqa: BLE001 - a failing cell must end the job with a message, not kill the page
-            self.error = f"{type(e).__name__}: {e}"
+            self.error = self.shown(f"{type(e).__name__}: {e}")
+
+    def shown(self, text: str) -> str:
+        """A sweep's message as a viewer sees it: the run folder by its run name, the runs folder by those words,
+        never by the server's path (the runner's messages name paths in full, for the CLI)."""
+        root = str(self.out.parent)
+        return text.replace(root + os.sep, "").replace(root, "the runs folder") if len(root) > 1 else text
 
     def owner_gone(self, grace_s: float = OWNER_GRACE_S) -> bool:
         """Whether the session that started the sweep has been gone for ``grace_s`` (a reload or a closed tab; a

@@ -6,6 +6,11 @@ gets one and the same line (:class:`robustlab.io.access.AccessDenied`), so a vie
 a folder whose name the file system refuses to look up (a component over 255 bytes, a symlink loop:
 :func:`resolve_folder`). With no data roots the choice says in one line how the operator turns it on. The CLI and
 the library are unaffected.
+
+A folder that holds a dataset only in a form the dashboard does not open (RefCOCO's pickled ``refs(unc).p``) is
+listed after the others as ``refcoco · data/refer — needs conversion: run `python -m robustlab.datasets.refcoco
+FOLDER` on the server`` (named relative to its data root, never by its server path); picking it, or typing that
+folder under "another folder…", says that same line and opens nothing.
 """
 from __future__ import annotations
 
@@ -14,7 +19,7 @@ from pathlib import Path
 
 import streamlit as st
 
-from robustlab.datasets.registry import discover, get_entry, list_datasets
+from robustlab.datasets.registry import discover, get_entry, list_datasets, needs_conversion
 from robustlab.io.access import AccessDenied, resolve_inside
 from ui import operator
 from ui.media import safe_md
@@ -29,8 +34,10 @@ REQUEST = "folder_request"  # (name, root, split) from another page: a sweep's d
 
 @shared("results", spinner="Looking for datasets under the data roots…", ttl=60)
 def found(roots: tuple[str, ...]) -> list[dict]:
-    """The datasets under the roots (re-scanned at most once a minute)."""
-    return discover(roots)
+    """The datasets under the roots (re-scanned at most once a minute): those the dashboard opens first, then those
+    that need a conversion on the server first (``"convert"``: the command)."""
+    got = discover(roots, convertible=True)
+    return [e for e in got if not e.get("convert")] + [e for e in got if e.get("convert")]
 
 
 def root_names(roots) -> dict[str, str]:
@@ -43,8 +50,16 @@ def root_names(roots) -> dict[str, str]:
 
 
 def label(e: dict, names: dict[str, str]) -> str:
+    """``name · root/rel`` (the root by its display name); for a folder that needs a conversion first, the one line
+    that says so (:func:`conversion_line`)."""
     where = names.get(e["root"], "?") + (f"/{e['rel']}" if e["rel"] else "")
-    return f"{e['name']} · {where}"
+    return conversion_line(e["name"], where, e["convert"]) if e.get("convert") else f"{e['name']} · {where}"
+
+
+def conversion_line(name: str, where: str, command: str) -> str:
+    """The one line for a folder (``where``: relative to its data root) that holds dataset ``name`` only in a form
+    the dashboard does not open, and the command that converts it (run by the operator, on the server)."""
+    return f"{name} · {where} — needs conversion: run `{command}` on the server"
 
 
 def resolve_folder(base: str, sub: str, roots) -> Path:
@@ -109,7 +124,10 @@ def sidebar_section() -> None:
         valid("folder_fmt", fmts)
         name = st.selectbox("Format", fmts, key="folder_fmt")
     else:
-        name = entries[labels.index(pick)]["name"]
+        hit = entries[labels.index(pick)]
+        if hit.get("convert"):  # nothing to choose until the operator has converted it (the page says so)
+            return
+        name = hit["name"]
     e = get_entry(name)
     st.caption(f"{e['description']}. Needs: {e['needs']}.")
     valid("folder_split", e["splits"])
@@ -145,6 +163,9 @@ def choice() -> tuple[str, str, str] | None:
         if hit is None:
             st.info("Pick a dataset found under the data roots in the sidebar.")
             return None
+        if hit.get("convert"):
+            st.warning(safe_md(label(hit, names), code=True))
+            return None
         base, sub, name = hit["root"], hit["rel"], hit["name"]
     try:
         folder = resolve_folder(base, sub, cfg.data_roots)
@@ -154,8 +175,24 @@ def choice() -> tuple[str, str, str] | None:
     if name not in folder_formats():
         st.info("Pick the dataset's format in the sidebar.")
         return None
+    command = needs_conversion(name, folder)
+    if command:  # a folder typed under "another folder…": the same line as the picker's, never the loader's refusal
+        st.warning(safe_md(conversion_line(name, _where(folder, roots), command), code=True))
+        return None
     split = s.get("folder_split") or get_entry(name)["default_split"]
     return name, str(folder), split
 
 
-__all__ = ["ANOTHER", "OFF", "REQUEST", "sidebar_section", "choice", "found", "folder_formats", "resolve_folder"]
+def _where(folder: Path, roots: list[str]) -> str:
+    """``folder`` (resolved, inside a root) named as the picker names it: the root's display name / the rest."""
+    names = root_names(roots)
+    for r in roots:
+        rp = Path(r)
+        if folder == rp or rp in folder.parents:
+            rel = folder.relative_to(rp).as_posix()
+            return names[r] + (f"/{rel}" if rel != "." else "")
+    return folder.name
+
+
+__all__ = ["ANOTHER", "OFF", "REQUEST", "sidebar_section", "choice", "found", "folder_formats", "resolve_folder",
+           "conversion_line"]

@@ -21,6 +21,10 @@ environment variable that overrides it (docs/security.md lists them with their d
                                                         may hold; default 512; one entry at most a quarter
     warm_up              ROBUSTLAB_WARM_UP              compute the default Retrieval view as the server starts,
                                                         before the first viewer connects (ui.warmup); default on
+    runs_dir             ROBUSTLAB_RUNS                 the folder the Benchmark page writes its run folders into
+                                                        (made when first needed); unset: <cache>/runs, <cache>
+                                                        being ROBUSTLAB_CACHE or ~/.cache/robustlab -- a data
+                                                        folder, never the dashboard's own code folder
     personal             ROBUSTLAB_PERSONAL             one person on their own machine: data roots default to
                                                         the home folder, free-text specs and the hub allowed --
                                                         honoured only while Streamlit listens on loopback
@@ -56,6 +60,12 @@ class OperatorConfig:
     warm_up: bool = True
     model_cache_mb: int = 4096
     result_cache_mb: int = 512
+    runs_dir: Path | None = None  # the operator's runs folder; None: default_runs_dir()
+
+    @property
+    def runs_root(self) -> Path:
+        """Where the Benchmark page's run folders live: ``runs_dir``, else :func:`default_runs_dir`."""
+        return self.runs_dir or default_runs_dir()
 
     @property
     def model_patterns(self) -> tuple[str, ...]:
@@ -103,6 +113,31 @@ def _paths(raw, key: str, problems: list) -> tuple[Path, ...]:
     return tuple(dict.fromkeys(out))
 
 
+def default_runs_dir() -> Path:
+    """``<cache>/runs``: the user's robustlab cache (``ROBUSTLAB_CACHE`` or ``~/.cache/robustlab``, as
+    :func:`robustlab.engine.cache.default_cache_dir`), never the dashboard's code folder."""
+    from robustlab.engine.cache import default_cache_dir
+
+    return Path(os.path.realpath(Path(default_cache_dir()).expanduser() / "runs"))
+
+
+def _runs_dir(raw, problems: list) -> Path | None:
+    """The operator's runs folder (resolved; made when first needed), or None: unset, or not a folder (one line,
+    which names no path: the sidebar shows the problems to every viewer)."""
+    if raw is None or not str(raw).strip():
+        return None
+    p = Path(os.path.realpath(Path(str(raw).strip()).expanduser()))
+    first = next((a for a in (p, *p.parents) if a.exists()), p)  # the folder itself, or where it would be made
+    if not first.is_dir():
+        problems.append("runs_dir is not a folder (using the default runs folder, <cache>/runs)")
+        return None
+    code = CONFIG_FILE.parent
+    if p == code or code in p.parents:  # the operator's choice, honoured; said in the server log only
+        log.warning("operator configuration: runs_dir %s lies inside the dashboard's code folder (a data folder "
+                    "outside it is safer)", p)
+    return p
+
+
 def _read_file(path: Path, problems: list) -> dict:
     if not path.is_file():
         return {}
@@ -144,7 +179,7 @@ def load_config(env: dict | None = None, path: Path | None = None, address: str 
         return env[var] if var in env else table.get(key, default)
 
     known = {"data_roots", "model_root", "ui_models", "allow_custom_models", "allow_hub", "max_sweeps", "personal",
-             "default_model", "warm_up", "model_cache_mb", "result_cache_mb"}
+             "default_model", "warm_up", "model_cache_mb", "result_cache_mb", "runs_dir"}
     problems += [f"robustlab.toml: unknown key {k!r} in [dashboard] (ignored)" for k in table if k not in known]
     personal = _flag(get("personal", "ROBUSTLAB_PERSONAL", False), "personal", problems)
     if personal:
@@ -180,8 +215,9 @@ def load_config(env: dict | None = None, path: Path | None = None, address: str 
     caches = {key: _megabytes(get(key, var, default), key, default, problems)
               for key, var, default in (("model_cache_mb", "ROBUSTLAB_MODEL_CACHE_MB", 4096),
                                         ("result_cache_mb", "ROBUSTLAB_RESULT_CACHE_MB", 512))}
+    runs = _runs_dir(get("runs_dir", "ROBUSTLAB_RUNS", None), problems)
     return OperatorConfig(roots, mroots[0] if mroots else None, models, custom, hub, sweeps, personal,
-                          tuple(problems), default.strip() if default else None, warm, **caches)
+                          tuple(problems), default.strip() if default else None, warm, **caches, runs_dir=runs)
 
 
 def _megabytes(raw, key: str, default: int, problems: list) -> int:
@@ -311,4 +347,5 @@ def reset_for_tests(cfg: OperatorConfig | None = None) -> None:
         apply(cfg)
 
 
-__all__ = ["OperatorConfig", "load_config", "config", "apply", "spec_refusal", "CONFIG_FILE", "server_address"]
+__all__ = ["OperatorConfig", "load_config", "config", "apply", "spec_refusal", "CONFIG_FILE", "server_address",
+           "default_runs_dir"]

@@ -13,7 +13,9 @@ the folder itself:
   sentences: [{sent, ...}], category_id}`` (a sentence may also be a plain string). ``(umd)`` / ``(google)`` for
   RefCOCOg. The original ``refs(unc).p`` is a Python pickle, which can run code when loaded: it is refused with a
   one-line DatasetError saying how to convert it, and loaded only with ``trust_pickle=True`` (CLI
-  ``--trust-pickle``);
+  ``--trust-pickle``). ``python -m robustlab.datasets.refcoco FOLDER`` (:func:`convert_refs`) converts a folder's
+  pickles once to JSON beside them, on the operator's command line; the dashboard's picker lists a folder that
+  holds only the pickle as needing that command;
 - the images ``COCO_train2014_*.jpg`` in ``train2014/`` (or ``images/train2014/``, ``images/mscoco/images/
   train2014/``, ``images/``; ``image_dir=`` to say), read when asked for.
 
@@ -30,6 +32,8 @@ names them; ``n=`` takes the first n images. ``texts`` is empty (expressions are
 from __future__ import annotations
 
 import io
+import json
+import os
 import pickle
 import sys
 from pathlib import Path
@@ -47,6 +51,8 @@ IMAGES_GET = "the images are COCO's train2014.zip from https://cocodataset.org/#
 INSTANCES_FORMAT = "COCO instances.json: images[] with id, file_name; annotations[] with id, image_id, bbox"
 REFS_FORMAT = "refs: a list of {ref_id, ann_id, image_id, split, sentences: [{sent}]}"
 IMAGE_DIRS = ["train2014", "images/train2014", "images/mscoco/images/train2014", "images", ""]
+CONVERT_COMMAND = "python -m robustlab.datasets.refcoco FOLDER"  # FOLDER: the folder of refer's refs(*).p files
+REFER_DIRS = ("refcoco", "refcoco+", "refcocog")
 
 
 def refs_from_parquet(path: Path, who: str) -> list[dict]:
@@ -99,9 +105,85 @@ def pickle_refused(path: Path, who: str) -> DatasetError:
     js = path.with_suffix(".json")
     conv = (f"{Path(sys.executable).name} -c \"import json,pickle; json.dump(pickle.load(open('{path.name}','rb'), "
             f"encoding='latin1'), open('{js.name}','w'))\"")
+    cmd = CONVERT_COMMAND.replace("FOLDER", shown_path(path.parent))
     return DatasetError(f"{who}: {shown_path(path)!r} is a Python pickle, which can run code when loaded, so robustlab "
-                        f"does not open it by default: convert it once to JSON in its folder ({conv}) or, if you "
-                        "trust the file, pass trust_pickle=True (CLI --trust-pickle)")
+                        f"does not open it by default: convert it once to JSON in its folder ({cmd}, or {conv}) or, "
+                        "if you trust the file, pass trust_pickle=True (CLI --trust-pickle)")
+
+
+def _plain(o):
+    """json.dump's fallback for what a refs pickle may hold besides plain types (NumPy scalars, Python 2 bytes)."""
+    if isinstance(o, np.generic):
+        return o.item()
+    if isinstance(o, np.ndarray):
+        return o.tolist()
+    if isinstance(o, (bytes, bytearray)):
+        return bytes(o).decode("latin1")
+    if isinstance(o, (set, tuple)):
+        return list(o)
+    raise TypeError(f"a {type(o).__name__} has no JSON form")
+
+
+def convert_refs(folder: str | Path) -> list[tuple[Path, Path | None, str]]:
+    """Convert refer's pickled refs files (``refs(unc).p``, ``refs(umd).p``, ``refs(google).p``) in ``folder`` and
+    in its ``refcoco/``, ``refcoco+/``, ``refcocog/`` sub-folders once to JSON beside each (``refs(unc).json``:
+    what :class:`RefCOCOBase` reads by default). This **unpickles** them: run it only on files you trust (refer's
+    own, from its zip). A JSON file already there is kept. Returns ``(pickle, json written or None, what
+    happened)`` per file; DatasetError (one line) when the folder holds none or a file can't be converted."""
+    who = "refcoco convert"
+    base = Path(folder).expanduser()
+    if not is_dir(base):
+        raise DatasetError(f"{who}: {shown_path(base)!r} is not a folder")
+    found = [p for d in (base, *(base / s for s in REFER_DIRS)) if is_dir(d)
+             for p in sorted(d.glob("refs(*).p")) if is_file(p)]
+    if not found:
+        raise DatasetError(f"{who}: no refs(*).p in {shown_path(base)!r} nor in its {', '.join(REFER_DIRS)} "
+                           f"sub-folders ({REFER_GET})")
+    out = []
+    for src in found:
+        dst = src.with_suffix(".json")
+        if dst.exists():
+            out.append((src, None, f"kept: {dst.name} is already there"))
+            continue
+        refs = refs_from_pickle(src, who)
+        if isinstance(refs, dict) and isinstance(refs.get("refs"), list):
+            refs = refs["refs"]
+        if not isinstance(refs, list):
+            raise DatasetError(f"{who}: {shown_path(src)!r} holds a {type(refs).__name__}, not a list "
+                               f"(expected {REFS_FORMAT})")
+        tmp = dst.with_name(f".{dst.name}.{os.getpid()}.tmp")
+        try:
+            with open(tmp, "w", encoding="utf-8") as f:
+                json.dump(refs, f, default=_plain)
+            os.replace(tmp, dst)
+        except (OSError, TypeError, ValueError) as e:
+            tmp.unlink(missing_ok=True)
+            raise DatasetError(f"{who}: cannot write {shown_path(dst)!r} ({type(e).__name__}: "
+                               f"{' '.join(str(e).split())[:200]})") from None
+        out.append((src, dst, f"wrote {dst.name}: {len(refs)} refs"))
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m robustlab.datasets.refcoco FOLDER...``: :func:`convert_refs` on each folder, one line per file."""
+    import argparse
+
+    ap = argparse.ArgumentParser(prog="python -m robustlab.datasets.refcoco",
+                                 description="Convert refer's pickled refs(unc).p / refs(umd).p / refs(google).p to "
+                                             "JSON beside them (what robustlab and the dashboard read). This unpickles "
+                                             "the files: run it only on files you trust.")
+    ap.add_argument("folders", nargs="+", metavar="FOLDER",
+                    help="a folder holding refs(*).p, or refer's data/ folder (refcoco/, refcoco+/, refcocog/ in it)")
+    args = ap.parse_args(argv)
+    rc = 0
+    for folder in args.folders:
+        try:
+            for src, _dst, what in convert_refs(folder):
+                print(f"{src}: {what}")
+        except DatasetError as e:
+            print(f"error: {e}", file=sys.stderr)
+            rc = 1
+    return rc
 
 
 class RefCOCOBase(Dataset):
@@ -251,18 +333,28 @@ class RefCOCOBase(Dataset):
 
 _PAPER_UNC = "Yu et al., Modeling Context in Referring Expressions (ECCV 2016)"
 def _markers(d: str, refs: str) -> tuple[str, ...]:
-    """The referring-expression files that tell a RefCOCO-family folder (discovery in the dashboard)."""
-    return tuple(f"{sub}{n}" for sub in (f"{d}/", "") for n in (f"refs({refs}).json", "refs.json"))
+    """The referring-expression files that tell a RefCOCO-family folder (discovery in the dashboard): every refs
+    file the loader opens by default, in ``d/`` or the folder itself."""
+    return tuple(f"{sub}{n}" for sub in (f"{d}/", "") for n in (f"refs({refs}).json", f"refs({refs}).parquet",
+                                                                   "refs.json", "refs.parquet"))
 
 
-_NEEDS = ("instances.json and {refs} (or refs.json / .parquet; the original {p} only with trust_pickle=True), in "
+def _pickles(d: str, refs: str) -> tuple[str, ...]:
+    """refer's original pickled refs file, in ``d/`` or the folder itself: a folder that needs CONVERT_COMMAND."""
+    return (f"{d}/refs({refs}).p", f"refs({refs}).p")
+
+
+_NEEDS = ("instances.json and {refs} (or refs.json / .parquet; the original {p}: converted once with "
+          f"{CONVERT_COMMAND}, or read with trust_pickle=True), in "
           "{d}/ or the folder itself, and the COCO train2014 images in train2014/ (or images/train2014/)")
 
 
 @register_dataset("refcoco", kind="image", tasks=("grounding",), splits=("val", "testA", "testB", "train"),
                   default_split="val", description="RefCOCO referring expressions (UNC split): grounding",
                   needs=_NEEDS.format(refs="refs(unc).json", p="refs(unc).p", d="refcoco"),
-                  markers=_markers("refcoco", "unc"), paper=_PAPER_UNC)
+                  markers=_markers("refcoco", "unc"),
+                  convert_markers=_pickles("refcoco", "unc"), convert=CONVERT_COMMAND,
+                  paper=_PAPER_UNC)
 class RefCOCO(RefCOCOBase):
     dirname = "refcoco"
     split_by = {"unc": ("val", "testA", "testB", "train")}
@@ -272,7 +364,9 @@ class RefCOCO(RefCOCOBase):
                   default_split="val",
                   description="RefCOCO+ referring expressions (UNC split, no location words): grounding",
                   needs=_NEEDS.format(refs="refs(unc).json", p="refs(unc).p", d="refcoco+"),
-                  markers=_markers("refcoco+", "unc"), paper=_PAPER_UNC)
+                  markers=_markers("refcoco+", "unc"),
+                  convert_markers=_pickles("refcoco+", "unc"), convert=CONVERT_COMMAND,
+                  paper=_PAPER_UNC)
 class RefCOCOPlus(RefCOCOBase):
     dirname = "refcoco+"
     split_by = {"unc": ("val", "testA", "testB", "train")}
@@ -283,6 +377,7 @@ class RefCOCOPlus(RefCOCOBase):
                   description="RefCOCOg referring expressions (UMD split; split_by='google' for Google's): grounding",
                   needs=_NEEDS.format(refs="refs(umd).json", p="refs(umd).p", d="refcocog"),
                   markers=_markers("refcocog", "umd"),
+                  convert_markers=_pickles("refcocog", "umd"), convert=CONVERT_COMMAND,
                   paper="Mao et al., Generation and Comprehension of Unambiguous Object Descriptions (CVPR 2016); "
                         "UMD split: Nagaraja et al., Modeling Context Between Objects (ECCV 2016)")
 class RefCOCOg(RefCOCOBase):
@@ -291,4 +386,8 @@ class RefCOCOg(RefCOCOBase):
     default_split_by = "umd"
 
 
-__all__ = ["RefCOCO", "RefCOCOPlus", "RefCOCOg", "RefCOCOBase", "pickle_refused"]
+__all__ = ["RefCOCO", "RefCOCOPlus", "RefCOCOg", "RefCOCOBase", "pickle_refused", "convert_refs", "CONVERT_COMMAND"]
+
+
+if __name__ == "__main__":
+    sys.exit(main())

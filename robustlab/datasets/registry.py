@@ -43,16 +43,21 @@ CLASS_FIELDS = ("name", "kind", "tasks", "splits")
 
 def register_dataset(name: str, *, kind: str, tasks: tuple[str, ...], description: str, splits: tuple[str, ...],
                      default_split: str | None = None, needs_root: bool = True, needs: str = "",
-                     paper: str = "", markers: tuple[str, ...] = ()) -> Callable:
+                     paper: str = "", markers: tuple[str, ...] = (), convert_markers: tuple[str, ...] = (),
+                     convert: str = "") -> Callable:
     """Register a dataset builder. ``needs`` says, in one line, which files the folder must hold; ``markers`` are
     the files (relative paths, ``*`` wildcards allowed in the last part) whose presence tells that a folder holds
-    this dataset (:func:`discover`); ``"<media>"`` stands for image or video files in the folder itself. A Dataset
-    class gets ``name``, ``kind``, ``tasks`` and ``splits`` from here as class attributes (:data:`CLASS_FIELDS`)."""
+    this dataset (:func:`discover`); ``"<media>"`` stands for image or video files in the folder itself.
+    ``convert_markers`` are the files of a form the loader opens only after a conversion (RefCOCO's pickled
+    ``refs(unc).p``) and ``convert`` the command that converts a folder (``FOLDER`` standing for it): a folder with
+    one of them and none of ``markers`` needs that command first (:func:`needs_conversion`). A Dataset class gets
+    ``name``, ``kind``, ``tasks`` and ``splits`` from here as class attributes (:data:`CLASS_FIELDS`)."""
 
     def deco(builder):
         entry = dict(name=name, builder=builder, kind=kind, tasks=tuple(tasks), description=description,
                      splits=tuple(splits), default_split=default_split or splits[0],
-                     needs_root=needs_root, needs=needs, paper=paper, markers=tuple(markers))
+                     needs_root=needs_root, needs=needs, paper=paper, markers=tuple(markers),
+                     convert_markers=tuple(convert_markers), convert=convert)
         if inspect.isclass(builder):
             for field in CLASS_FIELDS:
                 setattr(builder, field, entry[field])
@@ -159,13 +164,30 @@ def _has_marker(folder: Path, marker: str, peek: int) -> bool:
         return False
 
 
-def discover(roots, depth: int = 2, max_dirs: int = 2000, peek: int = 500) -> list[dict]:
+def _conversion(e: dict, folder: Path, peek: int) -> str | None:
+    """``e``'s conversion command when ``folder`` holds one of its ``convert_markers`` and none of its markers."""
+    if not e.get("convert_markers") or any(_has_marker(folder, m, peek) for m in e["markers"]):
+        return None
+    return e["convert"] if any(_has_marker(folder, m, peek) for m in e["convert_markers"]) else None
+
+
+def needs_conversion(name: str, folder: str | Path, peek: int = 500) -> str | None:
+    """The command (``FOLDER`` standing for the folder) that makes ``folder`` readable as dataset ``name`` when it
+    holds that dataset only in a form the loader does not open by default (RefCOCO's pickled ``refs(unc).p``),
+    else None."""
+    return _conversion(get_entry(name), Path(folder), peek)
+
+
+def discover(roots, depth: int = 2, max_dirs: int = 2000, peek: int = 500, convertible: bool = False) -> list[dict]:
     """The registered datasets found in the folders under ``roots`` (each root and its sub-folders down to
     ``depth`` levels; hidden folders skipped; at most ``max_dirs`` folders looked at; a folder whose real path
     leaves its root is skipped): ``[{"name", "root", "folder", "rel"}]``, ``rel`` being the folder relative to its
-    root ("" for the root itself). A folder can hold several formats (an upload folder of a COCO copy's images)."""
+    root ("" for the root itself). A folder can hold several formats (an upload folder of a COCO copy's images).
+    ``convertible``: also the folders that hold a dataset only in a form that needs converting first (RefCOCO's
+    pickled ``refs(unc).p``), each with ``"convert"``: the command (:func:`needs_conversion`)."""
     _ensure_loaded()
-    entries = [e for e in _REGISTRY.values() if e["needs_root"] and e["markers"]]
+    entries = [e for e in _REGISTRY.values() if e["needs_root"] and (e["markers"] or
+                                                                       (convertible and e["convert_markers"]))]
     out, seen = [], 0
     for root in roots:
         base = Path(os.path.realpath(Path(root).expanduser()))
@@ -185,6 +207,8 @@ def discover(roots, depth: int = 2, max_dirs: int = 2000, peek: int = 500) -> li
                 for e in entries:
                     if any(_has_marker(real, m, peek) for m in e["markers"]):
                         out.append(dict(name=e["name"], root=str(base), folder=str(real), rel=rel))
+                    elif convertible and (cmd := _conversion(e, real, peek)):
+                        out.append(dict(name=e["name"], root=str(base), folder=str(real), rel=rel, convert=cmd))
                 if d < depth:
                     try:
                         with os.scandir(folder) as it:
@@ -197,5 +221,5 @@ def discover(roots, depth: int = 2, max_dirs: int = 2000, peek: int = 500) -> li
     return out
 
 
-__all__ = ["register_dataset", "list_datasets", "get_entry", "build", "discover", "DATASET_MODULES", "MEDIA_MARKER",
-           "CLASS_FIELDS"]
+__all__ = ["register_dataset", "list_datasets", "get_entry", "build", "discover", "needs_conversion", "DATASET_MODULES",
+           "MEDIA_MARKER", "CLASS_FIELDS"]
