@@ -87,15 +87,20 @@ for ex in list(basket):
         with c2:
             show_media(ex, "perturbed")
         with c3:
-            st.markdown(f"**{ex.record['name']}** · {ex.record['variant']} · severity {ex.record['severity']} · "
-                        f"seed {ex.record['seed']}")
+            st.markdown(f"**{safe_md(ex.title())}**")  # a combined condition: every part (issue 45)
+            no_op = (ex.model or {}).get("no_op")
+            if no_op:
+                left = no_op if isinstance(no_op, str) else ", ".join(map(str, no_op))
+                st.caption(f"no-op, left out: {safe_md(left)} (changed nothing)")
             st.caption(f"{ex.kind} · {safe_md(describe_source(ex.source))}")  # a file name: text, never Markdown
             if ex.model:
                 scores = describe_scores(ex.model.get("scores"))
                 st.caption(f"model {safe_md(ex.model.get('id') or '—')}" + (f" · {safe_md(scores)}" if scores else ""))
             st.button("Remove", key=f"rm_{ex.id}", on_click=basket.remove, args=(ex.id,), icon=":material/delete:")
 
-rows = [{"#": i, "kind": ex.kind, "perturbation": ex.record["name"], "variant": ex.record["variant"],
+rows = [{"#": i, "kind": ex.kind,
+         "perturbation": ex.record["name"] + "".join(f" + {p.record['name']}" for p in ex.parts or ()),
+         "variant": ex.record["variant"],
          "severity": ex.record["severity"], "seed": ex.record["seed"], "source": describe_source(ex.source),
          "model": (ex.model or {}).get("id") or "", "model scores": describe_scores((ex.model or {}).get("scores"))}
         for i, ex in enumerate(basket, start=1)]

@@ -5,11 +5,12 @@ import streamlit as st
 
 import ui
 import ui.compare
-from robustlab.export.basket import make_example, typed_source
+from robustlab.export.basket import combined_example, typed_source
 from robustlab.io.files import InputError
 from robustlab.perturb.record import hash_value
 from robustlab.tasks.grounding import grounding_compare, grounding_sweep
 from ui.inputs import grounding_input
+from ui.media import safe_md
 from ui.panels import sweep_chart
 from ui.peeling import atcr_view, extraction_view, peeling_panel
 from ui.cache import shared
@@ -60,10 +61,18 @@ left, right = st.columns(2)
 left.markdown("**Clean**")
 left.image(ui.boxed(image, gt, res["clean_box"]), width="stretch")
 left.text(f"\u201c{expr}\u201d")
-desc = " + ".join(c.label() for c in (ic, tc) if not c.clean) or "no perturbation (severity 0)"
-right.markdown(f"**Perturbed · {desc}**")
+right.markdown(f"**Perturbed · {safe_md(res['label'])}**")  # what was computed, not the pickers
 right.image(ui.boxed(res["perturbed_image"], gt, res["perturbed_box"], ui.PERT, "perturbed"), width="stretch")
 right.text(f"\u201c{res['perturbed_text']}\u201d")
+noop = [c for c in res["conditions"] if c["no_op"]]
+if noop:  # a perturbation that changed nothing is a no-op: said so, never read as robustness
+    what = " and ".join(f"{c['label']} changed nothing in the {'expression' if c['modality'] == 'text' else 'image'}"
+                        for c in noop)
+    real = [c["label"] for c in res["conditions"] if not c["no_op"]]
+    with st.container(key="gr_no_op"):
+        st.info(safe_md(f"No-op: {what}, so it says nothing about robustness to it. " + (
+            f"The perturbed result is {' + '.join(real)} alone." if real else
+            "Nothing was perturbed: the perturbed result is the clean one.")))
 m1, m2, m3 = st.columns(3)
 if gt:
     m1.metric("IoU to ground truth, clean", f"{res['iou_clean']:.2f}")
@@ -77,7 +86,7 @@ st.subheader("Severity sweep 0–5")
 if ic.name or tc.name:
     with st.spinner("Sweeping severities 0–5…"):
         rows = sweep(spec, device, image, image_hash, expr, gt, ic.name, tc.name, seed)
-    sweep_chart(rows, {"image": f"image: {ic.name}", "text": f"text: {tc.name}", "both": "both"}, "gr_sweep")
+    sweep_chart(rows, None, "gr_sweep")  # the conditions' names and no-ops come from the rows
 else:
     st.info("Pick an image or a text perturbation to sweep its severities.")
 
@@ -87,23 +96,26 @@ ui.compare.grounding_panel(spec, res, lambda other: compare(other, device, image
 # ---- PEELING on the clean input: a shorter expression that still names the object, perturbed, grounded again ---
 peeling_panel(spec, device, got[1], image, image_hash, expr, gt, source, label, src, seed)
 
-# ---- basket: the perturbed image and expression with the model's boxes and IoUs ----------------------------
+# ---- basket: the perturbed image and expression with the model's boxes and IoUs, one example per condition -------
 b1, b2 = st.columns([1, 3])
 if b1.button("Add to basket", key="gr_add", type="primary", icon=":material/shopping_basket:",
-             disabled=res["image_result"] is None and res["text_result"] is None,
-             help="Keeps the perturbed image (and the perturbed expression, when a text perturbation is on) with the "
-                  "model's boxes and IoUs, for export."):
+             disabled=not res["changed"],
+             help="Keeps the perturbed image and expression (one example: the IoUs were computed on both together) "
+                  "with the model's boxes and IoUs, for export. A perturbation that changed nothing (a no-op) is "
+                  "not exported as one."):
     info = {"id": spec, "view": "grounding", "expression": expr, "ground_truth": list(gt) if gt else None,
+            "condition": res["label"], "conditions": res["conditions"],
             "scores": {k: res[k] for k in ("iou_clean", "iou_perturbed", "iou_clean_vs_perturbed")},
             "clean_box": list(res["clean_box"].as_tuple()), "perturbed_box": list(res["perturbed_box"].as_tuple())}
     tsrc = typed_source(expression_of=label) if src == "upload" else {**source, "field": "expression"}
-    added = sum(ui.basket().add(make_example(k, x, r, s, label=lb, model=info)) for k, x, r, s, lb in (
-        ("image", image, res["image_result"], source, label), ("text", expr, res["text_result"], tsrc,
-                                                               f"{label}-expression")) if r is not None)
-    if added:
+    ex = combined_example([("image", image, res["image_result"], source, label),
+                           ("text", expr, res["text_result"], tsrc, f"{label}-expression")], model=info)
+    if ex is not None and ui.basket().add(ex):
         st.success(f"Added to the basket ({len(ui.basket())} example(s)).")
     else:
         st.info("This example is already in the basket.")
+if res["conditions"] and not res["changed"]:
+    b1.caption("Nothing to export: the perturbation changed nothing (a no-op).")
 with b2:
     ui.export_link()
 

@@ -115,10 +115,28 @@ def grounding_input():
         if got is None:
             return None
         image, expr, gt, source, label = got
-        if not expr.strip():
-            st.error("Type a referring expression (e.g. \u201cthe small red circle\u201d).")
+        if not expr.strip():  # nothing yet for this image: a prompt; typed blanks: an error
+            (st.error if expr else st.info)("Type a referring expression (e.g. \u201cthe small red circle\u201d).")
             return None
     return image, expr.strip(), gt, source, label, src
+
+
+_EXPR_OWNER = "_gr_expr_owner"  # expression widget key -> the input (and derived expression) it was drawn for
+
+
+def _expression_input(key: str, owner: tuple, default: str, **kw) -> str:
+    """The referring-expression box of one input, bound to it: ``owner`` names the input (dataset, item, target or
+    upload) and ``default`` the expression derived for it. When the same key comes back for another input (another
+    dataset's item 0, another upload) the box is reset to that input's expression through the Session State API
+    (the browser is told), so a typed or derived expression never follows the user to an input it was not meant
+    for; for the same input the typed text stays."""
+    s = st.session_state
+    owners = s.setdefault(_EXPR_OWNER, {})
+    if key in owners and owners[key] != owner:
+        s[key] = default
+    owners[key] = owner
+    return st.text_input("Referring expression", key=key, placeholder="e.g. the small red circle",
+                         **initial(key, value=default), **kw)
 
 
 def _dataset_target():
@@ -130,13 +148,15 @@ def _dataset_target():
     got = current_dataset()
     if got is None:
         return None
-    ds = got[1]
+    ds_id, ds = got
     if ds.kind != "image":
         st.info("Grounding works on images: showing the built-in scenes (the sidebar's dataset holds videos).")
         ds = get_builtin_gallery(DEMO_N)
+        ds_id = ds.id
     i1, i2 = st.columns([1, 3])
     i = int(i1.number_input(f"Item (of {len(ds)})", 0, len(ds) - 1, 0, key="gr_scene"))
-    item, source, expr, gt, t = ds.item(i), gallery_source(ds, i), "the red circle", None, 0
+    item, source, gt, t = ds.item(i), gallery_source(ds, i), None, 0
+    expr = next((x for x in item.texts if x and x.strip()), "")  # no referring expression: the item's caption
     if hasattr(ds, "scene"):
         scene = ds.scene(i)
         t = int(i2.selectbox("Target object", range(len(scene.objects)), key=f"gr_target_{i}",
@@ -148,9 +168,10 @@ def _dataset_target():
                              format_func=lambda j: item.refs[j].expression))
         expr, gt = item.refs[t].expression, tuple(float(v) for v in item.refs[t].box)
     st.text(f"#{i} · {item.id}" + (f" · “{item.texts[0]}”" if item.texts else ""))  # user text: literal
-    expr = st.text_input("Referring expression", expr, key=f"gr_expr_{i}_{t}",
-                         help="The dataset's expression for the target, when it has one; edit it freely (the IoU "
-                              "stays against the target's box).")
+    expr = _expression_input(f"gr_expr_{i}_{t}", (ds_id, item.id, t, expr), expr,
+                             help="The dataset's expression for the target, when it has one, else the item's "
+                                  "caption; edit it freely (the IoU stays against the target's box). It belongs to "
+                                  "this item: another item or dataset starts from its own.")
     return ds.visual(i), expr, gt, source, item.id
 
 
@@ -174,6 +195,6 @@ def _uploaded_image():
         st.info("Upload an image, or pick an item of the sidebar's dataset.")
         return None
     st.text(f"{up.label}: {up.note} · no ground truth for an upload (IoU is to the clean prediction)")
-    expr = st.text_input("Referring expression", key="gr_expr_upload",
-                         **initial("gr_expr_upload", value="the red circle"))
+    expr = _expression_input("gr_expr_upload", ("upload", up.source.get("sha256"), up.label), "",
+                             help="What to find in this image; a new upload starts empty.")
     return up.data, expr, None, up.source, up.label

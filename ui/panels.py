@@ -2,12 +2,14 @@
 before/after, the grounding severity sweep, the Perturb page's severity strip and caption diff."""
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
 from robustlab.diagnostics import views
 from ui.charts import occurrence_histogram
+from ui.media import safe_md
 from ui.widgets import param_inputs
 from ui.cache import shared
 
@@ -54,16 +56,64 @@ def reduction_panel(view: views.HubnessView, key: tuple, log_y: bool) -> None:
                                               log_y, label[c]), key=f"hub_red_hist_{c}")
 
 
-def sweep_chart(rows: list[dict], names: dict, key: str) -> None:
-    """IoU per severity (0–5), one line per condition ("image", "text", "both"), with the IoU 0.5 line."""
+NO_OP_MARKER = dict(symbol="circle-open", size=11, color="#888888", line=dict(width=2))
+
+
+def severity_runs(sevs) -> str:
+    """Severities as runs: [1, 2, 3, 5] -> "s1–3, s5"."""
+    sevs, out = sorted(set(int(k) for k in sevs)), []
+    for k in sevs:
+        if out and k == out[-1][1] + 1:
+            out[-1][1] = k
+        else:
+            out.append([k, k])
+    return ", ".join(f"s{a}" if a == b else f"s{a}–{b}" for a, b in out)
+
+
+def no_op_line(rows: list[dict], names: dict) -> str:
+    """One line naming what changed nothing in a grounding sweep (from the rows' ``no_op`` / ``unchanged``), "" when
+    every perturbation changed its input."""
+    whole, part = {}, {}
+    for r in rows:
+        if r.get("no_op"):
+            whole.setdefault(r["condition"], []).append(r["severity"])
+        elif r.get("unchanged"):
+            part.setdefault((r["condition"], r["unchanged"]), []).append(r["severity"])
+    bits = [f"{names[c]} at {severity_runs(k)}" for c, k in whole.items()]
+    bits += [f"{names[c]}: its {u} part at {severity_runs(k)} (the line there is the other part alone)"
+             for (c, u), k in part.items()]
+    return ("No-op (the perturbation changed nothing, so it is not robustness): " + "; ".join(bits) + ".") if bits \
+        else ""
+
+
+def sweep_chart(rows: list[dict], names: dict | None, key: str) -> None:
+    """IoU per severity (0–5), one line per condition ("image", "text", "both"), with the IoU 0.5 line.
+
+    The conditions' names come from the rows (``perturbation``) unless ``names`` gives them. A severity where the
+    condition changed nothing (``no_op``) is not drawn on its line (it would read as a flat, robust line): it is a
+    hollow grey "no-op" marker, and one line under the chart names the conditions and severities."""
     df = pd.DataFrame(rows)
+    names = {r["condition"]: (names or {}).get(r["condition"]) or
+             (r["condition"] if r["condition"] == "both" else f"{r['condition']}: {r.get('perturbation', '')}")
+             for r in rows}
+    no_op = df["no_op"].astype(bool) if "no_op" in df else pd.Series(False, index=df.index)
     fig = go.Figure()
     for cond, g in df.groupby("condition", sort=False):
-        fig.add_trace(go.Scatter(x=g["severity"], y=g["iou"], mode="lines+markers", name=names[cond]))
+        y = g["iou"].where(~no_op[g.index])  # a no-op severity: a gap in the line, never a robust-looking point
+        fig.add_trace(go.Scatter(x=g["severity"], y=y, mode="lines+markers", name=names[cond], legendgroup=cond))
+    if no_op.any():
+        n = df[no_op]
+        fig.add_trace(go.Scatter(x=n["severity"], y=n["iou"], mode="markers", marker=NO_OP_MARKER,
+                                 name="no-op: changed nothing", text=[names[c] for c in n["condition"]],
+                                 hovertemplate="%{text} · s%{x}: no-op (changed nothing) · IoU %{y}<extra></extra>"))
     fig.add_hline(y=0.5, line_dash="dot", annotation_text="IoU 0.5 (correct above)")
     fig.update_layout(xaxis_title="severity", yaxis_title=f"IoU to the {rows[0]['reference']}", height=300,
                       yaxis_range=[-0.02, 1.02], margin=dict(t=20, b=20))
     st.plotly_chart(fig, key=key)
+    line = no_op_line(rows, names)
+    if line:
+        with st.container(key=f"{key}_no_op"):
+            st.caption(safe_md(line))  # perturbation names: no link or HTML can form
     with st.expander("Sweep table"):
         st.dataframe(df, hide_index=True, key=f"{key}_table", placeholder="—")
 
@@ -96,20 +146,29 @@ def severity_strip(kind: str, x, outs: list) -> None:
             if kind == "video":
                 st.caption("Six evenly spaced frames of each severity")
             for k, col in zip(range(1, 6), st.columns(5) if kind == "image" else [st.container()] * 5):
-                col.image(outs[k - 1] if kind == "image" else filmstrip(outs[k - 1]), caption=f"severity {k}",
-                          width="stretch")
+                same = np.shape(outs[k - 1]) == np.shape(x) and np.array_equal(outs[k - 1], x)
+                col.image(outs[k - 1] if kind == "image" else filmstrip(outs[k - 1]),
+                          caption=f"severity {k}" + (" · no-op (unchanged)" if same else ""), width="stretch")
         return
     sims = _similarities(x, tuple(outs), warn=True)
+    same = [o == x for o in outs]  # a no-op: the caption came back unchanged (not a robust caption)
     rows = [{"severity": k, "perturbed caption": o, "MiniLM cosine": round(s, 3),
-             "words changed": f"{edit_stats(x, o)['changed_fraction']:.0%}"}
-            for k, o, s in zip(range(1, 6), outs, sims)]
+             "words changed": "no-op (unchanged)" if u else f"{edit_stats(x, o)['changed_fraction']:.0%}"}
+            for k, o, s, u in zip(range(1, 6), outs, sims, same)]
     st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch", key="pt_strip_table",
                  placeholder="—")  # MiniLM unavailable: no cosine
-    fig = go.Figure(go.Scatter(x=[0, 1, 2, 3, 4, 5], y=[1.0] + sims, mode="lines+markers", name="similarity"))
+    fig = go.Figure(go.Scatter(x=[0, 1, 2, 3, 4, 5], y=[1.0] + [None if u else v for v, u in zip(sims, same)],
+                               mode="lines+markers", name="similarity"))
+    noop = [k for k, u in zip(range(1, 6), same) if u]
+    if noop:
+        fig.add_trace(go.Scatter(x=noop, y=[1.0] * len(noop), mode="markers", marker=NO_OP_MARKER,
+                                 name="no-op: unchanged"))
     fig.add_hline(y=0.9, line_dash="dot", annotation_text="0.9 semantic gate (Qiu et al. / MLVP)")
     fig.update_layout(xaxis_title="severity", yaxis_title="MiniLM cosine to the original", height=260,
                       margin=dict(t=20, b=20), yaxis_range=[min([v for v in sims if v == v] + [0.5]) - 0.05, 1.02])
     st.plotly_chart(fig, key="pt_sim_chart")
+    if noop:
+        st.caption(f"No-op (the caption came back unchanged, not a robust caption): {severity_runs(noop)}.")
 
 
 def caption_diff(x: str, out: str, left, right) -> None:

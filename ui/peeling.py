@@ -52,12 +52,31 @@ def run_peel(spec, device, vqa_spec, _image, image_hash, expr, gt, stages, wide,
                   image_id=image_id, stages=stages, wide=wide, compat=compat, seed=seed)
 
 
-def _typed_box(image):
-    """PEELING needs a ground truth: an upload has none, so the user types one (None after saying why not)."""
+def input_name(source: dict, src: str, label: str) -> str:
+    """The page's input in words, from where it came from (Markdown-safe): "this upload", "this item of My uploads
+    (“a.png”)", "this item of coco (“123”)"."""
+    if src == "upload":
+        return "this upload"
+    if source.get("type") == "upload":
+        return f"this item of My uploads (“{md_escape(str(label))}”)"
+    if source.get("type") == "builtin":
+        return f"this built-in scene (“{md_escape(str(label))}”)"
+    dataset = md_escape(str(source.get("dataset") or "the sidebar’s dataset"))
+    return f"this item of {dataset} (“{md_escape(str(label))}”)"
+
+
+def _typed_box(image, where: str = "this input", owner=None):
+    """PEELING needs a ground truth: an upload or a dataset item without boxes has none, so the user types one (None
+    after saying why not). ``where``: the input in words (:func:`input_name`); ``owner``: the input the box is typed
+    for (another input starts with an empty box)."""
+    if owner is not None:
+        if st.session_state.get("_gr_pl_box_owner", owner) != owner and st.session_state.get("gr_pl_box"):
+            st.session_state["gr_pl_box"] = ""  # a box typed for another image
+        st.session_state["_gr_pl_box_owner"] = owner
     txt = st.text_input("Ground-truth box for PEELING (x0, y0, x1, y1 in pixels)", key="gr_pl_box",
                         placeholder="e.g. 10, 12, 54, 60", help="The box of the object the expression names.")
     if not txt.strip():
-        st.info("PEELING needs a ground-truth box: type the object's box above to run it on this upload.")
+        st.info(f"PEELING needs a ground-truth box: type the object's box above to run it on {where}.")
         return None
     h, w = image.shape[:2]
     try:
@@ -198,7 +217,7 @@ def _panel(spec, device, model, image, image_hash, expr, gt, source, label, src,
                      help="Extracts the object and its properties, asks the VQA model three questions per shorter "
                           "candidate, perturbs and grounds every test (cached per input and options)."):
         return
-    if gt is None and (gt := _typed_box(image)) is None:
+    if gt is None and (gt := _typed_box(image, input_name(source, src, label), (src, image_hash))) is None:
         return
     vqa_spec = _vqa_spec(spec, model, device)
     if vqa_spec is None:

@@ -13,8 +13,7 @@ Choices (digest seeds_perturbations.md §3.2–3.3, A01–A10):
 * headline metric per task: retrieval — R@1 of the first direction (``t2v_R@1``, ``t2i_R@1``; the sweep's
   ``directions`` decide which is first); other tasks — ``accuracy``, else ``acc``, else the first numeric metric.
   ``metric=`` overrides it for every task that has it (a task without it keeps its headline).
-  ``RSUM`` = Σ over both directions of R@1, 5, 10 in percent: the papers' 0..600, the one scale of RSUM everywhere
-  (results.csv, the summary, the tables, the heatmaps, the intervals; issue 45).
+  ``RSUM`` = Σ over both directions of R@1, 5, 10 in percent: the papers' 0..600, its one scale everywhere.
 * γᵃ / γʳ / MMI come from :func:`robustlab.metrics.robustness.robustness` against the clean cell of the same model,
   task and dataset measured in the same run (A10); the γᵃ scale is 1 for fractions, 600 for RSUM, 100 for scores in
   percent, else the largest value seen. Aggregation is :func:`robustness_table` (severity mean per perturbation,
@@ -203,8 +202,7 @@ def directions(metrics: dict, preferred=None) -> list[str]:
 
 
 def run_rsum(metrics: dict) -> float:
-    """RSUM on the papers' 0..600 scale (both directions' R@1, 5, 10 in percent), NaN when a direction is
-    missing."""
+    """RSUM on the papers' 0..600 (both directions' R@1, 5, 10 in percent), NaN when a direction is missing."""
     for a, b in RETRIEVAL_PAIRS:
         if isinstance(metrics.get(a), dict) and isinstance(metrics.get(b), dict):
             try:

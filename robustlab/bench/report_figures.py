@@ -100,9 +100,19 @@ def _single(df: pd.DataFrame) -> pd.DataFrame:
     return pd.concat(parts) if parts else df.iloc[:0]
 
 
+def _text2(v) -> str:
+    """A heatmap cell's number: two decimals, never "-0.00"."""
+    if _nan(v):
+        return ""
+    t = f"{v:.2f}"
+    return "0.00" if t == "-0.00" else t
+
+
 def heatmap(df: pd.DataFrame, model: str, title: str = "") -> go.Figure:
-    """One model: perturbation (rows) × severity (columns) of the metric and of the relative drop 1 − p/c."""
-    s = _single(df[df["model"] == model])
+    """One model: perturbation (rows) × severity (columns) of the metric and of the relative drop 1 − p/c. The
+    colour scales are the run's (every model of ``df``), so two models' heatmaps read alike."""
+    every = _single(df)
+    s = every[every["model"] == model]
     z = s.pivot_table(index="perturbation", columns="severity", values="score", aggfunc="mean", sort=False)
     drop = s.pivot_table(index="perturbation", columns="severity", values="mmi", aggfunc="mean", sort=False)
     z, drop = z[sorted(z.columns)], drop[sorted(drop.columns)]
@@ -110,11 +120,14 @@ def heatmap(df: pd.DataFrame, model: str, title: str = "") -> go.Figure:
     # longest, and the left panel's colour bar in the gap between the panels
     fig = make_subplots(rows=1, cols=2, horizontal_spacing=0.14, shared_yaxes=True,
                         subplot_titles=(_metric(s), "relative drop 1 − p/c"))
-    lim = max(0.05, float(drop.abs().max().max())) if drop.notna().any().any() else 1.0
-    for col, m, scale in ((1, z, dict(colorscale="Viridis")), (2, drop, dict(colorscale="RdBu_r", zmid=0,
-                                                                             zmin=-lim, zmax=lim))):
+    mmi = every["mmi"].dropna() if "mmi" in every else every.iloc[:0]
+    lim = max(0.05, float(mmi.abs().max())) if len(mmi) else 1.0
+    sc = every["score"].dropna()
+    zr = dict(zmin=float(sc.min()), zmax=float(sc.max())) if len(sc) and sc.min() < sc.max() else {}
+    for col, m, scale in ((1, z, dict(colorscale="Viridis", **zr)),
+                          (2, drop, dict(colorscale="RdBu_r", zmid=0, zmin=-lim, zmax=lim))):
         fig.add_trace(go.Heatmap(z=m.values, x=[f"s{c}" for c in m.columns], y=list(m.index), **scale,
-                                 text=[[("" if _nan(v) else f"{v:.2f}") for v in r] for r in m.values],
+                                 text=[[_text2(v) for v in r] for r in m.values],
                                  texttemplate="%{text}", colorbar=dict(x=0.445 if col == 1 else 1.0, len=0.9,
                                                                        thickness=14),
                                  hovertemplate="%{y} %{x}: %{z:.4f}<extra></extra>"), row=1, col=col)
@@ -195,6 +208,22 @@ def _params_text(p) -> str:
     return f"{p / 1e9:.2f} B parameters" if p >= 1e9 else f"{p / 1e6:.1f} M parameters"
 
 
+def _label_positions(g: pd.DataFrame, axis: str) -> list[str]:
+    """Text positions for the models' labels: points that nearly coincide (within 3 % of each axis's span) take
+    turns around the marker, so their labels do not print over each other."""
+    base = ["bottom center", "bottom right", "bottom left"] if axis == "text" else \
+        ["top center", "top right", "top left"]
+    more = ["middle right", "middle left"]
+    xs, ys = g["clean"].astype(float).tolist(), g["gamma_r"].astype(float).tolist()
+    dx = (max(xs) - min(xs)) or 1.0 if xs else 1.0
+    dy = (max(ys) - min(ys)) or 1.0 if ys else 1.0
+    out = []
+    for i, (x, y) in enumerate(zip(xs, ys)):
+        near = sum(1 for j in range(i) if abs(xs[j] - x) <= 0.03 * dx and abs(ys[j] - y) <= 0.03 * dy)
+        out.append((base + more)[near % 5])
+    return out
+
+
 def clean_vs_gamma(rob: pd.DataFrame, title: str = "", names: dict | None = None,
                    params: dict | None = None) -> go.Figure:
     """Clean metric (x) against overall γʳ (y) per model, one trace per axis (``names``: their legend), ± SD;
@@ -205,7 +234,7 @@ def clean_vs_gamma(rob: pd.DataFrame, title: str = "", names: dict | None = None
     sized = bool(params) and len(set(marker_sizes(list(over["model"]), params))) > 1
     for a, g in over.groupby("axis", sort=False):
         fig.add_trace(go.Scatter(x=g["clean"], y=g["gamma_r"], mode="markers+text", text=g["model"],
-                                 textposition="bottom center" if a == "text" else "top center",
+                                 textposition=_label_positions(g, a),
                                  name=(names or {}).get(a, a),
                                  marker=dict(size=marker_sizes(list(g["model"]), params),
                                              symbol=AXIS_SYMBOL.get(a, "circle"), opacity=0.8),

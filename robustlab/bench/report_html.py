@@ -171,10 +171,10 @@ def _sections(tables: dict, figs: dict) -> list[dict]:
                         meta + " · lowest / highest severity-mean score", (), [("", tables["effective"])], NO_GAMMA))
     out.append(_section("6. Clean score against relative robustness", meta, pick("scatter"), (), NO_GAMMA))
     grid = tables["combinations"]
-    out.append(_section("7. Visual and text perturbations combined",
-                        f"{_n(grid) if not grid.empty else _n(df)} · γʳ of {_metric(grid if not grid.empty else df)}"
-                        " · first row / column: single-modality scores", pick("combinations"),
-                        [("", grid)] if not grid.empty else (), "no cell perturbed on both axes in this run"))
+    if not grid.empty:  # a run without cells perturbed on both axes has no such section (issue 45: no empty one)
+        out.append(_section(f"{len(out) + 1}. Visual and text perturbations combined",
+                            f"{_n(grid)} · γʳ of {_metric(grid)} · first row / column: single-modality scores",
+                            pick("combinations"), [("", grid)]))
     held = holds_tables(tables)
     if held:
         ok = df["holds"].dropna() if "holds" in df else df.iloc[:0]

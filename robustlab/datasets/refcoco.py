@@ -166,7 +166,7 @@ def convert_refs(folder: str | Path) -> list[tuple[Path, Path | None, str]]:
 
 def main(argv: list[str] | None = None) -> int:
     """``python -m robustlab.datasets.refcoco FOLDER...``: :func:`convert_refs` on each folder, one line per file."""
-    import argparse
+    import argparse  # only the operator's command line needs it
 
     ap = argparse.ArgumentParser(prog="python -m robustlab.datasets.refcoco",
                                  description="Convert refer's pickled refs(unc).p / refs(umd).p / refs(google).p to "

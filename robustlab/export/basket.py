@@ -24,6 +24,7 @@ from robustlab.diagnostics.peeling import P2_STAGES
 from robustlab.io.convert import to_uint8_rgb
 from robustlab.io.uploads import KINDS, LoadedInput, load_upload, sha256, upload_source  # noqa: F401 - re-exported
 from robustlab.perturb.record import SCHEMA, hash_value, jsonable, versions
+from robustlab.perturb.record import is_no_op  # noqa: F401 - re-exported: the basket's callers ask it
 
 PEELING_P2 = "peeling_p2"  # the record name of a PEELING test's P2 part (robustlab.diagnostics.peeling.p2_chain)
 _counter = itertools.count(1)
@@ -44,10 +45,20 @@ class Example:
         default_factory=lambda: _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"))
     # what an export needs besides clean/output, e.g. {"image": H×W×3 uint8} for a PEELING test (its OFA tsv row)
     attachments: dict | None = None
+    # the other perturbed parts of one combined condition (the Grounding page's image + expression): Examples of
+    # their own (clean, output, record, source) that the model's scores were computed with together with this one;
+    # exported and regenerated with it, as one example (manifest ``parts``)
+    parts: list | None = None
 
     def __post_init__(self):
         if self.kind not in KINDS:
             raise ValueError(f"kind must be one of {', '.join(KINDS)}, got {self.kind!r}")
+        if self.parts:
+            self.parts = list(self.parts)
+            if not all(isinstance(p, Example) and not p.parts for p in self.parts):
+                raise TypeError("an example's parts are Examples without parts of their own")
+        else:
+            self.parts = None
         if self.attachments is not None:
             self.attachments = dict(self.attachments)
             if self.attachments.get("image") is not None:
@@ -77,6 +88,8 @@ class Example:
         if r.get("name") == PEELING_P2:
             m = self.model or {}
             k += (m.get("uniq_id"), m.get("rawtext"), (r.get("input") or {}).get("image_hash"))
+        if self.parts:  # a combined condition is another example than its parts alone
+            k += tuple(p.key for p in self.parts)
         return k
 
     @property
@@ -85,15 +98,48 @@ class Example:
 
     def title(self) -> str:
         r = self.record
-        return f"{r.get('name')} · {r.get('variant')} · severity {r.get('severity')} · seed {r.get('seed')}"
+        return f"{r.get('name')} · {r.get('variant')} · severity {r.get('severity')} · seed {r.get('seed')}" + "".join(
+            f" + {p.record.get('name')} · {p.record.get('variant')} · severity {p.record.get('severity')}"
+            for p in self.parts or ())
 
 
 def make_example(kind: str, clean, result, source: dict, *, label: str = "", fps: float | None = None,
-                 model: dict | None = None) -> Example:
-    """An Example from a ``PerturbResult`` (``result.output``, ``result.record``)."""
+                 model: dict | None = None, parts: list | None = None) -> Example:
+    """An Example from a ``PerturbResult`` (``result.output``, ``result.record``); ``parts``: the other parts of a
+    combined condition (Examples, see :class:`Example`)."""
     output, record = result
     return Example(kind=kind, clean=clean, output=output, record=dict(record), source=dict(source),
-                   label=label or source.get("name") or kind, fps=fps, model=dict(model) if model else None)
+                   label=label or source.get("name") or kind, fps=fps, model=dict(model) if model else None,
+                   parts=parts)
+
+
+def combined_example(parts: list[tuple], *, model: dict | None = None, label: str = "") -> Example | None:
+    """One basket Example for one condition of several perturbed parts (e.g. an image and its expression, grounded
+    together): ``parts`` = ``[(kind, clean, PerturbResult or None, source, label), ...]``, the first the main one.
+
+    A part that was not perturbed (None) or that changed nothing (a no-op, :func:`is_no_op`) is left out: the scores
+    were computed on the same input without it, and a no-op is never exported as a perturbed example; ``model``
+    gets ``"no_op": [{"modality", "perturbation", "variant", "severity", "seed"}, ...]`` naming what was left out
+    for that reason. The first part that changed is the example, the others its ``parts``. None when no part
+    changed anything."""
+    model = dict(model) if model else None
+    kept, skipped = [], []
+    for kind, clean, result, source, lb in parts:
+        if result is None:
+            continue
+        if is_no_op(result[1]):
+            r = result[1]
+            skipped.append({"modality": kind, "perturbation": r.get("name"), "variant": r.get("variant"),
+                            "severity": r.get("severity"), "seed": r.get("seed")})
+            continue
+        kept.append(make_example(kind, clean, result, source, label=lb))
+    if model is not None and skipped:
+        model["no_op"] = skipped
+    if not kept:
+        return None
+    main = kept[0]
+    return make_example(main.kind, main.clean, (main.output, main.record), main.source,
+                        label=label or main.label, fps=main.fps, model=model, parts=kept[1:] or None)
 
 
 def _stage_unavailable(st: dict) -> bool:

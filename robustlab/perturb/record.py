@@ -143,6 +143,17 @@ def build_record(*, name: str, modality: str, variant: str, severity: int, seed:
     return rec
 
 
+def is_no_op(record: dict | None) -> bool:
+    """Whether a perturbation record says it changed nothing: a severity above 0 whose output is its input (the
+    output hash is the input hash; the registry's note then says why, e.g. "no augmentable words"). None (not
+    perturbed) and severity 0 (clean by definition) are not no-ops: a no-op is labelled as one, never counted as
+    robustness."""
+    if not record or not record.get("severity"):
+        return False
+    h = record.get("input_hash")
+    return isinstance(h, str) and h == record.get("output_hash")
+
+
 def version_differences(recorded: dict, keys) -> dict[str, tuple]:
     """{key: (recorded, current)} for the given keys whose versions differ."""
     now = versions()

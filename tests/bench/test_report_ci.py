@@ -298,3 +298,30 @@ def test_with_three_models_only_the_pairs_that_hold_are_ordered(tmp_path):
                             "builtin:model-c 0.20); differences that hold: builtin:model-a over builtin:model-c"), first
     assert "builtin:model-b over builtin:model-c" in first and "the other pair can't be told apart at n = 40" in first
     assert "the most robust" not in first
+
+
+def test_heatmaps_share_one_colour_scale_print_no_negative_zero_and_no_empty_combined_section(tmp_path):
+    """Issue 45's report polish: every model's heatmap uses the run's colour range (so two models read alike), a
+    cell never prints "-0.00", and a run with no cell perturbed on both axes has no "combined" section."""
+    from robustlab.bench.report_figures import heatmap
+
+    rng = np.random.default_rng(3)
+    clean = _ranks(rng, 40)
+    root = make_run(tmp_path / "r", [
+        (A, cond(), {"t2v": clean, "v2t": clean}, {}),
+        (A, cond("gaussian_noise", 3), {"t2v": _ranks(rng, 38), "v2t": clean}, {}),
+        (A, cond("jpeg", 1), {"t2v": clean, "v2t": clean}, {}),
+        (B, cond(), {"t2v": clean, "v2t": clean}, {}),
+        (B, cond("gaussian_noise", 3), {"t2v": _ranks(rng, 10), "v2t": clean}, {}),
+        (B, cond("jpeg", 1), {"t2v": clean, "v2t": clean}, {})])
+    run = load_run(root)
+    df = report_tables(run)["results"]
+    figs = [heatmap(df, m) for m in (A, B)]
+    ranges = {(f.data[0].zmin, f.data[0].zmax, f.data[1].zmin, f.data[1].zmax) for f in figs}
+    assert len(ranges) == 1, ranges  # one colour scale per metric across the models
+    zmin, zmax, dmin, dmax = ranges.pop()
+    assert (zmin, zmax) == (pytest.approx(0.25), pytest.approx(1.0)) and dmax == -dmin == pytest.approx(0.75)
+    texts = [t for f in figs for tr in f.data for row in tr.text for t in row]
+    assert "-0.00" not in texts and "0.00" in texts  # jpeg leaves the score as it is: a drop of 0, printed 0.00
+    html = write_report(root)[1]
+    assert "Visual and text perturbations combined" not in html.read_text()

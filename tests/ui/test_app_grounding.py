@@ -57,11 +57,11 @@ def test_perturbations_severities_scene_and_basket(page):
     assert any("defocus_blur s5 + keyboard s2" in m.value for m in at.markdown)
     at.button(key="gr_add").click().run()
     assert not at.exception
-    assert any("Added to the basket (2 example(s))." in s.value for s in at.success)
+    assert any("Added to the basket (1 example(s))." in s.value for s in at.success)
     basket = at.session_state["basket"]
-    kinds = sorted(e.kind for e in basket.items)
-    assert kinds == ["image", "text"]
-    ex = next(e for e in basket.items if e.kind == "image")
+    (ex,) = basket.items  # one combined condition: one example, the expression its part (issue 45, item 5)
+    assert ex.kind == "image" and [p.kind for p in ex.parts] == ["text"]
+    assert ex.parts[0].record["name"] == "keyboard" and ex.parts[0].record["severity"] == 2
     assert ex.record["name"] == "defocus_blur" and ex.record["severity"] == 5
     assert ex.model["view"] == "grounding" and ex.model["ground_truth"] is not None
     at.slider(key="gr_img_sev").set_value(0).run()

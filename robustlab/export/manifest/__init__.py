@@ -23,7 +23,13 @@ Manifest entry (schema ``MANIFEST_SCHEMA`` = 1)::
      "perturbed": {"path", "format": "png"|"mp4"|"txt", "sha256", "line": int|null},
      "video": {"fps", "frames", "height", "width"} | null,
      "model": {"id": MODEL_SPEC, "view": "retrieval", "scores": {...}, ...} | null,
-     "label": "...", "exported": ISO-8601 time, "exported_by": "robustlab X.Y.Z"}
+     "label": "...", "exported": ISO-8601 time, "exported_by": "robustlab X.Y.Z",
+     "parts": [{...an entry of the same form, id "0001-1"...}, ...]}   # optional: a combined condition
+
+A combined condition (the Grounding page's image and expression perturbed together: one model score for both) is
+one entry: its first perturbed part is the entry itself, the others are listed in ``parts``, each with its own
+record and files; ``regenerate_export`` regenerates and verifies every part, and the entry is OK only when all
+are. A part that changed nothing (a no-op) is not exported; the model info names it (``model.no_op``).
 
 A PEELING test (the Grounding page's PEELING panel) is a text entry whose perturbation is ``peeling_p2``:
 clean = the reduced expression (``Reducetext``), perturbed = the final one (``MRtext``), ``severity`` null,

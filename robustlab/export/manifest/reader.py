@@ -59,6 +59,16 @@ def validate_entry(entry: dict) -> list[str]:
             probs.append("a peeling_p2 entry needs params.stages (the P2 stages to re-run)")
     if entry["model"] is not None and not (isinstance(entry["model"], dict) and "id" in entry["model"]):
         probs.append("'model' must be null or an object with an 'id'")
+    parts = entry.get("parts")
+    if parts is not None:
+        if not isinstance(parts, list) or not all(isinstance(p, dict) for p in parts):
+            probs.append("'parts' must be null or a list of entries (the other parts of a combined condition)")
+        else:
+            for j, p in enumerate(parts, start=1):
+                if p.get("parts") is not None:
+                    probs.append(f"part {j} has parts of its own")
+                    continue
+                probs += [f"part {j}: {x}" for x in validate_entry(p)]
     return probs
 
 

@@ -28,14 +28,18 @@ class ItemResult:
     perturbation: str = ""
     severity: int | None = None
     path: str = ""
+    parts: list = dataclasses.field(default_factory=list)  # the ItemResults of a combined condition's other parts
 
     @property
     def ok(self) -> bool:
         return self.status == "OK"
 
-    def line(self) -> str:
-        what = f"{self.perturbation}" + ("" if self.severity is None else f" s{self.severity}") \
+    def _what(self) -> str:
+        return f"{self.perturbation}" + ("" if self.severity is None else f" s{self.severity}") \
             if self.perturbation else ""
+
+    def line(self) -> str:
+        what = " + ".join([self._what()] + [p._what() for p in self.parts])
         return f"{self.status:<8} {self.id:<8} {what:<28} {self.path}" + (f"  {self.message}" if self.message else "")
 
 
@@ -91,7 +95,31 @@ def _regenerate(clean, record: dict):
 
 
 def regenerate_entry(entry: dict, reader: ExportReader) -> tuple[ItemResult, object, object]:
-    """Regenerate one manifest entry and verify it. Returns (result, regenerated output or None, fps)."""
+    """Regenerate one manifest entry and verify it, with the parts of a combined condition (``parts``: each
+    regenerated and verified the same way; the entry is OK only when every part is). Returns (result,
+    regenerated output or None, fps)."""
+    res, out, fps, _ = _regenerate_with_parts(entry, reader)
+    return res, out, fps
+
+
+def _regenerate_with_parts(entry: dict, reader: ExportReader):
+    """-> (result, output, fps, [(part entry, part output, part fps), ...])."""
+    res, out, fps = _regenerate_one(entry, reader)
+    done = []
+    if validate_entry(entry):
+        return res, out, fps, done  # malformed (its parts included): _regenerate_one said what is wrong
+    for p in entry.get("parts") or ():
+        r, o, f = _regenerate_one(p, reader)
+        res.parts.append(r)
+        done.append((p, o, f))
+        if not r.ok:
+            if res.ok:
+                res.status = r.status
+            res.message = "; ".join(m for m in (res.message, f"part {r.id} ({r._what()}): {r.message}") if m)
+    return res, out, fps, done
+
+
+def _regenerate_one(entry: dict, reader: ExportReader) -> tuple[ItemResult, object, object]:
     eid = str(entry.get("id", "?"))
     res = ItemResult(eid, "ERROR", perturbation=str(entry.get("perturbation", "")),
                      severity=entry.get("severity"),
@@ -170,6 +198,22 @@ def regenerate_entry(entry: dict, reader: ExportReader) -> tuple[ItemResult, obj
     return res, out, fps
 
 
+def _write_rebuilt(sink: DirSink, reader: ExportReader, entry: dict, output, fps, shared_text: dict) -> None:
+    """One entry's clean file (and preview) copied, its regenerated output written (a line of a shared caption file
+    kept for the end)."""
+    cref, pref = entry["clean"], entry["perturbed"]
+    sink.write(cref["path"], reader.read(cref["path"]))
+    if entry.get("clean_preview"):
+        try:
+            sink.write(entry["clean_preview"]["path"], reader.read(entry["clean_preview"]["path"]))
+        except (OSError, ValueError):
+            pass
+    if entry["kind"] == "text" and pref.get("line") is not None:
+        shared_text.setdefault(pref["path"], {})[pref["line"]] = output
+    else:
+        sink.write(pref["path"], encode_output(entry, output, fps))
+
+
 def regenerate_export(src: str | os.PathLike, out: str | os.PathLike | None = None,
                       progress: Callable[[ItemResult, int, int], None] | None = None) -> list[ItemResult]:
     """Rebuild and verify every example of an export (zip, folder or manifest path).
@@ -189,21 +233,11 @@ def regenerate_export(src: str | os.PathLike, out: str | os.PathLike | None = No
             if entry is None:
                 r = ItemResult(f"line{n}", "ERROR", err)
             else:
-                r, output, fps = regenerate_entry(entry, reader)
-                if sink is not None and output is not None:
+                r, output, fps, parts = _regenerate_with_parts(entry, reader)
+                if sink is not None and output is not None and all(o is not None for _, o, _ in parts):
                     try:
-                        cref, pref = entry["clean"], entry["perturbed"]
-                        sink.write(cref["path"], reader.read(cref["path"]))
-                        if entry.get("clean_preview"):
-                            try:
-                                sink.write(entry["clean_preview"]["path"],
-                                           reader.read(entry["clean_preview"]["path"]))
-                            except (OSError, ValueError):
-                                pass
-                        if entry["kind"] == "text" and pref.get("line") is not None:
-                            shared_text.setdefault(pref["path"], {})[pref["line"]] = output
-                        else:
-                            sink.write(pref["path"], encode_output(entry, output, fps))
+                        for e, o, f in [(entry, output, fps)] + parts:
+                            _write_rebuilt(sink, reader, e, o, f, shared_text)
                         kept.append(entry)
                     except (OSError, ValueError) as e:
                         if disk_full(e):  # nothing more fits: stop writing, keep verifying, take the folder back

@@ -143,7 +143,15 @@ def _entry(idx: str, ex: Example, clean: dict, perturbed: dict, preview: dict | 
 
 
 def write_example(sink: _Sink, ex: Example, idx: str) -> dict:
-    """Write one example's files into ``sink``; return its manifest entry."""
+    """Write one example's files into ``sink``; return its manifest entry. The parts of a combined condition
+    (``ex.parts``) are written beside it (ids ``<idx>-1``, ``<idx>-2``...) and listed in the entry's ``parts``."""
+    entry = _write_one(sink, ex, idx)
+    if ex.parts:
+        entry["parts"] = [_write_one(sink, p, f"{idx}-{j}") for j, p in enumerate(ex.parts, start=1)]
+    return entry
+
+
+def _write_one(sink: _Sink, ex: Example, idx: str) -> dict:
     stem, tag = f"{idx}_{_stem(ex)}", _tag(ex.record)
     if ex.kind == "image":
         clean = sink.ref(f"clean/{stem}.png", encode_png(ex.clean), "png", line=None)
@@ -263,6 +271,9 @@ manifest.jsonl   one JSON object per example: perturbation, variant, severity, s
                  and (when the example came from a model view) the model id and scores
 clean/           the clean inputs exactly as perturbed (PNG images, NPZ video frames + an MP4 to watch, TXT)
 perturbed/       the perturbed outputs (PNG, MP4, TXT)
+
+An example of a combined condition (an image and its expression perturbed together, scored together) is one
+manifest line whose "parts" list the other perturbed parts, each with its own record and files (ids 0001-1...).
 
 Rebuild and verify every example bit for bit:   robustlab regenerate THIS.zip [--out DIR]
 """
