@@ -1,13 +1,12 @@
 """Export: the basket of perturbed examples, downloadable as a zip with a manifest that regenerates them."""
 from __future__ import annotations
 
-import math
-
 import pandas as pd
 import streamlit as st
 
 from robustlab.export.basket import Basket, filmstrip
 from robustlab.export.manifest import build_zip
+from ui.export_view import describe_scores, describe_source, shown_examples
 from ui.media import safe_md
 
 st.header("Export — the basket")
@@ -17,53 +16,6 @@ if not basket:
     st.info("Your basket is empty: pick a perturbation on the Perturb page and press **Add to basket**.")
     st.page_link("pages/perturb.py", label="Open the Perturb page", icon=":material/science:")
     st.stop()
-
-
-def describe_source(src: dict) -> str:
-    t = src.get("type")
-    if t == "builtin":
-        return f"built-in {src.get('collection')} · world seed {src.get('seed')} · item {src.get('index')}"
-    if t in ("upload", "file"):
-        line = f" · line {src['line'] + 1}" if src.get("line") is not None else ""
-        digest = src.get("sha256") or src.get("content_hash")  # an item of "My uploads" keeps its content hash
-        return f"{'uploaded' if t == 'upload' else 'file'} {src.get('name')}{line}" + (
-            f" · {str(digest)[:19]}…" if digest else "")
-    return str(src.get("name") or t or "—")
-
-
-SCORE_LABELS = {"iou": "IoU", "iou_clean": "IoU clean", "iou_perturbed": "IoU perturbed",
-                "iou_clean_vs_perturbed": "IoU clean vs perturbed", "reduce_iou": "IoU (reduced expression)",
-                "orig_iou": "IoU (original expression)", "rank": "rank"}
-
-
-def score_value(v) -> str:
-    """One score for reading: 3 decimals for a fraction-like number, integers as they are, "—" for none."""
-    if v is None or (isinstance(v, float) and math.isnan(v)):
-        return "—"
-    if isinstance(v, bool):
-        return "yes" if v else "no"
-    if isinstance(v, int):
-        return str(v)
-    if isinstance(v, float):
-        return f"{v:.3f}" if abs(v) < 1000 else f"{v:,.0f}"
-    if isinstance(v, dict):
-        return ", ".join(f"{score_label(k)} {score_value(x)}" for k, x in v.items()) or "—"
-    if isinstance(v, (list, tuple)):
-        return "[" + ", ".join(score_value(x) for x in v) + "]"
-    return str(v)
-
-
-def score_label(key) -> str:
-    return SCORE_LABELS.get(str(key), str(key).replace("_", " "))
-
-
-def describe_scores(scores) -> str:
-    """A model's scores as "name: value" pairs (e.g. "IoU clean: 0.812 · IoU perturbed: 0.431"), "" for none."""
-    if not scores:
-        return ""
-    if not isinstance(scores, dict):
-        return score_value(scores)
-    return " · ".join(f"{score_label(k)}: {score_value(v)}" for k, v in scores.items())
 
 
 def show_media(ex, which: str):
@@ -77,9 +29,27 @@ def show_media(ex, which: str):
         st.text(x)
 
 
+sig = basket.signature()
+cached = st.session_state.get("export_zip")
+if not cached or cached[0] != sig:
+    try:
+        with st.spinner("Packing the zip…"):
+            cached = (sig, build_zip(basket))
+    except (RuntimeError, ValueError, OSError, MemoryError) as e:
+        st.error(f"The export cannot be built ({type(e).__name__}: {e or 'out of memory'}); the basket is kept as "
+                 "it is: free some memory or remove examples and try again.")
+        st.stop()
+    st.session_state["export_zip"] = cached
+d1, d2 = st.columns([1, 1])
+with d1:
+    st.download_button(f"Download zip ({len(basket)} example(s), {len(cached[1]) / 1e6:.1f} MB)", data=cached[1],
+                       file_name="robustlab-export.zip", mime="application/zip", key="export_download",
+                       on_click="ignore", type="primary", icon=":material/download:")
+with d2:
+    st.button("Empty the basket", key="export_clear", on_click=basket.clear)
 st.caption(f"{len(basket)} example(s). Each one keeps its clean input, its perturbed output and the record that "
            "regenerates it.")
-for ex in list(basket):
+for ex in shown_examples(basket):
     with st.container(border=True, key=f"basket_item_{ex.id}"):
         c1, c2, c3 = st.columns([2, 2, 3])
         with c1:
@@ -106,23 +76,5 @@ rows = [{"#": i, "kind": ex.kind,
         for i, ex in enumerate(basket, start=1)]
 st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch", key="basket_table")
 
-sig = basket.signature()
-cached = st.session_state.get("export_zip")
-if not cached or cached[0] != sig:
-    try:
-        with st.spinner("Packing the zip…"):
-            cached = (sig, build_zip(basket))
-    except (RuntimeError, ValueError, OSError, MemoryError) as e:
-        st.error(f"The export cannot be built ({type(e).__name__}: {e or 'out of memory'}); the basket is kept as "
-                 "it is: free some memory or remove examples and try again.")
-        st.stop()
-    st.session_state["export_zip"] = cached
-d1, d2 = st.columns([1, 1])
-with d1:
-    st.download_button(f"Download zip ({len(basket)} example(s), {len(cached[1]) / 1e6:.1f} MB)", data=cached[1],
-                       file_name="robustlab-export.zip", mime="application/zip", key="export_download",
-                       on_click="ignore", type="primary", icon=":material/download:")
-with d2:
-    st.button("Empty the basket", key="export_clear", on_click=basket.clear)
 st.caption("The zip holds `clean/`, `perturbed/` and `manifest.jsonl`. Rebuild and verify every example bit for "
            "bit with `robustlab regenerate robustlab-export.zip --out DIR`.")

@@ -51,6 +51,13 @@ def reduction_panel(view: views.HubnessView, key: tuple, log_y: bool) -> None:
              "k_skewness": round(red.measures[c][w].get("k_skewness", float("nan")), 4)}
             for c in ("clean", "perturbed") for w in ("before", "after")]
     st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch", key="hub_reduction_table", placeholder="—")
+    raised = [label[c] for c in ("clean", "perturbed")
+              if red.measures[c]["after"].get("k_skewness", 0) > red.measures[c]["before"].get("k_skewness", 0)]
+    if raised:  # a "reduction" that made hubness worse says why that can happen (issue 45)
+        st.caption(f"{method} raised the k-skewness here ({' and '.join(raised)}): it re-ranks the gallery for "
+                   "each query by how that item scores across all queries, which evens out the strongest hubs but "
+                   "can pile the queries onto a few other items instead, so the k-occurrence gets more skewed. "
+                   "Compare R@K: a reduction is worth keeping only when retrieval improves.")
     for col, c in zip(st.columns(2), ("clean", "perturbed")):
         col.plotly_chart(occurrence_histogram({"before": red.nk[c]["before"], f"after {method}": red.nk[c]["after"]},
                                               log_y, label[c]), key=f"hub_red_hist_{c}")

@@ -146,6 +146,12 @@ def test_reduction_before_after(method):
     if method == "dsl":  # dual softmax demotes the noise hubs: the perturbed k-skewness falls
         p = df[df.condition != "clean"].set_index("reduction")
         assert p.loc["after", "k_skewness"] < p.loc["before", "k_skewness"]
+    raised = [c for c, g in df.groupby("condition")
+              if g.set_index("reduction").loc["after", "k_skewness"] > g.set_index("reduction").loc["before",
+                                                                                                   "k_skewness"]]
+    said = [c.value for c in at.caption if "raised the k-skewness" in c.value]
+    assert bool(said) == bool(raised), (raised, said)  # a reduction that raises it says why (issue 45), only then
+    assert all(r in said[0] for r in raised) if said else True
 
 
 def test_reduction_bad_parameter_is_a_message():

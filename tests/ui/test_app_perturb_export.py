@@ -240,3 +240,29 @@ def test_perturb_then_export_in_one_session(perturb_page):
     df = table(at, "perturbation")
     assert list(df["kind"]) == ["image", "text"]
     assert "2 example(s)" in at.get("download_button")[0].label
+
+
+def test_a_long_basket_is_filtered_sorted_and_paged_with_the_download_first():
+    """Issue 45: the Export page was a 7,500-px list with the zip at the bottom. 24 examples: the download comes
+    before the list, 10 show at a time, a text filter and a kind filter narrow it, "severity (high first)" sorts."""
+    g = builtin_gallery(4)
+    b = Basket()
+    for i in range(24):
+        name = ("gaussian_noise", "defocus_blur", "pixelate")[i % 3]
+        b.add(make_example("image", g.images[i % 4], perturb(g.images[i % 4], name, 1 + i % 5, seed=i),
+                           builtin_source("gallery", 7, i % 4, g.names[i % 4])))
+    at = AppTest.from_file("../../app.py", default_timeout=TIMEOUT)
+    at.session_state["basket"] = b
+    at.switch_page("pages/export.py").run()
+    assert not at.exception and not at.error
+    assert any(f"Showing 10 of {len(b)} matching example(s)" in c.value for c in at.caption)
+    assert at.number_input(key="ex_page").max == 3 and "24 example(s)" in at.get("download_button")[0].label
+    at.text_input(key="ex_filter").set_value("pixelate").run()
+    assert any("Showing 8 of 8 matching example(s) (24 in the basket)" in c.value for c in at.caption)
+    at.text_input(key="ex_filter").set_value("").run()
+    at.selectbox(key="ex_sort").set_value("severity (high first)").run()
+    titles = [m.value for m in at.markdown if m.value.startswith("**") and "severity" in m.value]
+    sevs = [int(t.split("severity ")[1].split(" ")[0]) for t in titles]
+    assert len(sevs) == 10 and sevs == sorted(sevs, reverse=True) and sevs[0] == 5, titles
+    at.number_input(key="ex_page").set_value(3).run()
+    assert any("Showing 4 of 24 matching example(s)" in c.value for c in at.caption) and not at.exception
