@@ -275,3 +275,26 @@ def test_qscale_saturates_at_31_and_bitrate_ladder_is_monotone(clip):
     ladder = [psnr(media.encode_decode(clip, "libx264", bitrate=b, preset="fast"), clip)
               for b in (500_000, 250_000, 100_000, 50_000, 25_000)]
     assert all(a > b for a, b in zip(ladder, ladder[1:])), ladder
+
+
+def test_box_labels_never_cover_each_other():
+    """Issue 45: a perturbed box at the ground truth's corner drew "perturbed" over "truth". Now no label covers
+    another, whether the boxes share a corner, are identical, or sit at the image's edge."""
+    from itertools import combinations
+
+    from robustlab.io.draw import draw_boxes, label_rects
+
+    def overlap(a, b):
+        return a[0] < b[2] and b[0] < a[2] and a[1] < b[3] and b[1] < a[3]
+
+    for boxes in ([((60, 60, 240, 240), "truth"), ((60, 60, 252, 264), "perturbed"), ((60, 66, 240, 240), "clean")],
+                  [((0, 0, 100, 100), "truth"), ((0, 0, 100, 100), "perturbed"), ((0, 0, 100, 100), "clean")],
+                  [((300, 370, 384, 384), "truth"), ((290, 360, 384, 384), "perturbed")]):
+        rects = label_rects(boxes, (384, 384))
+        assert all(r is not None for r in rects)
+        assert not any(overlap(a, b) for a, b in combinations(rects, 2)), rects
+    import numpy as np
+
+    im = draw_boxes(np.zeros((64, 64, 3), np.uint8), [((10, 10, 40, 40), (0, 160, 0), "truth"),
+                                                      ((10, 10, 42, 44), (200, 0, 0), "perturbed")])
+    assert im.size == (384, 384)
