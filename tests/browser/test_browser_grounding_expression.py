@@ -5,7 +5,7 @@ import re
 
 import pytest
 
-from browser_helpers import choose_radio, settle
+from browser_helpers import choose_radio, open_app, settle
 from robustlab.models.checkpoints import checkpoint_path
 from robustlab.models.tiny_vilt import CHECKPOINT
 
@@ -23,13 +23,8 @@ def test_a_new_upload_does_not_keep_the_last_expression(server, browser, tmp_pat
     Image.fromarray(world.render_scene(world.sample_scene(1000, 4), 128)).save(a)
     Image.fromarray(world.render_scene(world.sample_scene(1000, 5), 128)).save(b)
 
-    page = browser.new_page(viewport={"width": 1400, "height": 2200})
-    page.set_default_timeout(120_000)
-    page.goto(server)
-    sidebar = page.locator('[data-testid="stSidebar"]')
-    sidebar.get_by_text("Model", exact=True).wait_for()
-    settle(page)
-    sidebar.get_by_role("link", name="Grounding", exact=True).click()
+    page = open_app(browser, server, width=1400, height=2200, timeout_ms=120_000)
+    page.locator('[data-testid="stSidebar"]').get_by_role("link", name="Grounding", exact=True).click()
     page.get_by_text("Grounding — where does the model find the expression?").wait_for()
     settle(page)
     choose_radio(page, "Upload", scope=page.locator(".st-key-gr_source"))

@@ -15,7 +15,7 @@ import threading
 
 import pytest
 
-from browser_helpers import choose_radio, settle
+from browser_helpers import choose_radio, open_app, settle
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -42,6 +42,14 @@ def pixel_server():
     httpd.shutdown()
 
 
+def my_uploads(browser, server, before=None):
+    """A page on the app with "My uploads" picked and its empty gallery shown."""
+    page = open_app(browser, server, width=1400, height=2200, before=before)
+    choose_radio(page, "My uploads (0)", scope=page.locator('[data-testid="stSidebar"]'))
+    page.get_by_text("Your gallery is empty").wait_for()
+    return page
+
+
 def _png(seed: int) -> bytes:
     from PIL import Image
 
@@ -60,14 +68,7 @@ def test_hostile_upload_names_are_shown_literally_and_fetch_nothing(server, brow
     files = [{"name": names[0], "mimeType": "image/png", "buffer": _png(0)},
              {"name": names[1], "mimeType": "image/png", "buffer": b"not an image at all"},
              {"name": names[2], "mimeType": "image/png", "buffer": _png(2)}]
-    page = browser.new_page(viewport={"width": 1400, "height": 2200})
-    page.set_default_timeout(240_000)
-    page.goto(server)
-    sidebar = page.locator('[data-testid="stSidebar"]')
-    sidebar.get_by_text("Model", exact=True).wait_for()
-    settle(page)
-    choose_radio(page, "My uploads (0)", scope=sidebar)
-    page.get_by_text("Your gallery is empty").wait_for()
+    page = my_uploads(browser, server)
     page.locator(".st-key-up_images input[type=file]").set_input_files(files)
     page.locator(".st-key-up_lines textarea").fill("a red circle\na blue square\na green triangle")
     page.get_by_text("{}.png").first.wait_for()
@@ -95,8 +96,6 @@ def test_hostile_upload_names_are_shown_literally_and_fetch_nothing(server, brow
 def test_the_form_says_which_chosen_files_did_not_arrive(server, browser, tmp_path):
     """Finding 7: two of five uploads fail on the way (the browser's PUT is aborted); Add says 3 of 5 arrived and
     names the two left out, instead of adding three in silence."""
-    page = browser.new_page(viewport={"width": 1400, "height": 2200})
-    page.set_default_timeout(240_000)
     failed = []
 
     def flaky(route):
@@ -106,13 +105,7 @@ def test_the_form_says_which_chosen_files_did_not_arrive(server, browser, tmp_pa
         else:
             route.continue_()
 
-    page.route("**/_stcore/upload_file/**", flaky)
-    page.goto(server)
-    sidebar = page.locator('[data-testid="stSidebar"]')
-    sidebar.get_by_text("Model", exact=True).wait_for()
-    settle(page)
-    choose_radio(page, "My uploads (0)", scope=sidebar)
-    page.get_by_text("Your gallery is empty").wait_for()
+    page = my_uploads(browser, server, before=lambda p: p.route("**/_stcore/upload_file/**", flaky))
     files = [{"name": f"shot {i}.png", "mimeType": "image/png", "buffer": _png(i % 3)} for i in range(5)]
     page.locator(".st-key-up_images input[type=file]").set_input_files(files)
     page.get_by_text("shot 4.png").first.wait_for()

@@ -14,7 +14,8 @@ import zipfile
 import numpy as np
 import pytest
 from PIL import Image
-from streamlit.testing.v1 import AppTest
+
+import apptest_helpers
 
 from robustlab.models.checkpoints import checkpoint_path
 from robustlab.models.tiny_vilt import CHECKPOINT
@@ -25,12 +26,7 @@ TIMEOUT = 240
 
 
 def fresh(**state):
-    at = AppTest.from_file("../../app.py", default_timeout=TIMEOUT)
-    for k, v in state.items():
-        at.session_state[k] = v
-    at.switch_page("pages/grounding.py").run()
-    assert not at.exception, at.exception
-    return at
+    return apptest_helpers.fresh("pages/grounding.py", timeout=TIMEOUT, **state)
 
 
 def pick(at, img=None, img_sev=0, txt=None, txt_sev=0):
