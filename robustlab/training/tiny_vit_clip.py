@@ -288,16 +288,16 @@ def train_tiny_vit_clip(out: str | Path | None = None, seed: int = 0, n_train: i
     return dict(train=recipe, quality=quality, path=str(out))
 
 
-VIDEO_STAGE2_EPOCHS = 16  # the video recipe's second stage: the diverse copies (measured in docs/models.md)
+VIDEO_STAGE2_EPOCHS = 16  # the video recipe's second stage: the diverse copies (measured in docs/model-history.md)
 VIDEO_STAGE2_LR = 1e-3
-VIDEO_STAGE3_EPOCHS = 16  # the third: meanP's own frame head (measured in docs/models.md)
+VIDEO_STAGE3_EPOCHS = 16  # the third: meanP's own frame head (measured in docs/model-history.md)
 VIDEO_STAGE3_LR = 1e-3
 # its videos: as the world draws them and a copy of each seen through a lens's vignetting ("vignette", the eighth
 # checkpoint; "none" was the fifth to seventh; "both", adding a diverse copy of each as stage 2 does, was measured and
-# lost clean recall for little camera robustness: docs/models.md)
+# lost clean recall for little camera robustness: docs/model-history.md)
 VIDEO_STAGE3_DIVERSE = "vignette"
 # and Gaussian noise on the frozen trunk's token states at every step, in units of each token's std (a generic
-# regulariser in feature space; chosen on the validation world 2: docs/models.md)
+# regulariser in feature space; chosen on the validation world 2: docs/model-history.md)
 VIDEO_STAGE3_TOKEN_NOISE = 0.75
 
 

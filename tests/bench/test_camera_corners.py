@@ -1,6 +1,6 @@
 """benchmarks/bench_camera_corners.py: the two halves of a rotation it scores (black corners alone; the turned frame
 with its corners kept) put back together are the perturbation itself, pixel for pixel, and neither half is the
-identity. The measurement is benchmarks/results/camera_corners.json, in docs/models.md. The halves are tested as
+identity. The measurement is benchmarks/results/camera_corners.json, in docs/model-history.md. The halves are tested as
 functions: registering them here would add them to every later test's registry."""
 import importlib.util
 from pathlib import Path
