@@ -10,7 +10,7 @@ two pools of :class:`robustlab.io.memo.ByteLRU`, least recently used entries out
 - ``results``: what one request computed (a perturbed input, encoded media, a diagnostic view; ``result_cache_mb`` /
   ``ROBUSTLAB_RESULT_CACHE_MB``, 512).
 
-An entry larger than a quarter of its pool is computed, shown and not kept. ``ui.server_guard`` refuses the
+A result larger than a quarter of its pool is computed, shown and not kept; a model may fill its pool. ``ui.server_guard`` refuses the
 ``clear_cache`` message itself; :func:`clear_all` is for tests and the operator, never reachable from a browser.
 
 Use :func:`shared` as ``st.cache_resource`` was used: arguments whose names start with ``_`` are not part of the key.
@@ -58,7 +58,10 @@ def pool(name: str) -> ByteLRU:
                 def evicted(key, n, _name=name):
                     log.info("%s cache: evicted %s (%.1f MB; least recently used first)", _name, key[0], n / MB)
 
-                p = _POOLS[name] = ByteLRU(budget, name=name, on_evict=evicted)
+                # a model may take the whole model pool (a big checkpoint is what the pool is for); a result at most
+                # a quarter of its pool, so one huge request never flushes everyone else's results
+                p = _POOLS[name] = ByteLRU(budget, max_entry=budget if name == "models" else budget // 4, name=name,
+                                           on_evict=evicted)
     return p
 
 

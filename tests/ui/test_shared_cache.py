@@ -68,3 +68,28 @@ def test_arrays_are_keyed_by_content_and_underscored_arguments_are_not_keys():
         assert len(calls) == 3
     finally:
         cache.clear_all()
+
+
+def test_a_model_may_fill_its_pool_and_a_result_only_a_quarter(monkeypatch):
+    """A 600 MB ViT under a 1 GB model pool is kept (the pool is for models); a result over a quarter of its pool is
+    not (one big image must not flush the others)."""
+    monkeypatch.setenv("ROBUSTLAB_MODEL_CACHE_MB", "64")
+    monkeypatch.setenv("ROBUSTLAB_RESULT_CACHE_MB", "64")
+    operator.reset_for_tests()
+    cache.clear_all()
+    try:
+        assert cache.pool("models").max_entry == 64 << 20 and cache.pool("results").max_entry == 16 << 20
+
+        @cache.shared("models")
+        def model(n: int):
+            return np.zeros(n << 20, np.uint8)
+
+        @cache.shared("results")
+        def result(n: int):
+            return np.zeros(n << 20, np.uint8)
+
+        model(40)
+        result(20)
+        assert len(cache.pool("models")) == 1 and len(cache.pool("results")) == 0
+    finally:
+        cache.clear_all()
