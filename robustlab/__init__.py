@@ -27,9 +27,11 @@ import importlib
 
 __version__ = "0.2.0"  # pyproject.toml reads it (setuptools dynamic version)
 
-# ``rl.perturb`` is the function, not the subpackage: import it eagerly so that it wins over the submodule
-# attribute Python sets on first import of robustlab.perturb (importing robustlab.perturb is light: numpy only).
-from robustlab.perturb import list_perturbations, perturb, regenerate, get_perturbation  # noqa: E402
+# imported eagerly (importing robustlab.perturb is light: numpy only). ``rl.perturb`` is the package, which is
+# callable: ``rl.perturb(x, name, severity)`` is robustlab.perturb.perturb, and ``import robustlab.perturb.registry
+# as R`` works (a function of that name here would hide the package from that import; issue 46)
+from robustlab import perturb  # noqa: E402
+from robustlab.perturb import list_perturbations, regenerate, get_perturbation  # noqa: E402
 from robustlab.perturb.video.mlvp import set_event_clips  # noqa: E402
 
 

@@ -35,6 +35,7 @@ from torch import nn
 from robustlab.io.convert import to_uint8_rgb
 from robustlab.models.builtin import TinyClip, minilm_tokens
 from robustlab.models.builtin_video import _TinyClipVideo
+from robustlab.models.protocols import sample_frames
 
 
 class AdaptError(ValueError):
@@ -179,8 +180,6 @@ class VisualTower(Tower):
         if not self.video:
             pix = self.adapted.preprocess_images([to_uint8_rgb(im) for im in inputs])
             return pix.unsqueeze(1)  # B×1×C×H×W
-        from robustlab.models.protocols import sample_frames
-
         n = int(getattr(self.model, "num_frames", 8) or 8)
         vids = []
         for v in inputs:

@@ -319,8 +319,8 @@ def _read(path: Path) -> dict:
         else:
             try:
                 import tomllib  # Python 3.11+ (in-function: the 3.10 fallback below)
-            except ModuleNotFoundError:  # pragma: no cover - Python 3.10 (the tomli backport, a dependency there)
-                import tomli as tomllib
+            except ModuleNotFoundError:  # pragma: no cover - Python 3.10
+                import tomli as tomllib  # Python 3.10: the tomli backport (a dependency there)
             data = tomllib.loads(text)
     except RecursionError:  # json and tomllib parse nesting by recursion: [[[[... 100,000 deep
         raise ProtocolError(f"protocol file {path.name}: not a {kind} protocol robustlab can read (nested too "

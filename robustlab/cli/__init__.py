@@ -93,8 +93,8 @@ def _precheck(args) -> str | None:
         if why:
             return why
     if getattr(args, "device", None) is not None:
-        # torch: only the commands that take --device, all of which import it anyway
-        from robustlab.engine.device import DeviceError, resolve_device
+        from robustlab.engine.device import (  # torch: only the commands that take --device (they import it anyway)
+            DeviceError, resolve_device)
 
         try:
             resolve_device(args.device)

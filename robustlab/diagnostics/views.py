@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from robustlab.diagnostics import embedding, hubness, reduction
-from robustlab.metrics import retrieval
+from robustlab.metrics.retrieval import retrieval
 from robustlab.tasks.retrieval import Condition, RetrievalBench
 
 DIRECTIONS = {"t2i": "text→image", "i2t": "image→text"}

@@ -10,6 +10,8 @@ text↔video. R@K values are fractions in [0, 1] (multiply by 100 for the papers
 """
 from __future__ import annotations
 
+import sys
+import types
 from typing import Sequence
 
 import numpy as np
@@ -155,3 +157,14 @@ def rsum(t2i: dict, i2t: dict, ks: Sequence[int] = DEFAULT_KS, percent: bool = T
 def mean_recall(res: dict, ks: Sequence[int] = DEFAULT_KS) -> float:
     """Qiu et al.'s per-direction "Mean" = (R@1 + R@5 + R@10) / 3 (fraction)."""
     return float(np.mean([res[f"R@{k}"] for k in _check_ks(ks)]))
+
+
+class _CallableModule(types.ModuleType):
+    """Calling this module calls :func:`retrieval`: its package exposes the module under that name, so that both
+    ``rl.metrics.retrieval(scores, gt)`` and ``import robustlab.metrics.retrieval as R`` work (issue 46)."""
+
+    def __call__(self, *args, **kwargs):
+        return retrieval(*args, **kwargs)
+
+
+sys.modules[__name__].__class__ = _CallableModule

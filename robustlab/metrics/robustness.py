@@ -23,6 +23,8 @@ Aggregation (:func:`robustness_table`), exactly as the digests specify:
 """
 from __future__ import annotations
 
+import sys
+import types
 from typing import Mapping
 
 import numpy as np
@@ -196,3 +198,14 @@ def table_rows(table: dict) -> list[dict]:
                     **{k: g[k] for k in ("gamma_a", "gamma_a_std", "gamma_r", "gamma_r_std", "mmi", "mmi_std")},
                     "n": g["n"]})
     return out
+
+
+class _CallableModule(types.ModuleType):
+    """Calling this module calls :func:`robustness`: its package exposes the module under that name, so that both
+    ``rl.metrics.robustness(clean, perturbed)`` and ``import robustlab.metrics.robustness as R`` work (issue 46)."""
+
+    def __call__(self, *args, **kwargs):
+        return robustness(*args, **kwargs)
+
+
+sys.modules[__name__].__class__ = _CallableModule

@@ -31,8 +31,7 @@ from robustlab.engine.cache import (
     cached_encode_videos,
 )
 from robustlab.io.files import clean_caption
-from robustlab.metrics import ranks, retrieval
-from robustlab.metrics.retrieval import median_rank, summarize_ranks
+from robustlab.metrics.retrieval import median_rank, ranks, retrieval, summarize_ranks
 from robustlab.perturb.condition import Condition, check, dropped_reason, item_plan, mix_record, perturb_many
 from robustlab.perturb.lazy import ArraySource, perturb_sampled
 from robustlab.tasks.base import (
@@ -491,8 +490,6 @@ class RetrievalTask(Task):
         check_model(model, dataset.kind)
         self.check_interventions(conds, model)
         for c in conds:  # refuse a wrong perturbation or adaptation before any work
-            from robustlab.perturb.condition import check
-
             if "visual" in c:
                 check(c["visual"], dataset.kind)
             if "text" in c:

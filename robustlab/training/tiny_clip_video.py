@@ -36,7 +36,7 @@ import torch.nn.functional as F
 from tqdm.auto import tqdm
 
 from robustlab.datasets.synthetic import world
-from robustlab.metrics import caption_groups, retrieval
+from robustlab.metrics.retrieval import caption_groups, retrieval
 from robustlab.models.builtin import load_stage1, preprocess_64, resample_u8
 from robustlab.models.builtin_video import (
     AGGREGATORS,

@@ -96,7 +96,7 @@ from robustlab.diagnostics.peeling.atcr import (  # noqa: F401
     ATCR, LABELS, SAMPLE, Applied, apply_labels, atcr_rounds, compute_atcr, labels_document, labels_json,
     parse_atcr_labels, read_atcr_labels, sample_tests,
 )
-from robustlab.diagnostics.peeling.candidates import Candidate, candidates, determiner  # noqa: F401
+from robustlab.diagnostics.peeling.candidates import Candidate, determiner  # noqa: F401
 from robustlab.diagnostics.peeling.export_files import (  # noqa: F401
     EXPORT_FORMATS, OFA_COLUMNS, PAPER_COLUMNS, export_tests, read_ofa_tsv,
 )
@@ -122,8 +122,11 @@ from robustlab.tasks.base import Task, perturb_one, perturb_text
 from robustlab.tasks.registry import register_task
 from robustlab.diagnostics.peeling.uniqueness import (  # noqa: F401
     CHUNK, QUERIES, RELEASED_TEMPLATES, TEMPLATES, Uniqueness, count_is_one, judge, questions_for, says_no,
-    uniqueness, uniqueness_many, vqa_function, world_matches, world_valid,
+    uniqueness_many, vqa_function, world_matches, world_valid,
 )
+# ``candidates`` and ``uniqueness`` are the modules, each callable as its function of the same name (so that
+# ``import robustlab.diagnostics.peeling.candidates as C`` works too; issue 46)
+from robustlab.diagnostics.peeling import candidates, uniqueness
 
 
 # ============================================================================================ runs

@@ -2,6 +2,8 @@
 property, ...) and the determiner the expression opens with. Part of :mod:`robustlab.diagnostics.peeling`."""
 from __future__ import annotations
 
+import sys
+import types
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -76,3 +78,15 @@ def determiner(expression: str) -> str:
     """The determiner that opens the expression ("the", "a", "an"), or "" (for ``keep_article``)."""
     m = re.match(r"\s*(the|a|an)\s", expression, re.IGNORECASE)
     return m.group(1) if m else ""
+
+
+class _CallableModule(types.ModuleType):
+    """Calling this module calls :func:`candidates`: its package exposes the module under that name, so that both
+    ``peeling.candidates(extraction, text)`` and ``import robustlab.diagnostics.peeling.candidates as C`` work
+    (issue 46)."""
+
+    def __call__(self, *args, **kwargs):
+        return candidates(*args, **kwargs)
+
+
+sys.modules[__name__].__class__ = _CallableModule

@@ -3,6 +3,8 @@ their AND verdict, and the built-in world's truth (:func:`world_matches`). Part 
 :mod:`robustlab.diagnostics.peeling`."""
 from __future__ import annotations
 
+import sys
+import types
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -146,3 +148,15 @@ def world_valid(x: str, objects: Sequence, target: int) -> bool | None:
     """True when the phrase fits exactly one object of the scene, the target; None when unknown."""
     m = world_matches(x, objects)
     return None if m is None else (m == [int(target)])
+
+
+class _CallableModule(types.ModuleType):
+    """Calling this module calls :func:`uniqueness`: its package exposes the module under that name, so that both
+    ``peeling.uniqueness(ask, image, x)`` and ``import robustlab.diagnostics.peeling.uniqueness as U`` work
+    (issue 46)."""
+
+    def __call__(self, *args, **kwargs):
+        return uniqueness(*args, **kwargs)
+
+
+sys.modules[__name__].__class__ = _CallableModule

@@ -16,7 +16,10 @@ See :func:`catalogue` for the paper-to-robustlab map and :func:`refresh_availabi
 """
 from robustlab.perturb.text import char  # noqa: F401  (registration side effects)
 from robustlab.perturb.text import textflint_ops, bias, drop, eda, sentence  # noqa: F401,E402
-from robustlab.perturb.text.catalogue import CATALOGUE, catalogue  # noqa: E402
+from robustlab.perturb.text.catalogue import CATALOGUE  # noqa: E402
+# ``catalogue`` is the module, callable as its function of the same name (so that ``import
+# robustlab.perturb.text.catalogue as C`` works too; issue 46)
+from robustlab.perturb.text import catalogue  # noqa: E402
 
 
 def refresh_availability() -> None:

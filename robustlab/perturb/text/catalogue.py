@@ -9,6 +9,9 @@ with the paper's drop-on-failure similarity gate on the word-level and style per
 """
 from __future__ import annotations
 
+import sys
+import types
+
 from robustlab.perturb.registry import get_perturbation
 
 _ALL = (1, 2, 3, 4, 5)
@@ -97,3 +100,15 @@ def catalogue(paper: str | None = None) -> list[dict]:
         out.append({"paper": p, "paper_name": key, "name": name, "variant": variant, "severities": list(sev),
                     "available": spec.available, "reason": spec.reason})
     return out
+
+
+class _CallableModule(types.ModuleType):
+    """Calling this module calls :func:`catalogue`: its package exposes the module under that name, so that both
+    ``robustlab.perturb.text.catalogue("MLVP")`` and ``import robustlab.perturb.text.catalogue as C`` work
+    (issue 46)."""
+
+    def __call__(self, *args, **kwargs):
+        return catalogue(*args, **kwargs)
+
+
+sys.modules[__name__].__class__ = _CallableModule

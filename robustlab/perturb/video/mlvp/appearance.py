@@ -226,7 +226,7 @@ def _snow_frames(frames: np.ndarray, ts: np.ndarray, curtain: np.ndarray, params
 def mlvp_h264(x: np.ndarray, params: dict, rng: np.random.Generator, keep=None) -> np.ndarray:
     # imported here, not at the top: robustlab.io.media loads PIL and the file readers, and importing the video
     # perturbations loads numpy only (PyAV itself loads in encode_decode)
-    from robustlab.io.media import encode_decode
+    from robustlab.io.media import encode_decode  # start-up: PIL and the file readers, only for this one
 
     return encode_decode(frames_of(x), params["codec"], bitrate=int(params["bitrate"]), fps=float(params["fps"]),
                          preset=params["preset"], keep=keep)
