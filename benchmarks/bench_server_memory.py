@@ -94,6 +94,7 @@ def scenario(name: str) -> dict:
     os.chdir(ROOT)
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=1800)
     at.run()  # the default page: the model, the gallery, the bench
+    first = [str(e.value)[:300] for e in at.exception] + [e.value[:300] for e in at.error]
     _trim()
     base = _status("VmRSS")
     Path("/proc/self/clear_refs").write_text("5")  # reset VmHWM to the current RSS
@@ -114,6 +115,7 @@ def scenario(name: str) -> dict:
             at.session_state["custom_spec"] = spec
             at.run()
             notes += [e.value[:300] for e in at.error] + [w.value[:300] for w in at.warning]
+    notes += [str(e.value)[:300] for e in at.exception]
     seconds = time.perf_counter() - t0
     peak = _status("VmHWM")
     at = None
@@ -121,7 +123,8 @@ def scenario(name: str) -> dict:
     retained = _status("VmRSS")
     return {"baseline_mb": round(base / MB), "peak_mb": round(peak / MB), "retained_mb": round(retained / MB),
             "peak_growth_mb": round((peak - base) / MB), "retained_growth_mb": round((retained - base) / MB),
-            "seconds": round(seconds, 1), "exception": None, "messages": sorted(set(notes))[:6]}
+            "seconds": round(seconds, 1), "exception": None, "messages": sorted(set(notes))[:6],
+            "default_page_problems": first[:3]}
 
 
 def run_in(checkout: Path, name: str, tmp: Path) -> dict:
