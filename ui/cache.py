@@ -10,8 +10,9 @@ two pools of :class:`robustlab.io.memo.ByteLRU`, least recently used entries out
 - ``results``: what one request computed (a perturbed input, encoded media, a diagnostic view; ``result_cache_mb`` /
   ``ROBUSTLAB_RESULT_CACHE_MB``, 512).
 
-A result larger than a quarter of its pool is computed, shown and not kept; a model may fill its pool. ``ui.server_guard`` refuses the
-``clear_cache`` message itself; :func:`clear_all` is for tests and the operator, never reachable from a browser.
+A result larger than a quarter of its pool is computed, shown and not kept; a model may fill its pool.
+``ui.server_guard`` refuses the ``clear_cache`` message itself; :func:`clear_all` is for tests and the operator,
+never reachable from a browser.
 
 Use :func:`shared` as ``st.cache_resource`` was used: arguments whose names start with ``_`` are not part of the key.
 """

@@ -1,8 +1,8 @@
 """benchmarks/bench_meanp_ceiling.py: the ground truth it trains on is the world's own, and a tiny run completes.
 
 The measurement itself (20,000 videos, 40 epochs, about half an hour on 2 cores) is the benchmark's; its result is
-benchmarks/results/meanp_ceiling.json, in docs/model-history.md; with --camera (the held-out ground truth seen through the
-camera perturbations) benchmarks/results/meanp_ceiling_camera.json."""
+benchmarks/results/meanp_ceiling.json, in docs/model-history.md; with --camera (the held-out ground truth seen
+through the camera perturbations) benchmarks/results/meanp_ceiling_camera.json."""
 import importlib.util
 from pathlib import Path
 

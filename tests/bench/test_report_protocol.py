@@ -2,7 +2,6 @@
 2–4 (categories from the protocol, not the registry; the text aggregate without Positional and DropText; pending /
 not run here / not swept), Qiu's Table 1 (RSUM ×100, ave over types, ↓MMI) and the protocol's categories in
 results.csv."""
-import math
 
 import pytest
 

@@ -1,9 +1,10 @@
 """The tiny ViT CLIP family (issue 27): builtin:tiny-vit-clip and builtin:tiny-vit-clip-video-meanp / -seqtransf.
 
 What the issue asks of the organism, checked on fresh held-out items (the full 1,000-item tables are
-benchmarks/bench_heldout_builtins.py's, in docs/benchmarks.md and docs/model-history.md): a LayerNorm vision transformer (no BatchNorm), good
-on clean data, degrading gradually (severity 1 keeps at least half of clean R@1 and severity 5 is lower), and for
-video, seqTransf reads order where meanP cannot. Test-time adaptation reaches the ViT's own LayerNorms.
+benchmarks/bench_heldout_builtins.py's, in docs/benchmarks.md and docs/model-history.md): a LayerNorm vision
+transformer (no BatchNorm), good on clean data, degrading gradually (severity 1 keeps at least half of clean R@1 and
+severity 5 is lower), and for video, seqTransf reads order where meanP cannot. Test-time adaptation reaches the
+ViT's own LayerNorms.
 """
 import numpy as np
 import pytest
