@@ -11,7 +11,7 @@ from robustlab.models.interventions import names as intervention_names
 from robustlab.perturb.record import hash_value
 from ui.attention import answer_bars, heatmaps, rank_section, token_overlay
 from ui.attention_table1 import table1_section
-from ui.inputs import _upload
+from ui.inputs import upload
 from ui.quag_sim import simulation_section
 from ui.cache import shared
 
@@ -54,7 +54,7 @@ with st.container(border=True):
         if qas:
             question, answer = qas[0].question, qas[0].answer
     else:
-        item = _upload("image" if src == "image" else "video")
+        item = upload("image" if src == "image" else "video")
         if item is None:
             st.stop()
         visual = item.data

@@ -12,7 +12,7 @@ from robustlab.tasks import get
 from robustlab.tasks.clavi import clavi_item, clavi_one
 from ui.clavi import MISSING, fine_table, metrics_table, question_table
 from ui.clavi_distance import distance_section
-from ui.inputs import _upload
+from ui.inputs import upload
 from ui.media import show_visual
 from ui.cache import shared
 
@@ -62,7 +62,7 @@ try:
             res = one_builtin(spec, device, int(i), seed, method)
         fps = ds.fps
     else:
-        item = _upload("video")
+        item = upload("video")
         if item is None:
             st.stop()
         fps = float(item.fps or 8.0)

@@ -54,7 +54,7 @@ _LAZY = {
     "eval_retrieval": ("robustlab.tasks.retrieval", "eval_retrieval"),
 }
 _SUBMODULES = {"models", "datasets", "io", "tasks", "diagnostics", "engine", "metrics", "export", "training", "cli",
-               "adapt"}
+               "adapt", "failures"}
 _ALIASES = {"analysis": "diagnostics"}  # older names the README documented
 
 

@@ -45,6 +45,7 @@ LAYERS = [
     ("tasks",),
     ("adapt", "diagnostics", "training"),
     ("bench", "export"),
+    ("failures",),
     ("cli",),
     ("__init__", "__main__"),  # the facade (every layer, lazily) and ``python -m robustlab`` (the cli); nothing
     #                            in robustlab imports them
@@ -391,17 +392,10 @@ def test_imports_inside_functions_are_heavy_or_named_and_commented():
     assert not bad, "\n".join(bad)
 
 
-# private names pages still use, each until ui/inputs.py (being changed elsewhere) names it publicly: a new private
-# use fails the test, and so does an entry here that no page uses any more (then remove it)
-PENDING_PRIVATE = {("pages.attention", "ui.inputs._upload"), ("pages.clavi", "ui.inputs._upload")}
-
-
 def test_pages_import_no_private_names():
     uses = private_uses(_sources({m: p for m, p in FILES.items() if top(m) in ("pages", "app")}))
-    bad = [f"{m}:{line} uses the private name {name}" for m, line, name in uses if (m, name) not in PENDING_PRIVATE]
+    bad = [f"{m}:{line} uses the private name {name}" for m, line, name in uses]
     assert not bad, "\n".join(bad)
-    stale = PENDING_PRIVATE - {(m, name) for m, _line, name in uses}
-    assert not stale, f"no page uses these private names any more: remove them from PENDING_PRIVATE: {stale}"
 
 
 def test_no_module_over_600_lines():

@@ -46,7 +46,7 @@ def choose_input(kind: str) -> LoadedInput | None:
         except InputError as e:
             st.error(str(e))
             return None
-    return _upload(kind)
+    return upload(kind)
 
 
 def _builtin(kind: str) -> LoadedInput:
@@ -71,7 +71,7 @@ def _builtin(kind: str) -> LoadedInput:
                                                                field="caption"), g.names[i])
 
 
-def _upload(kind: str) -> LoadedInput | None:
+def upload(kind: str) -> LoadedInput | None:
     """Decoded once per file; a bad file shows why and keeps the last good one."""
     item_key, err_key, id_key = f"pt_item_{kind}", f"pt_error_{kind}", f"pt_upload_id_{kind}"
     f = st.file_uploader(f"{KINDS[kind]} file", type=UPLOAD_TYPES[kind], key=f"pt_upload_{kind}",

@@ -25,6 +25,11 @@
                                                        a robustness sweep: one Result JSON per (model, task,
                                                        condition) cell; rerun to resume
     robustlab bench report runs/NAME [--metric M]      results.csv and a self-contained report.html
+    robustlab failures --model M [--baseline M2] [--dataset D --root R --split S --n N] [--task grounding]
+                       --perturbations LIST | --protocol NAME [--severities 1-5] [--direction t2i|i2t|t2v|v2t]
+                       [--k 1] [--json] [--out DIR] [--engine local|ray]
+                                                       breaking points: per example and perturbation, the lowest
+                                                       failing severity, the ranks, the thief and its hubness
     robustlab adapt --model M [--dataset D --root R --split S --n N --seed S] --direction t2v|v2t|t2i|i2t
                     --perturb NAME --severity K [--method hat-vtr] [--param KEY=VALUE ...] [--json] [--out FILE]
                                                        test-time adaptation of the query side under a query
@@ -58,6 +63,7 @@ COMMANDS = {
     "datasets": "listing:cmd_datasets", "tasks": "listing:cmd_tasks", "train": "train:cmd_train",
     "eval": "evaluate:cmd_eval", "perturb": "perturb:cmd_perturb", "regenerate": "regenerate:cmd_regenerate",
     "hubness": "hubness:cmd_hubness", "bench": "bench:cmd_bench", "bench-report": "bench:cmd_bench_report",
+    "failures": "failures:cmd_failures",
     "adapt": "adapt:cmd_adapt", "protocols": "protocols:cmd_protocols",
     "quag-sim": "analyses:cmd_quag_sim", "clavi-distance": "analyses:cmd_clavi_distance",
     "peeling": "peeling:cmd_peeling",
@@ -80,7 +86,7 @@ def _home(where: str):
 
 
 # what each command's --out names: a folder it fills, or one file it writes (checked before any work)
-OUT_KINDS = {"eval": "folder", "perturb": "folder", "regenerate": "folder", "bench": "folder",
+OUT_KINDS = {"eval": "folder", "perturb": "folder", "regenerate": "folder", "bench": "folder", "failures": "folder",
              "bench-report": "folder", "adapt": "file", "quag-sim": "file", "clavi-distance": "file", "train": "file"}
 
 

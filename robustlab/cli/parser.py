@@ -102,6 +102,45 @@ def _bench_parser(sub) -> None:
     r.add_argument("--out", default=None, help="where to write (default: the run folder)")
 
 
+def _failures_parser(sub) -> None:
+    f = sub.add_parser("failures", help="breaking points: the lowest severity at which each example fails, per "
+                                        "perturbation (a sweep of the same cells, resumable)",
+                       description="For every example of a dataset and every perturbation, the lowest severity at "
+                                   "which it fails (retrieval: its ground truth leaves the top k in --direction; "
+                                   "grounding: IoU <= 0.5), its rank (or IoU) at each severity and the item that "
+                                   "took its place, with that item's k-occurrence (hubness). It runs the sweep of "
+                                   "the same cells as `robustlab bench` (cached embeddings, lazy video, resumable, "
+                                   "--engine ray); --out DIR keeps the cells and failures.json (docs/failures.md).")
+    f.add_argument("--model", required=True, help="a model spec (see `robustlab models`)")
+    f.add_argument("--baseline", default=None, help="a second model: each example also says whether it breaks for "
+                                                    "one model and not the other")
+    add_dataset_args(f, default=None)
+    f.add_argument("--task", default="retrieval", help="retrieval (default) or grounding")
+    f.add_argument("--protocol", default=None, metavar="NAME|FILE",
+                   help="a paper's protocol (`robustlab protocols`): its perturbations with variants and severities "
+                        "(--perturbations / --severities narrow or override them)")
+    f.add_argument("--perturbations", default=None,
+                   help="NAME[/VARIANT],... | category:NAME | tag:NAME | all: visual and text perturbations (a name "
+                        "of the dataset's kind perturbs the visuals, a text one the captions or expressions)")
+    f.add_argument("--severities", default=None, help="e.g. 1-5 or 1,3,5 (default 1-5; with --protocol: its own)")
+    f.add_argument("--direction", default=None, choices=["t2i", "i2t", "t2v", "v2t"],
+                   help="retrieval: who queries whom (default t2i, or t2v for videos)")
+    f.add_argument("--k", type=int, default=1, help="retrieval: the example fails when its ground truth leaves the "
+                                                    "top k (default 1)")
+    f.add_argument("--refine", action="store_true", help="bisect to the breaking parameter value (not done yet: "
+                                                         "refused in one line)")
+    f.add_argument("--perturb-seed", type=int, default=0, help="item i gets seed S + i")
+    f.add_argument("--out", default=None, help="the run folder: the sweep's cells and failures.json (rerun with the "
+                                               "same folder to resume; default a folder in the cache)")
+    f.add_argument("--engine", default="local", choices=["local", "ray"])
+    f.add_argument("--address", default=None, help="Ray: 'auto' or a cluster address (default: start a local Ray)")
+    f.add_argument("--num-cpus", type=int, default=None, help="Ray: CPUs of the local Ray it starts")
+    f.add_argument("--device", default=None)
+    f.add_argument("--top", type=int, default=5, help="without --json: examples listed per perturbation (default 5)")
+    f.add_argument("--json", action="store_true", help="print the failure map as one JSON object on stdout")
+    f.add_argument("--quiet", action="store_true", help="no progress bar")
+
+
 def _eval_args(e) -> None:
     import robustlab.diagnostics.peeling  # noqa: F401  start-up (torch); registers the PEELING task
     from robustlab.tasks.registry import names as task_names  # start-up: the task modules import torch
@@ -310,6 +349,7 @@ def build_parser() -> argparse.ArgumentParser:
     hb.add_argument("--device", default=None)
     hb.add_argument("--json", action="store_true")
     _bench_parser(sub)
+    _failures_parser(sub)
     _analysis_parsers(sub)
     _peeling_parser(sub)
 

@@ -41,7 +41,8 @@ class GroundingTask(Task):
     alternative = "builtin:tiny-vilt (or hf-grounding:google/owlv2-base-patch16-ensemble)"
 
     def run(self, model, dataset, vc, tc, m, progress, **options):
-        """``metrics = {"acc@0.5", "mean_iou", "by_expression": {kind: {"acc@0.5", "n"}}}``."""
+        """``metrics = {"acc@0.5", "mean_iou", "by_expression": {kind: {"acc@0.5", "n"}}}``; ``extra["ious"]``: the IoU
+        of every expression (items in order, each item's refs in order; a failure map's per-example score)."""
         ious, by_kind = [], defaultdict(list)
         for idx in chunks(m, CHUNK):
             images, exprs, boxes, kinds = [], [], [], []
@@ -66,7 +67,8 @@ class GroundingTask(Task):
         ious = np.array(ious)
         return m, {"acc@0.5": float((ious > 0.5).mean()), "mean_iou": float(ious.mean()),
                    "by_expression": {k: {"acc@0.5": float((np.array(v) > 0.5).mean()), "n": len(v)}
-                                     for k, v in sorted(by_kind.items())}}, {"expressions": len(ious)}
+                                     for k, v in sorted(by_kind.items())}}, \
+            {"expressions": len(ious), "ious": [round(float(x), 6) for x in ious]}
 
 
 TASK = register_task(GroundingTask())

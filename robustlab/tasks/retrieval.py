@@ -279,6 +279,12 @@ class RetrievalBench:
             out[d] = r
         return out
 
+    def top1(self, visual_cond: Condition = Condition(), text_cond: Condition = Condition()) -> dict:
+        """``{direction: the target each query ranks first}`` (query order and drops as :meth:`ranks`; a "thief")."""
+        drop = self.dropped_texts(text_cond)
+        return {d: np.delete(t, drop if d[0] == "t" else []) for d in self.directions
+                for t in [np.argmax(self.score_matrix(d, visual_cond, text_cond).scores, axis=1)]}
+
     def dropped_texts(self, text_cond: Condition = Condition()) -> list[int]:
         """Indices of the captions the text condition dropped (the MLVP similarity gate passed no attempt): left
         out of the text-query directions' metrics and ranks; as gallery texts (i2t / v2t) they stay, last attempt."""
@@ -483,7 +489,8 @@ class RetrievalTask(Task):
         the seconds per 1,000 queries. ``bench``: a RetrievalBench of this model and dataset to reuse across
         calls (a sweep's cells; it keeps only clean and the current condition). ``keep_ranks`` (sweeps: on):
         ``extra["ranks"] = {direction: [1-based rank of each query's ground truth]}``, from which the report's
-        bootstrap intervals are computed (not for adaptation cells)."""
+        bootstrap intervals are computed, and ``extra["top1"]``: the target each query ranks first (a failure map's
+        "thief", :meth:`RetrievalBench.top1`), in the same query order (not for adaptation cells)."""
         conds = as_conditions(conditions)
         median_rank((), mdr)  # ``mdr``: the MdR convention (robustlab.metrics.retrieval.median_rank), checked first
         self.check_dataset(dataset)
@@ -523,6 +530,8 @@ class RetrievalTask(Task):
                                             "why": "MLVP similarity gate: no attempt passed; left out of the "
                                                    "text queries"} if drop else None,
                                    worst=bad, ranks={d: [int(x) for x in r] for d, r in rk.items()}
+                                   if keep_ranks else None,
+                                   top1={d: [int(x) for x in t] for d, t in bench.top1(vc, tc).items()}
                                    if keep_ranks else None, mdr=None if mdr == "median" else mdr))
         return out
 

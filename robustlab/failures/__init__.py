@@ -1,0 +1,29 @@
+"""Find the failures: where each example breaks (:mod:`robustlab.failures.breaking`).
+
+    >>> import robustlab as rl
+    >>> fmap = rl.failures("builtin:tiny-clip", "builtin", n=50, perturbations="gaussian_noise,defocus_blur")
+    >>> fmap.items[0]      # {"item", "id", "perturbation", "breaks_at", "ranks", "thief", ...}
+    >>> fmap.save("runs/failures")   # failures.json next to the sweep's cells
+
+This package is callable: ``robustlab.failures(...)`` (``rl.failures``) is :func:`failures`, and ``import
+robustlab.failures.breaking`` still works (as ``rl.perturb``). It sits above the sweeps (``robustlab.bench``) and
+below the command line (``robustlab failures``).
+"""
+import sys
+import types
+
+from robustlab.failures.breaking import (FILE, HUB_SIZE, IOU_HIT, SCHEMA, SCHEMA_PATH, TASKS, FailureError,
+                                         FailureMap, failure_spec, failures, resolve_perturbations, schema)
+
+__all__ = ["failures", "FailureMap", "FailureError", "failure_spec", "resolve_perturbations", "schema", "SCHEMA",
+           "SCHEMA_PATH", "TASKS", "IOU_HIT", "HUB_SIZE", "FILE"]
+
+
+class _CallablePackage(types.ModuleType):
+    """Calling this package calls :func:`failures` (``rl.failures(model, dataset, ...)``)."""
+
+    def __call__(self, *args, **kwargs):
+        return failures(*args, **kwargs)
+
+
+sys.modules[__name__].__class__ = _CallablePackage

@@ -1,0 +1,566 @@
+"""Breaking points: for every example and perturbation, the lowest severity at which the example fails.
+
+A failure map is a sweep (:mod:`robustlab.bench`) of the clean cell and every (perturbation, severity) cell of one
+task, read back per example. The cells are the sweep's own, keyed, checksummed and resumable: the embedding cache
+encodes each clean gallery once, videos are perturbed lazily (only the frames the model samples), a run killed at
+any moment resumes where it stopped, ``engine="ray"`` runs the cells on Ray, and a folder a failure map wrote is a
+sweep folder (``robustlab bench report DIR`` reports it). What "fails" means per task:
+
+* **retrieval** — the ground truth leaves the top-``k`` in ``direction``: its 1-based rank (the best-ranked positive)
+  is above ``k``. A retrieval cell keeps every query's rank (``extra["ranks"]``) and the target it ranked first
+  (``extra["top1"]``), per direction. The *thief* of a broken example is that first target at the breaking
+  severity (a visual item for t2i / t2v, a caption for i2t / v2t, whose item is reported); its *k-occurrence* is how
+  many queries of the same cell ranked it first (N_1, the Hubness page's N_k at k = 1), and it is a *hub* when that
+  is at least :data:`HUB_SIZE` times the mean (|queries| / |gallery|; with as many queries as gallery items, the
+  Hubness page's N_k ≥ 2k).
+* **grounding** — the predicted box is no hit: IoU ≤ 0.5 (``acc@0.5`` counts IoU > 0.5). A grounding cell keeps
+  every expression's IoU (``extra["ious"]``). No thief.
+* **vqa** (a wrong answer) is not done: VQA cells keep no per-question answers yet; the task is refused in one line.
+
+``breaks_at`` is the lowest swept severity at which the example fails, ``0`` when it fails on the clean input
+already, ``None`` when it holds at every severity; ``monotone`` says whether it stays failed at every higher swept
+severity. ``seed`` is the seed its own perturbed input got (visual ``perturb_seed + item``, caption ``perturb_seed +
+caption index``, a grounding expression ``perturb_seed + item``), so ``rl.perturb(x, perturbation, breaks_at,
+seed=seed)`` regenerates it bit for bit.
+
+The result is a :class:`FailureMap` (``.items``, ``.slices``, ``.to_json()``, ``.save(dir)``), whose JSON is
+documented with a JSON Schema (``robustlab/failures/schema.json``, docs/failures.md). ``slices=`` is the hook where
+the slice finder (``robustlab.failures.slices``) plugs in: a function ``(FailureMap, dataset, model) -> list[dict]``
+(the output's ``"slices"``; ``[]`` without one).
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Optional, Sequence
+
+import numpy as np
+
+from robustlab.bench.cells import build_dataset, cell_path, check, load
+from robustlab.bench.cellfile import read_problem
+from robustlab.bench.protocol import load_protocol
+from robustlab.bench.runner import SweepStatus, run_sweep
+from robustlab.bench.spec import (ENGINES, SweepCancelled, SweepError, SweepSpec, build_spec, parse_perturbations,
+                                  parse_severities, visual_kind)
+from robustlab.datasets import registry as dataset_registry  # looked up at call time (tests patch build)
+from robustlab.engine.cache import default_cache_dir
+from robustlab.io.atomic import atomic_write
+from robustlab.perturb import get_perturbation
+from robustlab.tasks.base import AXES
+from robustlab.tasks.registry import get as get_task
+from robustlab.tasks.retrieval import DIRECTIONS
+
+SCHEMA = 1
+SCHEMA_PATH = Path(__file__).with_name("schema.json")
+FILE = "failures.json"
+#: what fails, per task: "rank" (retrieval: the ground truth's rank above k), "iou" (grounding: IoU ≤ 0.5)
+TASKS = {"retrieval": "rank", "grounding": "iou"}
+IOU_HIT = 0.5  # grounding: a hit is IoU > 0.5 (acc@0.5); a failure is anything else
+HUB_SIZE = 2.0  # a hub: k-occurrence ≥ HUB_SIZE × its mean (robustlab.diagnostics.hubness.hubs, hub_size = 2)
+NOT_DONE = {
+    "vqa": "failures for vqa are not done yet: VQA cells keep no per-question answers; tasks: retrieval, grounding",
+}
+REFINE_NOT_DONE = ("--refine is not done yet: the perturbation registry cannot run (or regenerate) a perturbation at "
+                   "a parameter between two severities; the breaking severities are computed without it")
+
+
+class FailureError(SweepError):
+    """A failure map that cannot be made as asked (one line)."""
+
+
+# ------------------------------------------------------------------------------------------------ the result
+@dataclass
+class FailureMap:
+    """A failure map: per example and perturbation, its breaking severity (:mod:`robustlab.failures.breaking`).
+
+    ``items``: one dict per (example, perturbation), JSON-ready (severity keys are strings, ``"0"`` the clean
+    input); ``slices``: what the ``slices=`` hook returned (``[]`` without one); ``status``: the sweep's run
+    (cells run and reused; not part of the JSON, which depends on the inputs only)."""
+
+    model: str
+    dataset: dict
+    task: str
+    metric: str
+    direction: Optional[str]
+    k: Optional[int]
+    severities: list
+    perturbations: list
+    n: int
+    examples: int
+    items: list = field(default_factory=list)
+    slices: list = field(default_factory=list)
+    summary: list = field(default_factory=list)
+    thieves: list = field(default_factory=list)
+    baseline: Optional[str] = None
+    protocol: Optional[str] = None
+    perturb_seed: int = 0
+    out: Optional[str] = None
+    status: Optional[SweepStatus] = field(default=None, repr=False, compare=False)
+
+    def to_json(self) -> dict:
+        """The documented object (``robustlab/failures/schema.json``)."""
+        return {"schema": SCHEMA, "model": self.model, "baseline": self.baseline, "dataset": dict(self.dataset),
+                "task": self.task, "metric": self.metric, "direction": self.direction, "k": self.k,
+                "threshold": IOU_HIT if self.metric == "iou" else None, "severities": list(self.severities),
+                "perturbations": list(self.perturbations), "protocol": self.protocol,
+                "perturb_seed": self.perturb_seed, "n": self.n, "examples": self.examples, "items": list(self.items),
+                "slices": list(self.slices), "summary": list(self.summary), "thieves": list(self.thieves),
+                "out": self.out}
+
+    def save(self, out) -> Path:
+        """Write ``failures.json`` into the folder ``out`` (atomically) and return its path."""
+        return atomic_write(Path(out) / FILE, (json.dumps(self.to_json(), indent=1) + "\n").encode())
+
+    @classmethod
+    def from_json(cls, d: dict) -> "FailureMap":
+        keys = ("model", "dataset", "task", "metric", "direction", "k", "severities", "perturbations", "n",
+                "examples", "items", "slices", "summary", "thieves", "baseline", "protocol", "perturb_seed", "out")
+        return cls(**{k: d.get(k) for k in keys if k in d})
+
+    @classmethod
+    def load(cls, path) -> "FailureMap":
+        """A failure map from ``failures.json`` or the folder holding it."""
+        p = Path(path)
+        return cls.from_json(json.loads((p / FILE if p.is_dir() else p).read_text(encoding="utf-8")))
+
+    def broken(self, perturbation: Optional[str] = None) -> list[dict]:
+        """The items that break (clean failures included), of one perturbation or all."""
+        return [it for it in self.items if it["breaks_at"] is not None
+                and (perturbation is None or it["perturbation"] == perturbation)]
+
+
+def schema() -> dict:
+    """The JSON Schema of :meth:`FailureMap.to_json`."""
+    return json.loads(SCHEMA_PATH.read_text(encoding="utf-8"))
+
+
+# ------------------------------------------------------------------------------------------------ the inputs
+def resolve_perturbations(text, kind: str) -> list[tuple[str, str]]:
+    """``(axis, "name[/variant]")`` of every perturbation a list names: ``NAME``, ``NAME/VARIANT``,
+    ``category:NAME``, ``tag:NAME`` or ``all``; a name goes to the visual axis when it applies to ``kind`` ("image" /
+    "video"), else to the text axis; a category, tag or ``all`` selects from both. One-line FailureError for an
+    unknown or unavailable name, a perturbation of neither kind, or a category with nothing in it."""
+    parts = [p.strip() for p in (text if isinstance(text, (list, tuple)) else str(text or "").split(",")) if p.strip()]
+    if not parts:
+        raise FailureError("no perturbation: pass --perturbations LIST (names, name/variant, category:NAME, all) or "
+                           "--protocol NAME")
+    out: list[tuple[str, str]] = []
+    for part in parts:
+        if part == "all" or part.startswith(("category:", "tag:")):
+            got, errors = [], []
+            for axis, k in (("visual", kind), ("text", "text")):
+                try:
+                    got += [(axis, n) for n in parse_perturbations(part, k)]
+                except SweepError as e:
+                    errors.append(str(e))
+            if not got:
+                raise FailureError(errors[0])
+            out += got
+            continue
+        try:
+            spec = get_perturbation(part)
+        except ValueError as e:
+            raise FailureError(str(e)) from None
+        axis = "visual" if kind in spec.applies_to else "text" if "text" in spec.applies_to else None
+        if axis is None:
+            raise FailureError(f"{part!r} is a {spec.modality} perturbation, not one of {kind}s or texts")
+        try:
+            out += [(axis, n) for n in parse_perturbations(part, kind if axis == "visual" else "text")]
+        except SweepError as e:
+            raise FailureError(str(e)) from None
+    return list(dict.fromkeys(out))
+
+
+def _dataset_dict(dataset, root, split, n, seed, options, protocol=None) -> dict:
+    """The sweep's dataset dict; no name: the protocol's dataset, else the built-in world."""
+    if isinstance(dataset, dict):
+        d = dict(dataset)
+    else:
+        d = {"name": str(dataset) if dataset else None}
+    if not d.get("name") and not protocol:
+        d["name"] = "builtin"
+    for k, v in (("root", root), ("split", split), ("n", n), ("seed", seed)):
+        if v is not None:
+            d[k] = str(v) if k == "root" else v
+    d["options"] = dict(d.get("options") or {}) | dict(options or {})
+    if d.get("n") is not None and (not isinstance(d["n"], int) or isinstance(d["n"], bool) or d["n"] < 1):
+        raise FailureError(f"n must be a positive integer, got {d['n']!r}")
+    return d
+
+
+def _check_k(k) -> int:
+    if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or int(k) < 1:
+        raise FailureError(f"k must be a positive integer (the ground truth fails when it leaves the top k), got {k!r}")
+    return int(k)
+
+
+def failure_spec(models: Sequence[str], dataset: dict, task: str, perturbations=None, severities=None,
+                 protocol: Optional[str] = None, direction: Optional[str] = None, perturb_seed: int = 0,
+                 device: Optional[str] = None, worst: int = 3) -> tuple[SweepSpec, list[tuple[str, str]], list[int]]:
+    """(the sweep of a failure map, its ``(axis, perturbation)`` list, its severities): the clean cell and every
+    single-axis (perturbation, severity) cell, the same cells (and cell keys) ``robustlab bench`` runs for them.
+    A protocol (``protocol``) gives its perturbations with variants and its severities (``perturbations`` /
+    ``severities`` given as well narrow or override them); its combinations, mixed settings, interventions and
+    adaptation cells are no breaking points and are left out."""
+    dirs = [direction] if direction else None
+    if protocol:
+        proto = load_protocol(protocol)
+        given = {k: v for k, v in dataset.items() if v not in (None, {})}
+        ds = proto.dataset  # what the protocol's build_spec sweeps: its dataset, the given keys replacing its own
+        ds.pop("paper", None)
+        if given.get("name") and given["name"] != ds.get("name"):
+            ds = {"name": given["name"]}
+        ds.update(given)
+        kind = visual_kind(ds, [task])
+        vis = txt = None
+        if perturbations is not None:
+            chosen = resolve_perturbations(perturbations, kind)
+            vis = ",".join(n for a, n in chosen if a == "visual") or "none"
+            txt = ",".join(n for a, n in chosen if a == "text") or "none"
+        spec = proto.build_spec(models=list(models), dataset=given or None, tasks=[task], directions=dirs,
+                                perturbations=vis, text_perturbations=txt, severities=severities,
+                                text_severities=severities, combine="none", adapt="none",
+                                perturb_seed=perturb_seed, worst=worst, device=device)
+        keep = [c for c in spec.conditions if _single(c)]
+        spec.conditions = [{}] + [c for c in keep if c]
+        pert = list(dict.fromkeys((a, _spec_name(c[a])) for c in keep for a in c))
+        sevs = sorted({c[a].severity for c in keep for a in c})
+        if not pert:
+            raise FailureError(f"protocol {proto.name!r} leaves no perturbation to run here"
+                               + (f" among {perturbations!r}" if perturbations else ""))
+        return spec, pert, sevs
+    d = dict(dataset)
+    try:
+        entry = dataset_registry.get_entry(d.get("name") or "builtin")
+    except KeyError as e:
+        raise FailureError(str(e.args[0]) if e.args else str(e)) from None
+    if d.get("split") is None:
+        d["split"] = entry["default_split"]
+    kind = visual_kind(d, [task])
+    pert = resolve_perturbations(perturbations, kind)
+    sevs = parse_severities(severities if severities is not None else "1-5")
+    spec = build_spec(models=list(models), dataset=d, tasks=[task],
+                      perturbations=[n for a, n in pert if a == "visual"] or None,
+                      text_perturbations=[n for a, n in pert if a == "text"] or None, severities=sevs,
+                      combine="none", directions=dirs, perturb_seed=perturb_seed, worst=worst, device=device,
+                      kind=kind)
+    return spec, pert, sevs
+
+
+def _single(c: dict) -> bool:
+    """A condition set that perturbs exactly one of visual / text, plainly (no mix, intervention or adaptation)."""
+    return len(c) == 1 and next(iter(c)) in AXES and next(iter(c.values())).mix is None
+
+
+def _spec_name(c) -> str:
+    return c.name + (f"/{c.variant}" if c.variant else "")
+
+
+def _cache_folder(spec: SweepSpec) -> Path:
+    """Where a failure map without ``out`` keeps its cells: one sweep folder per dataset in the cache (a later map
+    over the same dataset reuses every cell it shares)."""
+    h = hashlib.blake2b(json.dumps(spec.dataset_key(), sort_keys=True, default=str).encode(), digest_size=8)
+    return default_cache_dir() / "failures" / h.hexdigest()
+
+
+# ------------------------------------------------------------------------------------------------ the driver
+def failures(model: str, dataset=None, *, task: str = "retrieval", perturbations=None, severities=None,
+             protocol: Optional[str] = None, direction: Optional[str] = None, k: int = 1,
+             baseline: Optional[str] = None, refine: bool = False, root=None, split: Optional[str] = None,
+             n: Optional[int] = None, seed: Optional[int] = None, options: Optional[dict] = None,
+             out=None, engine: str = "local", perturb_seed: int = 0, device: Optional[str] = None,
+             worst: int = 3, progress: Optional[Callable[[dict], None]] = None,
+             cancel: Optional[threading.Event] = None, cache=None, address: Optional[str] = None,
+             num_cpus: Optional[int] = None,
+             slices: Optional[Callable[["FailureMap", object, object], list]] = None) -> FailureMap:
+    """The breaking point of every example of ``dataset`` under every perturbation (module docstring).
+
+    ``model`` / ``baseline``: model specs (``builtin:tiny-clip``...); with a baseline, each item also says whether
+    it breaks for one model and not the other. ``dataset``: a registered name (``builtin``, ``builtin-videos``,
+    ``builtin-refs``, ``msrvtt``, ``refcoco``, ``upload``...) or a ``{"name", "root", "split", "n", "seed",
+    "options"}`` dict; ``root`` / ``split`` / ``n`` / ``seed`` / ``options`` as ``robustlab bench`` takes them.
+    ``perturbations``: names, ``name/variant``, ``category:NAME``, ``tag:NAME``, ``all`` (visual and text), or
+    ``protocol=NAME`` for a paper's; ``severities``: ``"1-5"``, ``"1,3,5"`` or a list. ``direction`` (retrieval):
+    t2i / i2t / t2v / v2t (default t2i, t2v for videos); ``k``: the top-k the ground truth must stay in.
+    ``out``: the sweep folder (cells, ``sweep.json``) and ``failures.json``; default a folder per dataset in the
+    cache (resumable too). ``engine``: "local" or "ray" (``address``, ``num_cpus`` as the sweep's).
+    ``slices(fmap, dataset, model) -> list[dict]``: the hook where slices are computed (``FailureMap.slices``;
+    ``[]`` without it): the failure map, the dataset as swept and the loaded model (whose clean and perturbed
+    embeddings the embedding cache holds). Every bad input is a one-line :class:`FailureError` (a SweepError)
+    before anything is written."""
+    k = _check_k(k)
+    if refine:
+        raise FailureError(REFINE_NOT_DONE)
+    if task in NOT_DONE:
+        raise FailureError(NOT_DONE[task])
+    try:
+        get_task(task)
+    except KeyError as e:
+        raise FailureError(str(e.args[0]) if e.args else str(e)) from None
+    if task not in TASKS:
+        raise FailureError(f"failures run on {', '.join(TASKS)}; {task!r} has no per-example failure yet")
+    if engine not in ENGINES:
+        raise FailureError(f"unknown engine {engine!r}; engines: {', '.join(ENGINES)}")
+    if direction is not None and task != "retrieval":
+        raise FailureError(f"--direction is a retrieval option; {task} has none")
+    try:
+        models, spec, pert, sevs, ds, direction, k, loaded = _prepare(
+            model, baseline, _dataset_dict(dataset, root, split, n, seed, options, protocol), task, perturbations,
+            severities, protocol, direction, k, perturb_seed, device, worst)
+    except FailureError:
+        raise
+    except (SweepError, KeyError, ValueError) as e:  # the sweep's checks, a dataset's DatasetError: one line
+        raise FailureError(str(e.args[0]) if isinstance(e, KeyError) and e.args else str(e)) from None
+    where = Path(out) if out is not None else _cache_folder(spec)
+    try:
+        status = run_sweep(spec, where, engine=engine, progress=progress, cancel=cancel, cache=cache,
+                           address=address, num_cpus=num_cpus)
+    except FailureError:
+        raise
+    except SweepError as e:  # a folder that cannot be written, a full disk (the finished cells are kept), Ray
+        raise FailureError(str(e)) from None
+    if status.cancelled:
+        raise SweepCancelled(f"cancelled; the {status.done + status.skipped} finished cells are kept in {where}")
+    per_model = {m: _items(_read_cells(where, spec, m), ds, task, direction, k, pert, sevs, perturb_seed)
+                 for m in spec.models}
+    items = per_model[models[0]]
+    if len(models) > 1:
+        items = _with_baseline(items, per_model[models[1]], TASKS[task])
+    fmap = FailureMap(model=models[0], baseline=models[1] if len(models) > 1 else None,
+                      dataset={"name": ds.name, "split": getattr(ds, "split", None), "n": len(ds),
+                               "root": spec.dataset.get("root"), "seed": spec.dataset.get("seed")},
+                      task=task, metric=TASKS[task], direction=direction, k=k, severities=list(sevs),
+                      perturbations=[{"perturbation": p, "axis": a} for a, p in pert],
+                      protocol=(spec.protocol or {}).get("name"), perturb_seed=int(perturb_seed), n=len(ds),
+                      examples=sum(1 for it in items if it["perturbation"] == pert[0][1]
+                                   and it["axis"] == pert[0][0]),
+                      items=items, summary=_summary(items, pert, sevs), thieves=_thieves(items, ds),
+                      out=str(where), status=status)
+    if slices is not None:  # the slice finder (robustlab.failures.slices) plugs in here
+        fmap.slices = list(slices(fmap, ds, loaded[models[0]]) or [])
+    if out is not None:
+        fmap.save(where)
+    return fmap
+
+
+def _prepare(model, baseline, ds_opts: dict, task: str, perturbations, severities, protocol, direction, k: int,
+             perturb_seed: int, device, worst: int):
+    """Everything the sweep checks, and what a failure map needs beyond it, before anything is written: (models,
+    spec, perturbations, severities, dataset, direction, k, the loaded models)."""
+    models = [str(model)] + ([str(baseline)] if baseline and str(baseline) != str(model) else [])
+    spec, pert, sevs = failure_spec(models, ds_opts, task, perturbations, severities, protocol, direction,
+                                    perturb_seed=perturb_seed, device=device, worst=worst)
+    ds = build_dataset(spec)
+    loaded = {m: load(m, spec.device) for m in spec.models}
+    check(spec, ds, loaded)
+    if task == "retrieval":
+        direction = direction or DIRECTIONS[ds.kind][0]
+        if direction not in DIRECTIONS[ds.kind]:
+            raise FailureError(f"direction {direction!r} is not one of {ds.name}'s ({', '.join(DIRECTIONS[ds.kind])})")
+        texts = ds.texts()
+        if not texts:
+            raise FailureError(f"{ds.name} has no ground truth for retrieval: none of its {ds.kind}s has a caption "
+                               "(a folder: add captions.txt / captions.csv / captions.json)")
+        gallery = len(ds) if direction[0] == "t" else len(texts)
+        if k > gallery:
+            raise FailureError(f"k {k} is larger than the gallery: {direction} ranks {gallery} "
+                               f"{'items' if direction[0] == 't' else 'captions'} of {ds.name}")
+    else:
+        if not any(ds.item(i).refs for i in range(len(ds))):
+            raise FailureError(f"{ds.name} has no ground truth for grounding: no item has a referring expression "
+                               "with a box")
+        k = None
+    return models, spec, pert, sevs, ds, direction, k, loaded
+
+
+# ------------------------------------------------------------------------------------------------ the cells
+def _read_cells(out: Path, spec: SweepSpec, model: str) -> dict:
+    """``{condition set as (axis, name, severity) or (): cell JSON}`` of one model's cells (each checked)."""
+    cells = {}
+    for c in spec.cells():
+        if c.model != model:
+            continue
+        path = cell_path(out, c.key)
+        try:
+            cell, why = read_problem(path.read_text(encoding="utf-8"), c.key)
+        except OSError as e:
+            cell, why = None, e.strerror or type(e).__name__
+        if cell is None:
+            raise FailureError(f"{path}: {why}; rerun to recompute it")
+        key = () if not c.conditions else next((a, _spec_name(x), x.severity) for a, x in c.conditions.items())
+        cells[key] = cell
+    return cells
+
+
+def _expand(values, dropped: list, total: int, path: str) -> list:
+    """A per-query list with the dropped queries (MLVP's similarity gate) put back as None."""
+    values = list(values)
+    if len(values) + len(dropped) != total:
+        raise FailureError(f"{path} holds {len(values)} per-query values, expected {total - len(dropped)} "
+                           "(a cell of another dataset?); delete it and rerun")
+    if not dropped:
+        return values
+    it = iter(values)
+    gone = set(int(j) for j in dropped)
+    return [None if q in gone else next(it) for q in range(total)]
+
+
+def _retrieval_arrays(cell: dict, direction: str, queries: int) -> tuple[list, Optional[list]]:
+    ex = cell.get("extra") or {}
+    name = (ex.get("cell") or "?") + ".json"
+    ranks = (ex.get("ranks") or {}).get(direction)
+    if not isinstance(ranks, list):
+        raise FailureError(f"cells/{name} keeps no per-query ranks for {direction} (written by an older robustlab); "
+                           "delete it and rerun")
+    drop = list((ex.get("dropped") or {}).get("queries") or []) if direction[0] == "t" else []
+    top = (ex.get("top1") or {}).get(direction)
+    return (_expand(ranks, drop, queries, f"cells/{name}"),
+            _expand(top, drop, queries, f"cells/{name}") if isinstance(top, list) else None)
+
+
+def _breaks(values: dict, fails: Callable) -> tuple[Optional[int], bool]:
+    """(breaking severity, monotone) of ``{severity: value}`` (severity 0 is clean)."""
+    sev = sorted(values)
+    bad = [s for s in sev if values[s] is not None and fails(values[s])]
+    if not bad:
+        return None, True
+    first = bad[0]
+    return first, all(values[s] is None or fails(values[s]) for s in sev if s >= first)
+
+
+def _items(cells: dict, ds, task: str, direction, k, pert, sevs, seed: int) -> list[dict]:
+    if task == "retrieval":
+        return _retrieval_items(cells, ds, direction, k, pert, sevs, seed)
+    return _grounding_items(cells, ds, pert, sevs, seed)
+
+
+def _retrieval_items(cells: dict, ds, direction: str, k: int, pert, sevs, seed: int) -> list[dict]:
+    text_items = [int(i) for i in ds.text_items()]
+    if direction[0] == "t":  # caption queries; the gallery: the visuals
+        q_item = text_items
+        q_caption = list(range(len(text_items)))
+        gallery = len(ds)
+    else:  # every captioned visual queries the captions
+        vpos = ds.visual_positives()
+        q_item = [i for i, p in enumerate(vpos) if p]
+        q_caption = [int(vpos[i][0]) for i in q_item]
+        gallery = len(text_items)
+    nq = len(q_item)
+    ids = {}
+
+    def item_id(i: int) -> str:
+        if i not in ids:
+            ids[i] = str(ds.item(i).id)
+        return ids[i]
+
+    def occurrence(top: Optional[list]) -> Optional[np.ndarray]:
+        if top is None:
+            return None
+        got = np.asarray([t for t in top if t is not None], dtype=np.int64)
+        return np.bincount(got, minlength=gallery)
+
+    clean_r, clean_t = _retrieval_arrays(cells[()], direction, nq)
+    per = {0: (clean_r, clean_t, occurrence(clean_t))}
+    out = []
+    for axis, name in pert:
+        arrays = dict(per)
+        for s in sevs:
+            if (axis, name, s) not in cells:  # a protocol's perturbation swept at fewer severities
+                continue
+            r, t = _retrieval_arrays(cells[(axis, name, s)], direction, nq)
+            arrays[s] = (r, t, occurrence(t))
+        for q in range(nq):
+            ranks = {s: arrays[s][0][q] for s in arrays}
+            at, monotone = _breaks(ranks, lambda r: r > k)
+            thief = thief_caption = occ = hub = None
+            if at is not None and arrays[at][1] is not None and arrays[at][1][q] is not None:
+                top = int(arrays[at][1][q])
+                thief, thief_caption = (top, None) if direction[0] == "t" else (text_items[top], top)
+                nk = arrays[at][2]
+                occ = int(nk[top])
+                mean = float(nk.sum()) / gallery
+                hub = bool(occ >= HUB_SIZE * mean)
+            i = int(q_item[q])
+            own = i if axis == "visual" else int(q_caption[q])
+            out.append({"item": i, "id": item_id(i), "caption": int(q_caption[q]), "perturbation": name,
+                        "axis": axis, "breaks_at": at, "ranks": {str(s): ranks[s] for s in sorted(ranks)},
+                        "monotone": monotone, "thief": thief, "thief_caption": thief_caption,
+                        "thief_id": item_id(thief) if thief is not None else None, "thief_k_occurrence": occ,
+                        "thief_is_hub": hub, "seed": int(seed) + own})
+    return out
+
+
+def _grounding_items(cells: dict, ds, pert, sevs, seed: int) -> list[dict]:
+    refs = [(i, r) for i in range(len(ds)) for r in range(len(ds.item(i).refs))]
+    ids = {i: str(ds.item(i).id) for i in {i for i, _ in refs}}
+
+    def ious(cell: dict) -> list:
+        ex = cell.get("extra") or {}
+        v = ex.get("ious")
+        if not isinstance(v, list):
+            raise FailureError(f"cells/{ex.get('cell') or '?'}.json keeps no per-expression IoUs (written by an "
+                               "older robustlab); delete it and rerun")
+        return _expand(v, [], len(refs), f"cells/{ex.get('cell') or '?'}.json")
+
+    clean = ious(cells[()])
+    out = []
+    for axis, name in pert:
+        per = {0: clean, **{s: ious(cells[(axis, name, s)]) for s in sevs if (axis, name, s) in cells}}
+        for e, (i, r) in enumerate(refs):
+            scores = {s: per[s][e] for s in per}
+            at, monotone = _breaks(scores, lambda v: not v > IOU_HIT)
+            out.append({"item": i, "id": ids[i], "ref": r, "expression": e, "perturbation": name, "axis": axis,
+                        "breaks_at": at, "scores": {str(s): scores[s] for s in sorted(scores)},
+                        "monotone": monotone, "thief": None, "seed": int(seed) + i})
+    return out
+
+
+def _with_baseline(items: list, base: list, metric: str) -> list:
+    """Each item with the baseline model's breaking point and whether it breaks for one model only."""
+    values = "ranks" if metric == "rank" else "scores"
+    out = []
+    for a, b in zip(items, base):
+        mine, theirs = a["breaks_at"] is not None, b["breaks_at"] is not None
+        out.append({**a, "baseline": {"breaks_at": b["breaks_at"], values: b[values], "monotone": b["monotone"]},
+                    "breaks_for": "both" if mine and theirs else "model" if mine else "baseline" if theirs
+                    else "neither"})
+    return out
+
+
+def _summary(items: list, pert, sevs) -> list[dict]:
+    """Per perturbation: examples, how many break (and how many fail clean already), at which severity."""
+    out = []
+    for axis, name in pert:
+        mine = [it for it in items if it["perturbation"] == name and it["axis"] == axis]
+        at = [it["breaks_at"] for it in mine if it["breaks_at"] is not None]
+        under = [a for a in at if a > 0]
+        out.append({"perturbation": name, "axis": axis, "examples": len(mine), "broken": len(under),
+                    "clean_failures": len(at) - len(under), "holding": len(mine) - len(at),
+                    "by_severity": {str(s): sum(1 for a in under if a == s) for s in sevs},
+                    "median_breaks_at": float(np.median(under)) if under else None,
+                    "not_monotone": sum(1 for it in mine if not it["monotone"]),
+                    **({"breaks_for": {w: sum(1 for it in mine if it["breaks_for"] == w)
+                                       for w in ("model", "baseline", "both", "neither")}}
+                       if mine and "breaks_for" in mine[0] else {})})
+    return out
+
+
+def _thieves(items: list, ds, top: int = 10) -> list[dict]:
+    """The items that took a broken example's place most often (over every perturbation), with whether they were a
+    hub in any of those cells."""
+    count: dict = {}
+    for it in items:
+        if it.get("thief") is not None:
+            c = count.setdefault(it["thief"], {"thefts": 0, "hub": False, "max_k_occurrence": 0})
+            c["thefts"] += 1
+            c["hub"] = c["hub"] or bool(it.get("thief_is_hub"))
+            c["max_k_occurrence"] = max(c["max_k_occurrence"], int(it.get("thief_k_occurrence") or 0))
+    order = sorted(count, key=lambda i: (-count[i]["thefts"], i))[:top]
+    return [{"item": int(i), "id": str(ds.item(int(i)).id), **count[i]} for i in order]
+
+
+__all__ = ["FailureMap", "FailureError", "failures", "failure_spec", "resolve_perturbations", "schema", "SCHEMA",
+           "SCHEMA_PATH", "TASKS", "IOU_HIT", "HUB_SIZE", "FILE", "REFINE_NOT_DONE"]

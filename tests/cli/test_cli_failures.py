@@ -1,0 +1,121 @@
+"""``robustlab failures`` (issue 47, items 1 and 7): ``--json`` prints one object that follows the documented schema,
+``--out`` writes it with the sweep's cells, a rerun reuses every cell, and every bad input is one line, exit code 2,
+nothing written."""
+import json
+from pathlib import Path
+
+import jsonschema
+import numpy as np
+import pytest
+
+from robustlab.cli import main
+from robustlab.failures import schema
+
+BASE = ["failures", "--model", "builtin:tiny-clip", "--dataset", "builtin", "--n", "8", "--quiet"]
+
+
+def _one_line(capsys, *, says=()) -> str:
+    err = capsys.readouterr().err
+    lines = [ln for ln in err.splitlines() if ln.strip()]
+    assert len(lines) == 1 and lines[0].startswith("robustlab: "), err
+    assert "Traceback" not in err, err
+    for s in says:
+        assert s in lines[0], err
+    return lines[0]
+
+
+def test_json_follows_the_schema_and_out_keeps_it_with_the_cells(tmp_path, capsys):
+    out = tmp_path / "run"
+    args = [*BASE, "--perturbations", "gaussian_noise,keyboard", "--severities", "1,3,5", "--json", "--out", str(out)]
+    assert main(args) == 0
+    cap = capsys.readouterr()
+    d = json.loads(cap.out)  # one object on stdout, nothing else
+    jsonschema.validate(d, schema())
+    assert d["model"] == "builtin:tiny-clip" and d["dataset"]["name"] == "builtin" and d["n"] == 8
+    assert d["task"] == "retrieval" and d["direction"] == "t2i" and d["k"] == 1 and d["severities"] == [1, 3, 5]
+    assert d["slices"] == [] and len(d["items"]) == 2 * 8
+    it = d["items"][0]
+    assert {"item", "id", "perturbation", "breaks_at", "ranks", "thief"} <= set(it)
+    assert json.loads((out / "failures.json").read_text()) == d
+    assert len(list((out / "cells").glob("*.json"))) == 7 and (out / "sweep.json").is_file()
+    assert "7 cells run, 0 already there, 7 in the sweep" in cap.err
+    # the same command again: every cell is reused, the same map
+    assert main(args) == 0
+    cap = capsys.readouterr()
+    assert "0 cells run, 7 already there, 7 in the sweep" in cap.err and json.loads(cap.out) == d
+
+
+def test_words_without_json(tmp_path, capsys):
+    assert main([*BASE, "--perturbations", "gaussian_noise", "--severities", "5", "--out", str(tmp_path / "o")]) == 0
+    text = capsys.readouterr().out
+    assert "an example fails when its ground truth leaves the top 1 (t2i)" in text
+    assert "gaussian_noise (visual, s5):" in text
+
+
+def test_grounding_and_baseline_from_the_command_line(tmp_path, capsys):
+    assert main(["failures", "--model", "builtin:tiny-vilt", "--task", "grounding", "--dataset", "builtin-refs",
+                 "--n", "4", "--perturbations", "gaussian_noise", "--severities", "5", "--json", "--quiet"]) == 0
+    d = json.loads(capsys.readouterr().out)
+    jsonschema.validate(d, schema())
+    assert d["metric"] == "iou" and all("scores" in it for it in d["items"])
+    assert main([*BASE, "--baseline", "builtin:tiny-vit-clip", "--perturbations", "gaussian_noise", "--severities",
+                 "5", "--json", "--out", str(tmp_path / "b")]) == 0
+    d = json.loads(capsys.readouterr().out)
+    jsonschema.validate(d, schema())
+    assert d["baseline"] == "builtin:tiny-vit-clip" and all("breaks_for" in it for it in d["items"])
+
+
+@pytest.fixture
+def no_captions(tmp_path) -> Path:
+    from PIL import Image
+
+    folder = tmp_path / "imgs"
+    folder.mkdir()
+    for i in range(3):
+        Image.fromarray(np.full((16, 16, 3), 40 * i, np.uint8)).save(folder / f"{i}.png")
+    return folder
+
+
+@pytest.mark.parametrize("extra, says", [
+    (["--perturbations", "gausian_noise"], ["unknown perturbation 'gausian_noise'", "did you mean 'gaussian_noise'"]),
+    (["--perturbations", "category:nope"], ["no image perturbation has category 'nope'"]),
+    (["--perturbations", "jumble"], ["'jumble' is a video perturbation, not one of images or texts"]),
+    (["--perturbations", "gaussian_noise", "--k", "0"], ["--k must be at least 1"]),
+    (["--perturbations", "gaussian_noise", "--k", "9"], ["k 9 is larger than the gallery: t2i ranks 8 items"]),
+    (["--perturbations", "gaussian_noise", "--direction", "i2t", "--k", "9"], ["larger than the gallery"]),
+    (["--perturbations", "gaussian_noise", "--direction", "t2v"], ["direction 't2v' is not one of builtin's"]),
+    (["--perturbations", "gaussian_noise", "--severities", "0-7"], ["severities must be in 1..5"]),
+    (["--perturbations", "gaussian_noise", "--model", "builtin:tiny-vilt"],
+     ["cannot encode images and texts into one space"]),
+    (["--perturbations", "gaussian_noise", "--task", "grounding", "--model", "builtin:tiny-clip"],
+     ["cannot do grounding"]),
+    (["--perturbations", "gaussian_noise", "--task", "vqa"], ["failures for vqa are not done yet"]),
+    (["--perturbations", "gaussian_noise", "--task", "nope"], ["nope"]),
+    (["--perturbations", "gaussian_noise", "--dataset", "builtin-refs"], ["dataset builtin-refs has nothing for "
+                                                                          "retrieval"]),
+    (["--perturbations", "gaussian_noise", "--refine"], ["--refine is not done yet"]),
+    ([], ["pass --perturbations LIST"]),
+    (["--perturbations", "gaussian_noise", "--model", "builtin:nope"], ["no built-in model 'nope'"]),
+    (["--perturbations", "gaussian_noise", "--dataset", "nope"], ["unknown dataset 'nope'"]),
+])
+def test_bad_input_is_one_line_exit_2_nothing_written(tmp_path, capsys, extra, says):
+    out = tmp_path / "run"
+    assert main([*BASE, "--out", str(out), *extra]) == 2
+    _one_line(capsys, says=says)
+    assert not out.exists()
+
+
+def test_a_dataset_without_ground_truth_is_one_line(tmp_path, capsys, no_captions):
+    out = tmp_path / "run"
+    assert main(["failures", "--model", "builtin:tiny-clip", "--dataset", "upload", "--root", str(no_captions),
+                 "--perturbations", "gaussian_noise", "--out", str(out), "--quiet"]) == 2
+    _one_line(capsys, says=["upload has no ground truth for retrieval", "has a caption"])
+    assert not out.exists()
+
+
+def test_out_at_a_file_is_one_line(tmp_path, capsys):
+    f = tmp_path / "file"
+    f.write_text("x")
+    assert main([*BASE, "--perturbations", "gaussian_noise", "--out", str(f)]) == 2
+    _one_line(capsys, says=["is a file, not a folder"])
+    assert f.read_text() == "x"
