@@ -67,7 +67,7 @@ what = "captions" if d[1:] == "2t" else f"{ctx.bench.kind}s"
 c1, c2 = st.columns([1, 4])
 max_k = max(1, min(100, res.n_gallery - 1))
 ui.clamp("ad_k", 1, max_k, default_value=15)
-k = int(c1.number_input("k", 1, max_k, key="ad_k"))
+k = int(c1.number_input("k", 1, max_k, key="ad_k", **ui.initial("ad_k", value=min(15, max_k))))
 log_y = c1.checkbox("Log y axis", key="ad_log")
 nk_s, nk_a = k_occurrence(res.scores_shifted, k=k), k_occurrence(res.scores_adapted, k=k)
 hist = occurrence_histogram({"before (shifted)": nk_s, f"after ({res.method})": nk_a}, log_y,

@@ -83,7 +83,8 @@ except (ValueError, RuntimeError) as e:
     st.stop()
 st.session_state.setdefault("at_layer", min(1, view.n_layers - 1))  # Rawal et al.'s Fig. 5: the second layer
 ui.clamp("at_layer", 0, view.n_layers - 1)
-layer = int(c2.selectbox("Layer", range(view.n_layers), key="at_layer"))
+layer = int(c2.selectbox("Layer", range(view.n_layers), key="at_layer",
+                         **ui.initial("at_layer", range(view.n_layers), index=0)))
 head_opt = c3.selectbox("Head", ["mean"] + list(range(view.n_heads)), key="at_head")
 head = None if head_opt == "mean" else int(head_opt)
 shown = ["baseline"] + list(ablations)
@@ -110,7 +111,7 @@ pos = t1.selectbox("Query token", [p for p, _ in toks], key="at_tok",
 cmp_opts = list(ablations) or ["baseline"]
 ui.valid("at_cmp", cmp_opts)
 st.session_state.setdefault("at_cmp", "crossmodal" if "crossmodal" in cmp_opts else cmp_opts[0])
-other = t2.selectbox("Compare with", cmp_opts, key="at_cmp")
+other = t2.selectbox("Compare with", cmp_opts, key="at_cmp", **ui.initial("at_cmp", cmp_opts, index=0))
 st.plotly_chart(token_overlay(view, list(dict.fromkeys(["baseline", other])), layer, head, int(pos), visual),
                 key="at_overlay", width="stretch")
 st.subheader("Answers before and after")

@@ -36,8 +36,8 @@ def configure() -> tuple[SweepSpec, str] | None:
         st.warning(f"No task runs on {dataset['name']}.")
         return None
     c1, c2, c3 = st.columns([1, 2, 1])
-    ui.valid("bench_task", tasks)
-    task = c1.selectbox("Task", tasks, key="bench_task", help="Tasks of the registry that run on this dataset.")
+    task = c1.selectbox("Task", tasks, key="bench_task", help="Tasks of the registry that run on this dataset.",
+                        **ui.valid("bench_task", tasks))
     models = ui.models_for("video-retrieval" if task == "retrieval" and kind == "video" else task)
     side = ui.spec_device()[0]
     kept = st.session_state.get("bench_models")  # another task: keep the models that can do it
@@ -48,7 +48,7 @@ def configure() -> tuple[SweepSpec, str] | None:
     if dataset["name"] in bench.BUILTIN:
         hi = ui.DEMO_N if kind == "image" else ui.VIDEO_DEMO_N
         ui.clamp("bench_n", 2, hi, default_value=50)
-        n = int(c3.number_input("Items", 2, hi, key="bench_n",
+        n = int(c3.number_input("Items", 2, hi, key="bench_n", **ui.initial("bench_n", value=50),
                                 help="The first N items of the sidebar's built-in gallery."))
     else:
         n = int(c3.number_input("Items (0 = all)", 0, 10**7, 0, step=100, key="bench_n")) or None
@@ -59,8 +59,7 @@ def configure() -> tuple[SweepSpec, str] | None:
     with p2:
         if how == "a category":
             cats = list(dict.fromkeys(s.category for s in specs))
-            ui.valid("bench_cat", cats)
-            sel = "category:" + st.selectbox(f"Category ({kind})", cats, key="bench_cat")
+            sel = "category:" + st.selectbox(f"Category ({kind})", cats, key="bench_cat", **ui.valid("bench_cat", cats))
         elif how == "chosen names":
             sel = st.multiselect(f"{kind.capitalize()} perturbations", bench.with_variants(specs), key="bench_pnames",
                                  help="NAME/VARIANT: another paper's parameters (e.g. shot_noise/schiappa_video).")
@@ -123,8 +122,8 @@ else:
     folders = bench.run_folders()
     if not folders:
         st.info("No run folder in the runs folder yet: run a sweep first.")
-    ui.valid("bench_open", folders)
-    shown = st.selectbox("Run folder", folders, key="bench_open") if folders else None
+    shown = st.selectbox("Run folder", folders, key="bench_open",
+                         **ui.valid("bench_open", folders)) if folders else None
 
 if shown:
     bench.show_report(bench.runs_root() / shown)

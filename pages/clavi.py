@@ -54,8 +54,7 @@ try:
     if src == "builtin":
         ds = videos()
         ok = [i for i in range(len(ds)) if eligible(ds.scene(i))]
-        ui.valid("cv_item", ok)
-        i = c2.selectbox("Video (two events on different objects)", ok, key="cv_item",
+        i = c2.selectbox("Video (two events on different objects)", ok, key="cv_item", **ui.valid("cv_item", ok),
                          format_func=lambda j: f"#{j} · {ds.scene(j).caption}")
         method = st.radio("Complement", METHODS, key="cv_method", horizontal=True, format_func=METHOD_HELP.get)
         with st.spinner("Asking 38 questions…"):

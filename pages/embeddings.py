@@ -46,6 +46,7 @@ with c1:
     hi = min(MAX_ITEMS, n_cap)
     ui.clamp("emb_items", min(2, hi), hi, default_value=200)
     n_items = int(st.slider("Items (captioned gallery items, seeded subsample)", min(2, hi), hi, key="emb_items",
+                            **ui.initial("emb_items", value=min(200, hi)),
                             help=f"Each item gives a {vis} and a caption point, clean and perturbed."))
     perplexity = float(st.slider("Perplexity", 2, 100, key="emb_perplexity", disabled=method != "tsne",
                                  **ui.initial("emb_perplexity", value=30),
@@ -55,7 +56,7 @@ with c3:
     color_by = st.radio("Colour by", ["condition", "modality", "k-occurrence"], key="emb_color", horizontal=True)
     max_k = max(1, min(100, n_cap - 1))
     ui.clamp("emb_k", 1, max_k, default_value=15)
-    k = int(st.number_input("k (for k-occurrence)", 1, max_k, key="emb_k"))
+    k = int(st.number_input("k (for k-occurrence)", 1, max_k, key="emb_k", **ui.initial("emb_k", value=min(15, max_k))))
     seed = int(st.number_input("Seed", 0, 2**31 - 1, key="emb_seed", **ui.initial("emb_seed", value=0),
                                help="Perturbation seed (item i gets seed + i), subsample and projection seed."))
 with c2:

@@ -38,13 +38,13 @@ if len(ds) < 3 or len(bench.captioned) < 2:
 perts = [ui.NONE] + [f"{m}:{n}" for m in (kind, "text") for n in ui.perturbation_names(m)[0][1:]]
 c1, c2, c3, c4 = st.columns([2, 3, 2, 2])
 with c1:
-    ui.valid("hub_direction", bench.directions, format_func=DIRECTION_LABELS.get)
     d = st.radio("Direction", bench.directions, key="hub_direction", format_func=DIRECTION_LABELS.get,
+                 **ui.valid("hub_direction", bench.directions, format_func=DIRECTION_LABELS.get),
                  help=f"{DIRECTION_LABELS[bench.directions[0]]}: the captions query the {kind}s (hubs are {kind}s); "
                       f"{DIRECTION_LABELS[bench.directions[1]]}: the {kind}s query the captions (hubs are captions).")
     max_k = max(1, min(100, (len(ds) if d[0] == "t" else len(bench.texts()[0])) - 1))
     ui.clamp("hub_k", 1, max_k, default_value=15)
-    k = int(st.number_input("k", 1, max_k, key="hub_k"))
+    k = int(st.number_input("k", 1, max_k, key="hub_k", **ui.initial("hub_k", value=min(15, max_k))))
 with c2:
     pfmt = lambda p: p if p == ui.NONE else " · ".join(p.split(":", 1))  # noqa: E731
     pdefault = f"{kind}:gaussian_noise" if f"{kind}:gaussian_noise" in perts else ui.NONE

@@ -74,9 +74,8 @@ def param_widgets(method: dict, auto: dict) -> tuple[dict, dict]:
             if p["type"] == "bool":
                 v = st.checkbox(p["name"], value=bool(default), key=key, help=p["help"])
             elif p["type"] == "choice":
-                valid(key, p["choices"])
                 v = st.selectbox(p["name"], p["choices"], key=key, help=p["help"],
-                                 index=p["choices"].index(default) if default in p["choices"] else 0)
+                                 **valid(key, p["choices"], default))
             else:
                 cast = int if p["type"] == "int" else float
                 lo, hi = (None if x is None else cast(x) for x in (p["min"], p["max"]))
@@ -99,10 +98,9 @@ def controls(ctx: Bench) -> Setup:
     dirs = list(bench.directions)
     c1, c2, c3 = st.columns([2, 3, 2])
     with c1:
-        valid("ad_direction", dirs, format_func=DIRECTION_LABELS.get)
         d = _saved("ad_direction", dirs[0])
         direction = st.radio("Direction", dirs, key="ad_direction", format_func=DIRECTION_LABELS.get,
-                             index=dirs.index(d) if d in dirs else 0,
+                             **valid("ad_direction", dirs, d, DIRECTION_LABELS.get),
                              help=f"{DIRECTION_LABELS[dirs[0]]}: caption queries adapt the text tower; "
                                   f"{DIRECTION_LABELS[dirs[1]]}: {kind} queries adapt the {kind} tower.")
         seed = int(st.number_input("Seed", 0, 2**31 - 1, int(_saved("ad_seed", 0)), key="ad_seed",
@@ -115,11 +113,10 @@ def controls(ctx: Bench) -> Setup:
     cond = Condition(name, sev, seed)
     methods = {m["name"]: m for m in adapt.list_methods()}
     with c3:
-        valid("ad_method", methods)
         names = list(methods)
         m0 = _saved("ad_method", "hat-vtr")
         method = st.selectbox("Method", names, key="ad_method", format_func=lambda n: methods[n]["label"],
-                              index=names.index(m0) if m0 in names else 0)
+                              **valid("ad_method", names, m0))
     m = methods[method]
     st.caption(f"**{m['label']}** — {m['description']} Source: {m['source']}."
                + (f" Adapts the LayerNorms of the {side} query tower." if m["adapts"] else ""))

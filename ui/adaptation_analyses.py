@@ -12,7 +12,7 @@ import streamlit as st
 from robustlab import adapt
 from ui.adaptation import ADAPTED, SHIFTED, Setup
 from ui.media import md_escape
-from ui.state import Bench, clamp
+from ui.state import Bench, clamp, initial
 
 CURVE = "ad_curve"  # session key of the last severity curve
 SEVERITIES = (1, 2, 3, 4, 5)
@@ -124,7 +124,7 @@ def ranking_section(ctx: Bench, res) -> None:
     qlab, ilab = namer(ctx.bench, res.direction)
     c1, c2 = st.columns([1, 4])
     clamp("ad_query", 0, res.n_queries - 1, default_value=0)
-    q = int(c1.number_input("Query", 0, res.n_queries - 1, key="ad_query"))
+    q = int(c1.number_input("Query", 0, res.n_queries - 1, key="ad_query", **initial("ad_query", value=0)))
     k = int(c1.slider("Top k", 1, max(1, min(20, res.n_gallery)), min(5, res.n_gallery), key="ad_topk"))
     before, after, t = topk_frames(res, q, k, ilab)
     c2.markdown(f"**{md_escape(qlab(q))}** · rank of the true item: before **{t['before']['gt_rank']}**, after "
@@ -138,9 +138,10 @@ def ranking_section(ctx: Bench, res) -> None:
     n_max = max(1, min(40, res.n_queries))
     h1, h2 = st.columns([1, 4])
     clamp("ad_hm_n", 1, n_max, default_value=min(20, n_max))
-    n = int(h1.number_input("Queries", 1, n_max, key="ad_hm_n"))
+    n = int(h1.number_input("Queries", 1, n_max, key="ad_hm_n", **initial("ad_hm_n", value=min(20, n_max))))
     clamp("ad_hm_start", 0, res.n_queries - 1, default_value=0)
-    start = int(h1.number_input("From query", 0, res.n_queries - 1, key="ad_hm_start"))
+    start = int(h1.number_input("From query", 0, res.n_queries - 1, key="ad_hm_start",
+                                **initial("ad_hm_start", value=0)))
     h = adapt.heatmap(res, n, start)
     h2.plotly_chart(heatmap_figure(h, qlab, ilab), key="ad_heatmap")
     h1.caption("Rows: queries; columns: their true items, so the truth is on the diagonal. After: the scores the "

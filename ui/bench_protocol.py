@@ -31,8 +31,8 @@ def configure() -> tuple[SweepSpec, str] | None:
     if not fits:
         st.warning(f"No shipped protocol's task runs on {dataset['name']}: pick another dataset in the sidebar.")
         return None
-    ui.valid("bench_protocol", fits)
-    name = st.selectbox("Protocol", fits, key="bench_protocol", format_func=lambda n: f"{n} — {protos[n].title}")
+    name = st.selectbox("Protocol", fits, key="bench_protocol", format_func=lambda n: f"{n} — {protos[n].title}",
+                        **ui.valid("bench_protocol", fits))
     p = protos[name]
     st.caption(f"{p.paper}. The paper's data: {p.dataset.get('paper') or p.dataset['name']}; this run uses the "
                f"sidebar's dataset ({dataset['name']}). Headline metric: {p.report.get('headline') or '—'}.")
@@ -44,7 +44,7 @@ def configure() -> tuple[SweepSpec, str] | None:
     if dataset["name"] in bench.BUILTIN:
         hi = ui.DEMO_N if kind == "image" else ui.VIDEO_DEMO_N
         ui.clamp("bench_protocol_n", 2, hi, default_value=50)
-        n = int(c2.number_input("Items", 2, hi, key="bench_protocol_n"))
+        n = int(c2.number_input("Items", 2, hi, key="bench_protocol_n", **ui.initial("bench_protocol_n", value=50)))
     else:
         n = int(c2.number_input("Items (0 = all)", 0, 10**7, 0, step=100, key="bench_protocol_n")) or None
     pairs = c3.checkbox("Combinations", value=True, key="bench_protocol_pairs",

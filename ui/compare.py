@@ -25,8 +25,7 @@ def picker(models: list[str]) -> None:
 
     main = st.session_state.get("model_choice")
     options = [NONE] + [m for m in models if m != main]
-    valid("baseline", options)
-    st.selectbox("Compare with (baseline)", options, key="baseline",
+    st.selectbox("Compare with (baseline)", options, key="baseline", **valid("baseline", options),
                  help="A second model scored on the same perturbed examples: ours vs baseline, side by side on "
                       "Retrieval and Hubness (the Benchmark report compares every model of a sweep).")
 
@@ -38,11 +37,26 @@ class Baseline:
 
 
 def baseline(ctx) -> Baseline | None:
-    """The baseline's bench on the page's dataset, or None (none chosen, the same model, or it can't load: said)."""
-    from ui.state import get_bench, load
+    """The baseline's bench on the page's dataset, or None (none chosen, the page's own model, or it can't load:
+    said). The baseline follows the data as the page's model does (:func:`ui.state.follow_data`: a built-in made for
+    the other kind of data is replaced by its counterpart, with one line and an undo), unless that counterpart is
+    the page's own model: then the chosen baseline is kept, and one line says what its scores mean."""
+    from ui.state import KEEP_BASELINE, counterpart, follow_data, get_bench, load, mismatch
 
-    spec = st.session_state.get("baseline") or NONE
-    if spec == NONE or spec == ctx.spec:
+    chosen = st.session_state.get("baseline") or NONE
+    if chosen == NONE:
+        return None
+    kind = ctx.bench.kind
+    other = counterpart(chosen, kind)
+    if other is not None and other == ctx.spec:
+        st.caption(f"{mismatch(chosen, kind)}; its counterpart **{other}** is this page's own model, so the "
+                   f"baseline stays **{safe_md(chosen)}**.")
+        spec = chosen
+    else:
+        spec = follow_data(chosen, kind, KEEP_BASELINE, "the baseline here is")
+    if spec == ctx.spec:
+        st.info(f"The baseline **{safe_md(chosen)}** is the model this page uses on {kind}s: nothing to compare. "
+                "Pick another baseline in the sidebar.")
         return None
     if load(spec, "Baseline model") is None:
         return None
@@ -125,8 +139,8 @@ def grounding_panel(spec: str, res: dict, run, gt) -> None:
                    "hf-grounding models: docs/security.md).")
         return
     options = [NONE] + others
-    valid("gr_baseline", options)
-    base = st.selectbox("Compare with (grounding baseline)", options, key="gr_baseline")
+    base = st.selectbox("Compare with (grounding baseline)", options, key="gr_baseline",
+                        **valid("gr_baseline", options))
     if base == NONE or load(base, "Baseline model") is None:
         return
     try:

@@ -202,8 +202,7 @@ def task_model(task: str, method: str, key: str):
         st.info(f"The sidebar's model {safe_md(spec)} cannot do {task}: pick a {task} model here (or in the sidebar).")
         capable = models_for(task)
         options = capable + [s for s in KNOWN_MODELS.get(task, []) if s not in capable]
-        valid(key, options)
-        spec = st.selectbox(f"{task_label(task)} model", options, key=key,
+        spec = st.selectbox(f"{task_label(task)} model", options, key=key, **valid(key, options),
                             help="Built-in models run offline; hub models need network access or a local copy.")
     if not spec.startswith("builtin:"):
         why = refusal(spec)
@@ -313,28 +312,56 @@ VIDEO_BUILTIN = "builtin:tiny-clip-video-seqtransf"  # the best built-in on vide
 # an image built-in's own video model (the same frame tower with CLIP4Clip's seqTransf head); others: VIDEO_BUILTIN
 VIDEO_SIBLING = {"builtin:tiny-vit-clip": "builtin:tiny-vit-clip-video-seqtransf"}
 KEEP = "keep_model"  # session key: (spec, kind) the viewer chose to keep despite the switch
+KEEP_BASELINE = "keep_baseline"  # the same for the sidebar's "Compare with" model (ui.compare)
+
+
+def _family(spec: str) -> str | None:
+    """A registered model's own task ("retrieval" for an image built-in, "video-retrieval" for a video one)."""
+    return next((m["task"] for m in list_models() if m["spec"] == spec), None)
 
 
 def _video_family(spec: str) -> bool:
     """A built-in whose family is video retrieval (a temporal model), by the registry."""
-    return any(m["spec"] == spec and m["task"] == "video-retrieval" for m in list_models(task="video-retrieval"))
+    return _family(spec) == "video-retrieval"
 
 
-def follow_data(spec: str, kind: str) -> str:
-    """The model a retrieval page uses on a dataset of ``kind``: the sidebar's, unless it is a built-in image model
-    and the data are videos (it would average frames and score near chance: a demo reads that as "broken"); then
-    its own family's built-in video model, after one visible line saying so with an undo."""
-    if kind != "video" or not spec.startswith("builtin:") or _video_family(spec):
-        return spec
-    video = VIDEO_SIBLING.get(spec, VIDEO_BUILTIN)
-    if tuple(st.session_state.get(KEEP) or ()) == (spec, kind) or video not in models_for("video-retrieval"):
+def counterpart(spec: str, kind: str) -> str | None:
+    """The built-in a retrieval page uses instead of ``spec`` on data of ``kind``, or None (``spec`` fits them, is
+    not a built-in, or has no counterpart here). An image built-in on videos only averages frames and scores near
+    chance: its own family's video model (VIDEO_SIBLING, else VIDEO_BUILTIN). A video built-in on still images sees
+    each one as a one-frame video: its own image model (the spec without its "-video-..." part)."""
+    if not spec.startswith("builtin:"):
+        return None
+    if kind == "video" and _family(spec) == "retrieval":
+        other = VIDEO_SIBLING.get(spec, VIDEO_BUILTIN)
+        return other if _video_family(other) else None
+    if kind == "image" and _video_family(spec):
+        other = spec.split("-video-")[0]
+        return other if _family(other) == "retrieval" else None
+    return None
+
+
+def mismatch(spec: str, kind: str) -> str:
+    """Why built-in ``spec`` is the wrong model for data of ``kind`` (the start of a line; :func:`counterpart`)."""
+    if kind == "video":
+        return f"**{safe_md(spec)}** is an image model: on videos it only averages frames and scores near chance"
+    return (f"**{safe_md(spec)}** is a video model: on still images it sees one-frame videos and scores far below its "
+            "own image model")
+
+
+def follow_data(spec: str, kind: str, keep: str = KEEP, what: str = "this page uses") -> str:
+    """The model a retrieval page uses on a dataset of ``kind``: the sidebar's, unless it is a built-in made for the
+    other kind of data (:func:`counterpart`: an image model on videos scores near chance, a demo reads that as
+    "broken"); then its counterpart, after one visible line saying so with an undo (remembered under ``keep``, the
+    button keyed ``keep + "_btn"``)."""
+    other = counterpart(spec, kind)
+    if other is None or tuple(st.session_state.get(keep) or ()) == (spec, kind):
         return spec
     c1, c2 = st.columns([5, 1])
-    c1.info(f"**{safe_md(spec)}** is an image model: on videos it only averages frames and scores near chance, so "
-            f"this page uses **{video}**, the built-in video model.")
-    c2.button(f"Use {spec} anyway", key="keep_model_btn",
-              on_click=lambda: st.session_state.__setitem__(KEEP, (spec, kind)))
-    return video
+    c1.info(f"{mismatch(spec, kind)}, so {what} **{other}**, the built-in {kind} model.")
+    c2.button(f"Use {spec} anyway", key=f"{keep}_btn",
+              on_click=lambda: st.session_state.__setitem__(keep, (spec, kind)))
+    return other
 
 
 def sidebar() -> None:
@@ -347,12 +374,12 @@ def sidebar() -> None:
     for p in cfg.problems[:3]:
         st.warning(f"Operator configuration: {safe_md(p)}")
     options = offered_models() + ([OTHER_MODEL] if cfg.typed_specs else [])
-    valid("model_choice", options)
-    choice = st.selectbox("Model", options, index=0, key="model_choice",
+    choice = st.selectbox("Model", options, key="model_choice", **valid("model_choice", options),
                           help="Built-in models run offline; the operator decides which other models this dashboard "
                                "offers.")
     if choice == OTHER_MODEL:
         st.text_input("Model spec", key="custom_spec", max_chars=500, placeholder=CUSTOM_EXAMPLE,
+                      **initial("custom_spec", value=""),
                       help="open_clip:ARCH/TAG, open_clip:ARCH/path/to/weights, hf:REPO_ID, hf-grounding:REPO_ID or "
                            "a local folder -- as far as the operator allows (hub downloads: "
                            f"{'on' if cfg.allow_hub else 'off'})")
@@ -369,13 +396,15 @@ def sidebar() -> None:
         # the old label, shows nothing selected and the next run falls back to the built-in images
         st.session_state["dataset"] = st.session_state["dataset"]
     st.session_state["dataset_labels"] = labels
-    st.radio("Dataset", list(DATASETS), key="dataset", format_func=lambda d: DATASETS[d] + counts.get(d, ""))
+    st.radio("Dataset", list(DATASETS), key="dataset", format_func=lambda d: DATASETS[d] + counts.get(d, ""),
+             **initial("dataset", list(DATASETS), index=0))
     sweep_gallery_back()
     if st.session_state.get("dataset") == "folder":
         from ui.folders import sidebar_section
 
         sidebar_section()
-    st.selectbox("Device", ["auto"] + describe_devices(), key="device",
+    devices = ["auto"] + describe_devices()
+    st.selectbox("Device", devices, key="device", **valid("device", devices),
                  help="auto = CUDA when there is a GPU, else CPU")
 
 

@@ -17,6 +17,14 @@ that from showing anything but the page's value:
 - :func:`initial` declares the kept value as the widget's default, so a widget the browser mounts afresh shows it
   even where no value was sent (Streamlit warns only about a default beside a value *set* in the same run, and then
   :func:`initial` passes none).
+
+The server forgets too, once: Streamlit folds the active script's hash into a keyed widget's id, and in the first
+session a fresh server serves, the first run hashes another main-script path than every later run. The sidebar
+(drawn by app.py before ``st.navigation``) then gets new ids on the run the viewer's first change starts; the
+browser's value arrives for the old id, and the new widget takes its *declared* default. Issue 45 saw the first
+pick in "Compare with (baseline)" fall back to "none" (Model, Dataset and Device to their first option), a second
+pick stick. So every keyed widget spreads :func:`valid` / :func:`initial` into its call: a choice widget that calls
+:func:`valid` only for its side effects, or a number widget :func:`clamp` without :func:`initial`, is that defect.
 """
 from __future__ import annotations
 
