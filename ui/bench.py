@@ -25,6 +25,7 @@ import streamlit as st
 from robustlab.bench import SweepError, SweepSpec, run_sweep
 from robustlab.bench import report  # load_run, report_tables, report_figures, write_report, describe
 from ui.media import md_escape, safe_md
+from ui.server_guard import current_session_id as session_id  # the browser session of this run
 
 OWNER_GRACE_S = 30.0  # a sweep whose browser session has been gone this long is cancelled
 
@@ -223,16 +224,6 @@ SERVER_JOBS = ServerJobs()
 
 def server_jobs() -> ServerJobs:
     return SERVER_JOBS
-
-
-def session_id() -> str:
-    try:
-        from streamlit.runtime.scriptrunner import get_script_run_ctx
-
-        ctx = get_script_run_ctx()
-        return ctx.session_id if ctx is not None else ""
-    except Exception:  # noqa: BLE001 - outside a script run
-        return ""
 
 
 def start(spec: SweepSpec, out: Path) -> None:

@@ -19,7 +19,6 @@ Use :func:`shared` as ``st.cache_resource`` was used: arguments whose names star
 from __future__ import annotations
 
 import functools
-import hashlib
 import inspect
 import logging
 import os
@@ -29,6 +28,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from robustlab.io.memo import ByteLRU
+from robustlab.perturb.record import hash_value
 
 MB = 1 << 20
 POOLS = {"models": ("model_cache_mb", 4096), "results": ("result_cache_mb", 512)}
@@ -88,10 +88,7 @@ def _key(v: Any):
     if isinstance(v, dict):
         return ("dict",) + tuple(sorted((str(k), _key(x)) for k, x in v.items()))
     if hasattr(v, "__array_interface__") and hasattr(v, "tobytes"):  # a NumPy array: by content
-        import numpy as np  # numpy is imported already wherever arrays exist
-
-        a = np.ascontiguousarray(v)
-        return ("ndarray", a.shape, str(a.dtype), hashlib.blake2b(a.view(np.uint8).data, digest_size=16).hexdigest())
+        return ("ndarray", v.shape, str(v.dtype), hash_value(v))
     try:
         hash(v)
     except TypeError as e:

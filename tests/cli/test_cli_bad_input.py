@@ -11,19 +11,14 @@ from pathlib import Path
 
 import pytest
 
+from cli_helpers import one_line
+
 from robustlab.cli import main
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def _one_line(capsys, *, says=()) -> str:
-    err = capsys.readouterr().err
-    lines = [ln for ln in err.splitlines() if ln.strip()]
-    assert len(lines) == 1 and lines[0].startswith("robustlab: "), err
-    assert "Traceback" not in err, err
-    for s in says:
-        assert s in lines[0], err
-    return lines[0]
+_one_line = one_line  # tests/cli_helpers.py
 
 
 def _tree(root: Path) -> dict:

@@ -8,20 +8,15 @@ import jsonschema
 import numpy as np
 import pytest
 
+from cli_helpers import one_line
+
 from robustlab.cli import main
 from robustlab.failures import schema
 
 BASE = ["failures", "--model", "builtin:tiny-clip", "--dataset", "builtin", "--n", "8", "--quiet"]
 
 
-def _one_line(capsys, *, says=()) -> str:
-    err = capsys.readouterr().err
-    lines = [ln for ln in err.splitlines() if ln.strip()]
-    assert len(lines) == 1 and lines[0].startswith("robustlab: "), err
-    assert "Traceback" not in err, err
-    for s in says:
-        assert s in lines[0], err
-    return lines[0]
+_one_line = one_line  # tests/cli_helpers.py
 
 
 def test_json_follows_the_schema_and_out_keeps_it_with_the_cells(tmp_path, capsys):
