@@ -103,13 +103,14 @@ class Replicates:
         if d == "RSUM":
             if len(rk) != 2:
                 return None
-            return 100.0 * sum(self._direction(cell, x)[k] for x in rk for k in RSUM_KS)  # 0..600, as reported
+            # each direction its own draws (streams 0, 1 in name order), as bootstrap.rsum_replicates
+            return 100.0 * sum(self._direction(cell, x, i)[k] for i, x in enumerate(sorted(rk)) for k in RSUM_KS)
         return self._direction(cell, d)[m] if d in rk else None
 
-    def _direction(self, cell: str, d: str) -> dict:
-        if (cell, d) not in self._reps:
-            self._reps[(cell, d)] = _replicates(self.ranks[cell][d], self.n_boot, self.seed)
-        return self._reps[(cell, d)]
+    def _direction(self, cell: str, d: str, stream: int = 0) -> dict:
+        if (cell, d, stream) not in self._reps:
+            self._reps[(cell, d, stream)] = _replicates(self.ranks[cell][d], self.n_boot, self.seed, stream)
+        return self._reps[(cell, d, stream)]
 
     def n(self, cell: str, key: str) -> Optional[tuple]:
         """The query counts behind a metric of a cell (what must match for a paired comparison)."""
@@ -190,15 +191,15 @@ _LOCK = threading.Lock()
 MEMO_SIZE = 1024  # (cell, direction) replicates kept across reports (40 KB each): a page rerun recomputes none
 
 
-def _replicates(r: np.ndarray, n_boot: int, seed: int) -> dict:
+def _replicates(r: np.ndarray, n_boot: int, seed: int, stream: int = 0) -> dict:
     """:func:`robustlab.metrics.bootstrap.replicates` of every rank metric, memoised by the ranks' content."""
     key = (hashlib.blake2b(np.ascontiguousarray(r, dtype=np.int64).tobytes(), digest_size=16).hexdigest(),
-           len(r), n_boot, seed)
+           len(r), n_boot, seed, stream)
     with _LOCK:  # the dashboard's sessions share it
         if key in _MEMO:
             _MEMO.move_to_end(key)
             return _MEMO[key]
-    out = bs.replicates(r, bs.METRICS, n_boot, seed)
+    out = bs.replicates(r, bs.METRICS, n_boot, seed, stream=stream)
     with _LOCK:
         _MEMO[key] = out
         while len(_MEMO) > MEMO_SIZE:

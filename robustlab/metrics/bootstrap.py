@@ -11,7 +11,7 @@ from which any R@K, MdR, MnR and RSUM can be recomputed. The method (none of the
 * **interval**: the percentile method, the ``(1 − level)/2`` and ``(1 + level)/2`` quantiles (default 2.5 % and
   97.5 %) of the metric over the resamples (numpy's linear interpolation);
 * **RSUM** needs both directions, whose queries differ (texts vs visuals): each direction is resampled on its own
-  (its own n) and the sums of the replicates are taken;
+  (its own n, and its own stream of draws, so equal counts do not share indices) and the replicates are summed;
 * **paired bootstrap** (:func:`paired`): the same query indices for both rank lists in every resample; the
   difference a − b of the metric per resample gives its interval, and a difference **holds** when that interval
   excludes 0. The rank lists must be of the same queries in the same order (same length).
@@ -36,25 +36,27 @@ _CACHED = 5_000_000  # index matrices up to this size (20 MB) are kept: the cell
 
 
 @lru_cache(maxsize=8)
-def _cached(n: int, n_boot: int, seed: int) -> np.ndarray:
-    return _draw(n, n_boot, seed)
+def _cached(n: int, n_boot: int, seed: int, stream: int = 0) -> np.ndarray:
+    return _draw(n, n_boot, seed, stream)
 
 
-def _draw(n: int, n_boot: int, seed: int) -> np.ndarray:
-    rng = np.random.default_rng(np.random.SeedSequence(int(seed), spawn_key=(int(n),)))
+def _draw(n: int, n_boot: int, seed: int, stream: int = 0) -> np.ndarray:
+    key = (int(n),) if not stream else (int(n), int(stream))  # stream 0: the draws every cell has always used
+    rng = np.random.default_rng(np.random.SeedSequence(int(seed), spawn_key=key))
     idx = rng.integers(0, n, size=(n_boot, n), dtype=np.int32 if n < 2**31 else np.int64)
     idx.setflags(write=False)
     return idx
 
 
-def resample_indices(n: int, n_boot: int = N_BOOT, seed: int = SEED) -> np.ndarray:
-    """``n_boot`` × ``n`` query indices drawn with replacement; a function of (n, n_boot, seed) only (read-only)."""
+def resample_indices(n: int, n_boot: int = N_BOOT, seed: int = SEED, stream: int = 0) -> np.ndarray:
+    """``n_boot`` × ``n`` query indices drawn with replacement; a function of (n, n_boot, seed, stream) only
+    (read-only). ``stream`` > 0 gives an independent set of draws for the same n (RSUM's second direction)."""
     if n < 1:
         raise ValueError("the bootstrap needs at least one query")
     if n_boot < 1:
         raise ValueError("n_boot must be at least 1")
-    n, n_boot, seed = int(n), int(n_boot), int(seed)
-    return _cached(n, n_boot, seed) if n * n_boot <= _CACHED else _draw(n, n_boot, seed)
+    n, n_boot, seed, stream = int(n), int(n_boot), int(seed), int(stream)
+    return _cached(n, n_boot, seed, stream) if n * n_boot <= _CACHED else _draw(n, n_boot, seed, stream)
 
 
 def _check_metric(metric: str) -> str:
@@ -88,7 +90,7 @@ def _as_ranks(r) -> np.ndarray:
 
 
 def replicates(r, metrics: Sequence[str] = METRICS, n_boot: int = N_BOOT, seed: int = SEED,
-               other=None) -> dict:
+               other=None, stream: int = 0) -> dict:
     """``{metric: array of n_boot values}`` of the metrics over the resamples of ``r``'s queries; with ``other``
     (ranks of the same queries), the replicates of ``metric(r) − metric(other)`` on the same resamples."""
     a = _as_ranks(r)
@@ -96,7 +98,7 @@ def replicates(r, metrics: Sequence[str] = METRICS, n_boot: int = N_BOOT, seed: 
     if b is not None and len(b) != len(a):
         raise ValueError(f"paired bootstrap: {len(a)} vs {len(b)} queries (they must be the same queries)")
     metrics = [_check_metric(m) for m in metrics]
-    idx = resample_indices(len(a), n_boot, seed)
+    idx = resample_indices(len(a), n_boot, seed, stream)
     out = {m: np.empty(len(idx)) for m in metrics}
     step = max(1, _CHUNK // len(a))
     for s in range(0, len(idx), step):
@@ -123,15 +125,17 @@ def ci(r, metrics: Sequence[str] = METRICS, n_boot: int = N_BOOT, seed: int = SE
 
 def rsum_replicates(ranks_by_direction: Mapping[str, Sequence[int]], ks: Sequence[int] = (1, 5, 10),
                     n_boot: int = N_BOOT, seed: int = SEED, other: Optional[Mapping] = None) -> np.ndarray:
-    """Replicates of RSUM (fractions, 0..2·len(ks)) over both directions, each resampled on its own queries; with
-    ``other`` (the same directions and queries), of RSUM(ranks) − RSUM(other) on the same resamples."""
+    """Replicates of RSUM (fractions, 0..2·len(ks)) over both directions, each resampled on its own queries with
+    its own draws (the directions in name order take streams 0 and 1, so two directions of equal size are not
+    resampled with the same indices); with ``other`` (the same directions and queries), of RSUM(ranks) −
+    RSUM(other) on the same resamples."""
     if len(ranks_by_direction) != 2:
         raise ValueError(f"RSUM needs two directions, got {sorted(ranks_by_direction)}")
     tot = np.zeros(int(n_boot))
     names = [f"R@{int(k)}" for k in ks]
-    for d, r in ranks_by_direction.items():
+    for stream, d in enumerate(sorted(ranks_by_direction)):
         o = None if other is None else other[d]
-        reps = replicates(r, names, n_boot, seed, other=o)
+        reps = replicates(ranks_by_direction[d], names, n_boot, seed, other=o, stream=stream)
         tot += sum(reps[m] for m in names)
     return tot
 

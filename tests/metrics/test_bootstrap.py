@@ -91,3 +91,18 @@ def test_bad_inputs_are_one_line_errors():
         bs.ci([1, 2], ["acc"])
     with pytest.raises(ValueError, match="non-empty"):
         bs.ci([])
+
+
+def test_rsum_resamples_the_two_directions_independently():
+    # Issue 48: with equal query counts both directions used to draw the same indices, so RSUM of two identical
+    # rank lists moved in lockstep (its replicates were exactly twice one direction's). Now each direction has its
+    # own draws: the sum is no longer twice one direction, and its spread is narrower (independent halves).
+    r = [1] * 50 + [20] * 50
+    one = sum(bs.replicates(r, ["R@1", "R@5", "R@10"])[m] for m in ("R@1", "R@5", "R@10"))
+    both = bs.rsum_replicates({"t2v": r, "v2t": r})
+    assert not np.allclose(both, 2 * one)
+    assert both.std() < 2 * one.std() * 0.85  # independent: sqrt(2)·sd ≈ 0.71 of the lockstep 2·sd
+    # the first direction (name order) keeps the draws every single-direction CI uses; the order of the dict doesn't
+    assert np.array_equal(bs.rsum_replicates({"v2t": r, "t2v": r}), both)
+    assert np.array_equal(bs.resample_indices(100), bs.resample_indices(100, stream=0))
+    assert not np.array_equal(bs.resample_indices(100), bs.resample_indices(100, stream=1))
