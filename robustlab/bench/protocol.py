@@ -139,6 +139,9 @@ class Protocol:
             if not e.available and e.spec not in seen:
                 seen.add(e.spec)
                 out.append({"axis": e.axis, "perturbation": e.spec, "category": e.category, "reason": e.reason})
+        for x in self.data.get("not_run") or []:  # what the file itself says it does not express, and why
+            out.append({"axis": x.get("axis", "setting"), "perturbation": x["perturbation"],
+                        "category": x.get("category", ""), "reason": x["reason"]})
         return out
 
     # ------------------------------------------------------------------ the sweep

@@ -25,7 +25,7 @@ Choices (digest seeds_perturbations.md §3.2–3.3, A01–A10):
 * the category tables cover single-axis cells; cells perturbed on both axes go to the combination grid (M01/A08).
 * test-time adaptation cells (axis ``adapt``: a shift of one side plus a method of :mod:`robustlab.adapt`) hold the
   metrics of the adapted direction only and stay out of every table above; :func:`adapt_table` lays them out as
-  HAT-VTR's Tables 1–5 (per model and direction: perturbation × severity rows, R@1 clean, shifted and after each
+  HAT-VTR's Tables 1–3 (per model and direction: perturbation × severity rows, R@1 clean, shifted and after each
   method, a mean row per severity, the best method per row), also written as ``adaptation.csv``.
 """
 from __future__ import annotations
@@ -476,7 +476,7 @@ def _diagnostic(label: str) -> bool:
 
 
 def adapt_table(df: pd.DataFrame, run: Optional[RunData] = None) -> pd.DataFrame:
-    """HAT-VTR's Tables 1–5 for every model and adapted direction: one row per query shift (perturbation of the
+    """HAT-VTR's Tables 1–3 for every model and adapted direction: one row per query shift (perturbation of the
     query side, severity) with R@1 on clean queries (``clean``), on the shifted ones without adaptation (``none``:
     the shifted cell) and after each method (one column per method and parameter setting, registry order), then a
     ``mean`` row per severity over the perturbations; ``best``: the method (or ``none``) with the highest R@1 in the
@@ -556,7 +556,7 @@ def _mean(vals) -> float:
 def report_tables(run: RunData, metric: Optional[str] = None, headline: Optional[str] = None) -> dict:
     """The report's tables as DataFrames: ``results`` (D01), ``clean``, ``robustness`` (per perturbation, category,
     overall, natural), ``effective`` (A09), ``combinations`` (M01/A08 grid, long form), ``interventions`` (Rawal et
-    al.'s Table 1), ``adaptation`` (HAT-VTR Tables 1–5, :func:`adapt_table`), ``models`` (paired bootstrap
+    al.'s Table 1), ``adaptation`` (HAT-VTR Tables 1–3, :func:`adapt_table`), ``models`` (paired bootstrap
     between models per condition, :func:`~robustlab.bench.report_ci.model_differences`), ``gamma_models`` (the
     same for each axis's overall γʳ, :func:`~robustlab.bench.report_ci.gamma_differences`), ``protocol`` (the paper's
     own tables when the run ran a protocol: ``[(title, note, DataFrame)]``,

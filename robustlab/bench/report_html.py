@@ -195,7 +195,7 @@ def _sections(tables: dict, figs: dict) -> list[dict]:
         present = {c.split(" (")[0] for c in ad.columns}
         names = ", ".join(f"{m.name} = {m.label}" for m in METHODS.values() if m.adapts and m.name in present)
         out.append(_section(
-            f"{len(out) + 1}. Test-time adaptation (HAT-VTR, Tables 1–5)",
+            f"{len(out) + 1}. Test-time adaptation (HAT-VTR, Tables 1–3)",
             f"{_n(ad)} · R@1 of the adapted direction · clean: clean queries; none: the shifted queries without "
             f"adaptation; then each method ({names}) adapting the query side's LayerNorms online over the shifted "
             "queries (robustlab.adapt; parameters in brackets where set) · mean: over the perturbations at that "

@@ -9,7 +9,7 @@
   report) per perturbation type
   (mean over its levels), the clean RSUM, "ave" (the unweighted mean over types) and ↓MMI = (clean − ave) / clean.
 * ``mlvp``: R@1 per perturbation and severity, grouped by level, with each level's mean.
-* ``hat-vtr``: Tables 1–5 — per model and shifted side, R@1 per shift type for no adaptation and each method, with
+* ``hat-vtr``: Tables 1–3 — per model and shifted side, R@1 per shift type for no adaptation and each method, with
   the average over types.
 * ``quag``: Table 1 — accuracy per configuration with Δ from the baseline and ↓ where it drops by ≥ 2 points.
 
@@ -271,7 +271,7 @@ def protocol_tables(run, df: pd.DataFrame) -> list[tuple[str, str, pd.DataFrame]
         out.append(("MLVP — score per perturbation and severity, by level", f"{metric} of the shifted side's "
                     "direction (video queries: v2t, text queries: t2v)", _mlvp_table(df, p)))
     elif lay == "hat-vtr":
-        out.append((f"HAT-VTR Tables 1–5 — {head} per shift type, without and with adaptation",
+        out.append((f"HAT-VTR Tables 1–3 — {head} per shift type, without and with adaptation",
                     f"{head} of the direction whose queries are shifted (video: v2t, text: t2v)",
                     _adapt_pivot(_side_scores(df, p), p)))
     elif lay == "quag":

@@ -99,7 +99,7 @@ def condition_grid(visual: Sequence[str] = (), visual_severities: Sequence[int] 
     (Rawal et al.'s Table 1).
     ``adapt`` (method names, ``"tent/steps=1"`` or conditions from :func:`parse_adapt`; ``"none"`` is the shifted
     cell itself) add, right after every single-axis shift, one condition set per method with that shift (HAT-VTR
-    Tables 1–5) — for the shifts whose queries one of ``directions`` (None: all) uses.
+    Tables 1–3) — for the shifts whose queries one of ``directions`` (None: all) uses.
     ``mixes``: ``(axis, Condition)`` of mixed settings (:func:`robustlab.bench.mixes.mixed_conditions`), single-axis
     shifts after the others (with their adaptation cells).
     Each condition set is ``{axis: Condition}`` (clean = ``{}``)."""

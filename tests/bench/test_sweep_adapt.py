@@ -1,6 +1,6 @@
 """Test-time adaptation as a sweep axis (issue 14): ``--adapt`` adds, for every single-axis shift, one cell per
 method; the retrieval task runs robustlab.adapt on that side's queries; the report lays the cells out as HAT-VTR's
-Tables 1–5; a model that cannot adapt a side is refused before any cell runs; sweeps resume as before."""
+Tables 1–3; a model that cannot adapt a side is refused before any cell runs; sweeps resume as before."""
 import json
 import math
 
@@ -94,7 +94,7 @@ def test_sweep_cells_report_table_and_resume(tmp_path):
     assert set(res["metric"]) == {"t2v_R@1"} and list(res["adapt"]) == ["none", "none", "tent (steps=1)"]
     assert (tables["robustness"]["axis"] == "visual").all()
     html = html_path.read_text()
-    assert "Test-time adaptation (HAT-VTR, Tables 1–5)" in html and "tent (steps=1)" in html
+    assert "Test-time adaptation (HAT-VTR, Tables 1–3)" in html and "tent (steps=1)" in html
     assert (out / "adaptation.csv").is_file()
 
     # resumable: nothing to run again; a lost adaptation cell is the only one recomputed, to the same numbers
