@@ -25,6 +25,7 @@ from typing import Optional, Sequence
 from robustlab.datasets import registry as dataset_registry  # looked up at call time (tests patch it)
 from robustlab.perturb import get_perturbation
 from robustlab.perturb.condition import Condition, mixed_severities, random_types
+from robustlab.perturb.share import same_as
 from robustlab.perturb.specs import split_variant
 from robustlab.tasks.retrieval import DIRECTIONS
 
@@ -492,10 +493,12 @@ def condition_rows(spec: SweepSpec, protocol: Optional[Protocol] = None) -> list
             elif axis in AXES:
                 e = by_spec.get((axis, c.name + (f"/{c.variant}" if c.variant else ""))) or by_spec.get((axis, c.name))
                 sp = get_perturbation(c.name)
+                same = same_as(c.name, c.variant, int(c.severity))
                 parts.append({"axis": axis, "perturbation": c.name + (f"/{c.variant}" if c.variant else ""),
                               "variant": c.variant or sp.default_variant, "severity": int(c.severity),
                               "category": e.category if e else sp.category, "type": e.type if e else None,
-                              "params": sp.params(int(c.severity), c.variant)})
+                              "params": sp.params(int(c.severity), c.variant),
+                              "same_as": same[0] if same else None})
             else:
                 parts.append({"axis": axis, "perturbation": c.label(), "params": dict(c.to_dict())})
         rows.append({"index": i, "parts": parts})
@@ -536,6 +539,7 @@ def dry_run_lines(spec: SweepSpec, protocol: Optional[Protocol] = None) -> list[
             + (f" s{p['severity']} [{p['category']}{'/' + p['type'] if p.get('type') else ''}]" if "severity" in p
                else "")
             + f" {json.dumps(_short(p['params']), ensure_ascii=False, separators=(',', ':'))}"
+            + (f" (identical output to s{p['same_as']})" if p.get("same_as") else "")
             for p in r["parts"])
         out.append(f"  [{r['index']}] {txt}")
     return out

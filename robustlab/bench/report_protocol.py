@@ -24,6 +24,9 @@ from typing import Optional
 import numpy as np
 import pandas as pd
 
+from robustlab.perturb.share import same_as
+from robustlab.perturb.specs import split_variant
+
 from robustlab.bench.protocol import Protocol
 
 AXIS_NOUN = {"visual": "video / image", "text": "text"}
@@ -240,11 +243,44 @@ def not_run_table(run) -> pd.DataFrame:
     return pd.DataFrame(nr, columns=["axis", "perturbation", "category", "reason"]) if nr else pd.DataFrame()
 
 
+def identical_table(df: pd.DataFrame) -> pd.DataFrame:
+    """The cells that ran at a severity whose output is byte-identical to a lower severity's of the same
+    perturbation (equal effective parameters: codec1 s2–s5 since FFmpeg clamps the quantiser at 31), one row per
+    perturbation: one output measured more than once is not more evidence."""
+    rows = []
+    for axis in ("visual", "text"):
+        if df is None or axis not in df or f"{axis}_severity" not in df:
+            continue
+        for name in sorted({str(x) for x in df[axis].dropna()} - {"clean"}):
+            if " [" in name:  # a mixed condition
+                continue
+            base, variant = split_variant(name)
+            try:
+                sevs = sorted({int(s) for s in df.loc[df[axis] == name, f"{axis}_severity"]})
+                same = {s: same_as(base, variant, s) for s in sevs}
+            except (KeyError, ValueError):
+                continue
+            groups: dict = {}
+            for s, m in same.items():
+                if m is not None:
+                    groups.setdefault(m[0], (m[1], []))[1].append(s)
+            for low, (eff, dup) in sorted(groups.items()):
+                rows.append({"axis": axis, "perturbation": name, "severities": ", ".join(f"s{x}" for x in dup),
+                             "same output as": f"s{low}" + ("" if low in sevs else " (not run)"),
+                             "effective parameters": ", ".join(f"{k}={v}" for k, v in eff.items())})
+    return pd.DataFrame(rows)
+
+
 def protocol_tables(run, df: pd.DataFrame) -> list[tuple[str, str, pd.DataFrame]]:
-    """``[(title, note, table)]``: the protocol's tables in the paper's layout (empty when the run ran none)."""
+    """``[(title, note, table)]``: the protocol's tables in the paper's layout (empty when the run ran none), and
+    for any run the severities whose output is identical to a lower one's (:func:`identical_table`)."""
     p = protocol_of(run)
+    ident = identical_table(df) if df is not None and not df.empty else pd.DataFrame()
+    same = [("Identical severities", "these cells repeat a lower severity's output byte for byte (equal effective "
+             "parameters), as the papers' released code does; their scores are the same measurement, not more "
+             "evidence of robustness", ident)] if not ident.empty else []
     if p is None or df is None or df.empty:
-        return []
+        return same
     head = p.report.get("headline") or "the task's headline"
     metric = ", ".join(dict.fromkeys(str(m) for m in df["metric"].dropna())) or head
     out: list[tuple[str, str, pd.DataFrame]] = []
@@ -279,10 +315,12 @@ def protocol_tables(run, df: pd.DataFrame) -> list[tuple[str, str, pd.DataFrame]
                     _quag_table(df)))
     nr = not_run_table(run)
     if not nr.empty:
-        out.append((f"Not run here ({len(nr)} of the protocol's perturbations)",
-                    "named by the protocol but unavailable on this machine (weights or dependencies missing); no "
-                    "score is shown for them", nr))
-    return [(t, n, d) for t, n, d in out if d is not None and not d.empty]
+        k = int((nr["axis"] == "setting").sum())
+        what = f"{len(nr) - k} of the protocol's perturbations" + (f", {k} settings of the paper" if k else "")
+        out.append((f"Not run here ({what})",
+                    "named by the protocol but unavailable on this machine (weights or dependencies missing), or "
+                    "settings of the paper the protocol does not express (with why); no score is shown for them", nr))
+    return [(t, n, d) for t, n, d in out + same if d is not None and not d.empty]
 
 
 def protocol_columns(run, df: pd.DataFrame) -> pd.DataFrame:

@@ -61,6 +61,18 @@ def share_groups(name: str, variant: Optional[str] = None) -> list[tuple[int, ..
     return [tuple(g) for g in groups.values()]
 
 
+def same_as(name: str, variant: Optional[str], severity: int) -> Optional[tuple[int, dict]]:
+    """``(lowest severity, effective parameters)`` when ``name`` (``variant``) at ``severity`` gives byte-identical
+    output to that lower severity (codec1 s2–s5 are s2), else None: what a report and ``--dry-run`` mark, so two
+    cells of one output are not read as two measurements."""
+    spec = get_perturbation(name)
+    v = variant or spec.default_variant
+    for g in share_groups(name, v):
+        if int(severity) in g and len(g) > 1 and int(severity) != min(g):
+            return min(g), effective(spec, spec.variants[v][min(g)]) or {}
+    return None
+
+
 def output_key(spec: PerturbationSpec, variant: str, severity: int, seed: int, ident, extra=()) -> Optional[tuple]:
     """The memo key of ``spec`` at ``severity`` on the input ``ident`` (None: nothing to share), with the other
     severities that share it."""

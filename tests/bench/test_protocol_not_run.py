@@ -22,3 +22,26 @@ def test_a_protocol_file_may_list_what_it_does_not_express(tmp_path):
     p = load_protocol(str(f))
     assert {"axis": "setting", "perturbation": "Table 9", "category": "", "reason": "needs the paper's private data"} \
         in p.not_run()
+
+
+def test_identical_severities_are_marked_in_the_dry_run_and_the_report():
+    # FFmpeg clamps the quantiser at 31: codec1 s2-s5 and codec2 s3-s5 are byte-identical (tests/perturb measure it)
+    import pandas as pd
+
+    from robustlab.bench.report_protocol import identical_table
+
+    p = load_protocol("msrvtt-p")
+    spec = p.build_spec(dataset={"name": "builtin-videos", "n": 4},
+                        perturbations="codec1/mpeg2video,codec2/mpeg4,defocus_blur", text_perturbations="none",
+                        combine="none", models=["builtin:tiny-clip-video"])
+    marked = [ln for ln in dry_run_lines(spec, p) if "identical output" in ln]
+    assert [ln.split("] ", 1)[1].split(" {")[0] for ln in marked] == [
+        "visual codec1/mpeg2video s3 [Digital]", "visual codec1/mpeg2video s4 [Digital]",
+        "visual codec1/mpeg2video s5 [Digital]", "visual codec2/mpeg4 s4 [Digital]", "visual codec2/mpeg4 s5 [Digital]"]
+    assert all(ln.endswith(("(identical output to s2)", "(identical output to s3)")) for ln in marked)
+    df = pd.DataFrame({"visual": ["clean"] + ["codec1/mpeg2video"] * 5 + ["codec2/mpeg4"] * 2 + ["defocus_blur"] * 5,
+                       "visual_severity": [0, 1, 2, 3, 4, 5, 4, 5, 1, 2, 3, 4, 5]})
+    t = identical_table(df)
+    assert t[["perturbation", "severities", "same output as"]].values.tolist() == [
+        ["codec1/mpeg2video", "s3, s4, s5", "s2"], ["codec2/mpeg4", "s4, s5", "s3 (not run)"]]
+    assert "qscale=31" in t["effective parameters"].iloc[0]
