@@ -47,6 +47,7 @@ from robustlab.perturb.condition import Condition
 from robustlab.tasks.base import ADAPT, AXES, INTERVENTION, Result, adapt_label, intervention_label
 
 from robustlab.bench.cellfile import checksum
+from robustlab.bench.report_layouts import DROP_FLAG, intervention_table
 from robustlab.bench.report_protocol import protocol_columns, protocol_tables
 from robustlab.bench.report_ci import (Replicates, add_columns, column_order, gamma_differences, headline_of,
                                        model_differences, robustness_ci)
@@ -225,10 +226,17 @@ def headline(result: Result, preferred_dirs=None, name: Optional[str] = None) ->
             return "RSUM"
         return f"{dirs[0]}_{name}" if name and _numeric(result.metrics[dirs[0]].get(name)) else f"{dirs[0]}_R@1"
     flat = result.flat()
+    if name and _numeric(flat.get(name)):  # a protocol's headline of another task (CLAVI: balanced_acc)
+        return name
     for k in ("accuracy", "acc"):
         if _numeric(flat.get(k)):
             return k
     return next((k for k, v in flat.items() if _numeric(v)), None)
+
+
+REPORT_COLUMNS = frozenset({"metric", "score", "score_lo", "score_hi", "clean_score", "scale", "gamma_a", "gamma_a_lo",
+                            "gamma_a_hi", "gamma_r", "gamma_r_lo", "gamma_r_hi", "mmi", "mmi_lo", "mmi_hi", "delta",
+                            "delta_lo", "delta_hi", "holds", "RSUM"})
 
 
 def _row(r: Result, file: str) -> dict:
@@ -244,7 +252,9 @@ def _row(r: Result, file: str) -> dict:
     secs = [v for v in (info.get("per_1000_queries") or {}).values() if _numeric(v)]
     row["adapt_s_per_1000q"] = sum(secs) / len(secs) if secs else math.nan
     flat = {k: v for k, v in r.flat().items() if _numeric(v) or v is None}
-    row.update(flat)
+    # a task's own metric named like a column the report computes (PEELING's "mmi" against the original
+    # expressions, not γ's MMI against the clean cell) keeps its value under the task's name: "peeling_mmi"
+    row.update({(f"{r.task}_{k}" if k in REPORT_COLUMNS or k in row else k): v for k, v in flat.items()})
     if directions(r.metrics):
         row["RSUM"] = run_rsum(r.metrics)
     return row
@@ -421,44 +431,6 @@ def clean_table(df: pd.DataFrame) -> pd.DataFrame:
     drop = [c for c in clean.columns if c.startswith(("visual", "text", INTERVENTION, ADAPT, "delta")) or c in (
         "axes", "condition", "clean_score", "scale", "gamma_a", "gamma_r", "mmi", "cell", "holds")]
     return clean.drop(columns=drop).dropna(axis=1, how="all").reset_index(drop=True)
-
-
-TABLE1_ORDER = {k: i for i, k in enumerate(["input:language-only", "input:video-only", "quag:unimodal",
-                                             "quag:crossmodal", "quag:video", "quag:text", "quag-attention:video-avg",
-                                             "quag-attention:text-avg", "quag-attention:text-video-avg"])}
-DROP_FLAG = 0.02  # Rawal et al. Table 1: "↓" for a drop of at least 2 (percentage points; 0.02 on a 0..1 scale)
-
-
-def intervention_table(df: pd.DataFrame) -> pd.DataFrame:
-    """Rawal et al.'s Table 1 for every model: the metric on clean inputs without and with each model intervention
-    (QUAG short-circuits, QUAG-attention, input ablations), Δ vs the baseline, ↓ when the drop is at least 2 points,
-    and the metric per question type (``per_type_<type>_acc`` columns of VQA results) as ``type: <type>``."""
-    out = []
-    if df.empty or INTERVENTION not in df:
-        return pd.DataFrame(out)
-    for (m, t, d), g in df.groupby(["model", "task", "dataset"], sort=False, dropna=False):
-        rows = g[g["axes"].isin(["clean", INTERVENTION])]
-        if not (rows["axes"] == INTERVENTION).any():
-            continue
-        types = sorted({c[len("per_type_"):-len("_acc")] for c in g.columns
-                        if c.startswith("per_type_") and c.endswith("_acc")})
-        clean = rows[rows["axes"] == "clean"]
-        base = float(clean["score"].mean()) if len(clean) else math.nan
-        scale = float(g["scale"].iloc[0]) if _numeric(g["scale"].iloc[0]) else 1.0
-        ivs = rows[rows["axes"] == INTERVENTION]
-        ivs = ivs.iloc[sorted(range(len(ivs)), key=lambda i: (TABLE1_ORDER.get(ivs[INTERVENTION].iloc[i].split("/")[0],
-                                                                                 len(TABLE1_ORDER)),
-                                                                ivs[INTERVENTION].iloc[i]))]
-        for _, r in pd.concat([clean.head(1), ivs]).iterrows():
-            name = "baseline" if r["axes"] == "clean" else r[INTERVENTION]
-            delta = float(r["score"]) - base if _numeric(r["score"]) and _numeric(base) else math.nan
-            row = {"model": m, "task": t, "dataset": d, "intervention": name, "metric": r["metric"],
-                   "score": r["score"], "delta": 0.0 if name == "baseline" else delta,
-                   "drop": "↓" if name != "baseline" and _numeric(delta) and -delta >= DROP_FLAG * scale - 1e-12
-                   else "", "n": r["n"]}
-            row.update({f"type: {ty}": r.get(f"per_type_{ty}_acc") for ty in types})
-            out.append(row)
-    return pd.DataFrame(out)
 
 
 ADAPT_ID = ["model", "task", "dataset", "direction", "metric", "perturbation", "severity"]

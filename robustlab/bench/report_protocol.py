@@ -28,6 +28,7 @@ from robustlab.perturb.share import same_as
 from robustlab.perturb.specs import split_variant
 
 from robustlab.bench.protocol import Protocol
+from robustlab.bench.report_layouts import clavi_table, peeling_table
 
 AXIS_NOUN = {"visual": "video / image", "text": "text"}
 
@@ -313,13 +314,23 @@ def protocol_tables(run, df: pd.DataFrame) -> list[tuple[str, str, pd.DataFrame]
     elif lay == "quag":
         out.append(("QUAG Table 1 — accuracy per configuration", "↓: a drop of 2 points or more from the baseline",
                     _quag_table(df)))
+    elif lay == "clavi":
+        out.append(("CLAVI Table 3 — balanced and consistent accuracy (%)", "on each video and its action-swapped "
+                    "complement; control: answerable without the order, complement: needs it; one run (the paper "
+                    "gives mean ± SD of 3)", clavi_table(run, p.not_run())))
+    elif lay == "peeling":
+        out.append(("PEELING Table II — ACC / MMI / ATCR (%)", "ACC: IoU > 0.5; MMI = (original − PEELING) / "
+                    "original; ATCR: correct adversarial tests / all, by the built-in world's oracle where it "
+                    "knows the truth", peeling_table(run, p.not_run())))
     nr = not_run_table(run)
     if not nr.empty:
-        k = int((nr["axis"] == "setting").sum())
-        what = f"{len(nr) - k} of the protocol's perturbations" + (f", {k} settings of the paper" if k else "")
+        k, b = int((nr["axis"] == "setting").sum()), int((nr["axis"] == "baseline").sum())
+        what = ", ".join([f"{len(nr) - k - b} of the protocol's perturbations"] * (len(nr) > k + b)
+                         + [f"{k} settings of the paper"] * bool(k) + [f"{b} of the paper's baselines"] * bool(b))
         out.append((f"Not run here ({what})",
                     "named by the protocol but unavailable on this machine (weights or dependencies missing), or "
-                    "settings of the paper the protocol does not express (with why); no score is shown for them", nr))
+                    "settings and baselines of the paper the protocol does not express (with why); no score is shown "
+                    "for them", nr))
     return [(t, n, d) for t, n, d in out + same if d is not None and not d.empty]
 
 

@@ -45,3 +45,38 @@ def test_identical_severities_are_marked_in_the_dry_run_and_the_report():
     assert t[["perturbation", "severities", "same output as"]].values.tolist() == [
         ["codec1/mpeg2video", "s3, s4, s5", "s2"], ["codec2/mpeg4", "s4, s5", "s3 (not run)"]]
     assert "qscale=31" in t["effective parameters"].iloc[0]
+
+
+def _tables(d):
+    from robustlab.bench.report_data import load_run, report_tables
+
+    return {t: tab for t, _, tab in report_tables(load_run(d))["protocol"]}
+
+
+def test_clavi_and_peeling_tables_in_their_papers_layout(tmp_path):
+    # Issue 48: the clavi and peeling layouts had no renderer, and clavi's report used plain accuracy; PEELING's own
+    # MMI was overwritten by the report's γ-MMI column (0.0 on a clean cell)
+    import pandas as pd
+
+    from robustlab.cli import main
+
+    for name in ("clavi", "peeling"):
+        assert main(["bench", "--protocol", name, "--n", "4", "--out", str(tmp_path / name), "--report"]) == 0
+    c = _tables(tmp_path / "clavi")
+    t3 = c["CLAVI Table 3 — balanced and consistent accuracy (%)"]
+    assert list(t3["metric"]) == ["Balanced Acc", "CAcc_V", "CAcc_T", "CAcc_V-control", "CAcc_T-control",
+                                  "CAcc_V-complement", "CAcc_T-complement"]
+    assert set(t3.columns) == {"metric", "builtin:tiny-vilt", "JustAsk", "FrozenBiLM", "Singularity-T", "All-In-One+"}
+    assert set(t3["JustAsk"]) == {"not run here"}
+    csv = pd.read_csv(tmp_path / "clavi" / "results.csv")
+    assert list(csv["metric"]) == ["balanced_acc"]  # the paper's headline, not "acc"
+    assert t3["builtin:tiny-vilt"].iloc[0] == round(100 * csv["balanced_acc"].iloc[0], 1)
+    assert "Not run here (4 of the paper's baselines)" in c
+    p = _tables(tmp_path / "peeling")
+    t2 = p["PEELING Table II — ACC / MMI / ATCR (%)"].iloc[0]
+    csv = pd.read_csv(tmp_path / "peeling" / "results.csv").iloc[0]
+    assert csv["mmi"] == 0.0 and csv["peeling_mmi"] > 0  # γ's MMI of the clean cell, and the task's own
+    assert t2["MMI"] == round(100 * csv["peeling_mmi"], 1)
+    assert t2["MMI"] == round(100 * (csv["acc_original"] - csv["acc_adv"]) / csv["acc_original"], 1)
+    assert t2["ATCR"] == round(100 * csv["oracle_tests_valid"], 1)
+    assert (t2["QAQA"], t2["CAT"], t2["SIN"]) == ("not run here",) * 3
