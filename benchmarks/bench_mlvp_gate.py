@@ -103,6 +103,8 @@ def main() -> int:
             "single_attempt_pass": {f"{t:.2f}": round(float((sims >= t).mean()), 4) for t in THRESHOLDS},
             "gate_0.9": {"first_try": round(float(np.mean([x == 1 for x in att])), 4),
                          "mean_attempts": round(float(np.mean(att)), 2),
+                         # MLVP keeps the last attempt (its code); Qiu's qiu_gated would drop these
+                         "no_attempt_passed": int(sum(not r["details"]["gate"]["passed"] for r in gated)),
                          "dropped": int(sum(bool(dropped_reason(r)) for r in gated)), "of": len(CAPTIONS)},
         }
         print(op, json.dumps(rows[op]))

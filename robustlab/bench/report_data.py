@@ -30,6 +30,7 @@ Choices (digest seeds_perturbations.md §3.2–3.3, A01–A10):
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 from dataclasses import dataclass, field
@@ -40,7 +41,7 @@ import pandas as pd
 
 from robustlab.adapt import METHODS
 from robustlab.datasets.registry import get_entry
-from robustlab.metrics.retrieval import rsum
+from robustlab.metrics.retrieval import mean_recall, rsum
 from robustlab.metrics.robustness import robustness, robustness_table, table_rows
 from robustlab.perturb import get_perturbation
 from robustlab.perturb.condition import Condition
@@ -255,6 +256,9 @@ def _row(r: Result, file: str) -> dict:
     # a task's own metric named like a column the report computes (PEELING's "mmi" against the original
     # expressions, not γ's MMI against the clean cell) keeps its value under the task's name: "peeling_mmi"
     row.update({(f"{r.task}_{k}" if k in REPORT_COLUMNS or k in row else k): v for k, v in flat.items()})
+    for d in directions(r.metrics):  # Qiu et al.'s per-direction "Mean" = (R@1 + R@5 + R@10) / 3
+        with contextlib.suppress(KeyError, ValueError, TypeError):
+            row[f"{d}_mean_recall"] = mean_recall(r.metrics[d])
     if directions(r.metrics):
         row["RSUM"] = run_rsum(r.metrics)
     return row

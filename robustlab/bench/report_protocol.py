@@ -8,7 +8,8 @@
 * ``qiu`` (Flickr30K / COCO -IP / -TP): Table 1 — per model, RSUM (on the paper's 0–600 scale, as everywhere in the
   report) per perturbation type
   (mean over its levels), the clean RSUM, "ave" (the unweighted mean over types) and ↓MMI = (clean − ave) / clean.
-* ``mlvp``: R@1 per perturbation and severity, grouped by level, with each level's mean.
+* ``mlvp``: methods × types (grouped by level, a header row naming it), each level's mean and "Avg.", in percent,
+  per shifted side and severity; then the mixed settings.
 * ``hat-vtr``: Tables 1–3 — per model and shifted side, R@1 per shift type for no adaptation and each method, with
   the average over types.
 * ``quag``: Table 1 — accuracy per configuration with Δ from the baseline and ↓ where it drops by ≥ 2 points.
@@ -28,7 +29,7 @@ from robustlab.perturb.share import same_as
 from robustlab.perturb.specs import split_variant
 
 from robustlab.bench.protocol import Protocol
-from robustlab.bench.report_layouts import clavi_table, peeling_table
+from robustlab.bench.report_layouts import TABLE1_ORDER, clavi_table, peeling_table
 
 AXIS_NOUN = {"visual": "video / image", "text": "text"}
 
@@ -66,9 +67,20 @@ def _regime(df: pd.DataFrame) -> dict:
     return {m: r for m, r in zip(df["model"], df["regime"]) if isinstance(r, str) and r}
 
 
+def _columns(p: Protocol, axis: str, cats: dict) -> dict:
+    """``cats`` in the paper's column order (the protocol's ``[report.columns]``), any others after."""
+    order = [c for c in ((p.report.get("columns") or {}).get(axis) or []) if c in cats]
+    return {c: cats[c] for c in order + [c for c in cats if c not in order]}
+
+
+def _of(text: str, have: int, members: int) -> str:
+    """A cell averaged over only some of its members says so: ``0.812 ± 0.050 (2 of 5)``."""
+    return text if have >= members else f"{text} ({have} of {members})"
+
+
 def _category_table(df: pd.DataFrame, p: Protocol, axis: str, plan=None, by_type: bool = False) -> pd.DataFrame:
     per = _per_perturbation(df, axis)
-    cats = p.types(axis) if by_type else p.categories(axis)
+    cats = p.types(axis) if by_type else _columns(p, axis, p.categories(axis))
     runnable = {e.spec for e in p.entries(axis) if e.available}
     regime = _regime(df)
     rows = []
@@ -77,7 +89,7 @@ def _category_table(df: pd.DataFrame, p: Protocol, axis: str, plan=None, by_type
         row = {"model": m, "regime": regime.get(m, "—")}
         for c, members in cats.items():
             have = [pm.loc[s, "gamma_r"] for s in members if s in pm.index]
-            row[c] = _pm(have) if have else _missing(members, runnable, plan)
+            row[c] = _of(_pm(have), len(have), len(members)) if have else _missing(members, runnable, plan)
         rows.append(row)
     return pd.DataFrame(rows)
 
@@ -112,15 +124,17 @@ def _modality_table(df: pd.DataFrame, p: Protocol, plan=None) -> pd.DataFrame:
             keep = [e.spec for e in p.entries(axis) if axis != "text" or e.category not in exclude]
             got = per.loc[[s for s in keep if s in per.index]]
             none = _missing(keep, {e.spec for e in p.entries(axis) if e.available}, plan)
-            row[f"{label} γᵃ"] = _pm(got["gamma_a"]) if len(got) else none
-            row[f"{label} γʳ"] = _pm(got["gamma_r"]) if len(got) else none
+            row[f"{label} γᵃ"] = _of(_pm(got["gamma_a"]), len(got), len(keep)) if len(got) else none
+            row[f"{label} γʳ"] = _of(_pm(got["gamma_r"]), len(got), len(keep)) if len(got) else none
         rows.append(row)
     return pd.DataFrame(rows)
 
 
 def _qiu_table(df: pd.DataFrame, p: Protocol, plan=None) -> pd.DataFrame:
     regime = _regime(df)
-    rows = []
+    # the paper's header row over the types: each column's category (Noise, Blur, ...; Character, Word, Sentence)
+    rows = [{"model": "(category)", "regime": "", "clean": ""}
+            | {e.spec: e.category for axis in ("visual", "text") for e in p.entries(axis)} | {"ave": "", "↓MMI": ""}]
     for m in dict.fromkeys(df["model"]):
         g = df[df["model"] == m]
         # RSUM is on the paper's 0–600 already (report_data.run_rsum); another headline (a fraction) in percent
@@ -145,30 +159,58 @@ def _qiu_table(df: pd.DataFrame, p: Protocol, plan=None) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def _mlvp_table(df: pd.DataFrame, p: Protocol) -> pd.DataFrame:
-    rows = []
+def _mlvp_table(df: pd.DataFrame, p: Protocol, plan=None) -> pd.DataFrame:
+    """MLVP as its paper prints it: methods (models) × types, grouped by level (a header row names each column's
+    level), each level's mean and "Avg." over the types, in percent, one row per shifted side and severity (the
+    paper's Tables 1, 32–35), then the mixed settings (Tables 17–18). A type the sweep left out has no column; one
+    that cannot run here says so; one planned but not yet run is "pending"."""
     df = _side_scores(df, p)
+    runnable = {e.spec for axis in ("visual", "text") for e in p.entries(axis) if e.available}
+    head, rows = {"model": "(level)", "side": "", "severity": ""}, []
+    cols: dict = {}
+    for axis in ("visual", "text"):
+        for level, members in p.categories(axis).items():
+            kept = [s for s in members if plan is None or s in plan or s not in runnable]
+            cols[(axis, level)] = kept
+            head |= {s: level for s in kept} | ({f"{level} avg": level} if kept else {})
+    head["Avg."] = ""
     for m in dict.fromkeys(df["model"]):
         g = df[df["model"] == m]
         g = g[g["adapt"] == "none"] if "adapt" in g else g
         for axis in ("visual", "text"):
-            for cat, members in p.categories(axis).items():
-                for s in members:
-                    sub = g[(g["axes"] == axis) & (g[axis] == s)]
-                    row = {"model": m, "side": axis, "level": cat, "perturbation": s}
-                    for sev in (1, 2, 3, 4, 5):
-                        v = sub.loc[sub[f"{axis}_severity"] == sev, "_side_score"].dropna()
-                        if len(v):
-                            row[f"s{sev}"] = round(float(v.mean()), 4)
-                    v = sub["_side_score"].dropna()
-                    row["mean"] = round(float(v.mean()), 4) if len(v) else (
-                        "pending" if any(e.spec == s and e.available for e in p.entries(axis)) else "not run here")
-                    rows.append(row)
-            for mixed in _mixed(g[g["axes"] == axis], axis):  # Tables 17-18
+            sub = g[g["axes"] == axis]
+            plain = sub[~sub[axis].astype(str).str.contains(" [", regex=False)] if len(sub) else sub
+            sevs = sorted({int(x) for x in plain[f"{axis}_severity"].dropna()}) if len(plain) else []
+            for sev in sevs:
+                row, every = {"model": m, "side": axis, "severity": f"s{sev}"}, []
+                for (ax, level), members in cols.items():
+                    if ax != axis:
+                        continue
+                    vals = []
+                    for s in members:
+                        v = sub.loc[(sub[axis] == s) & (sub[f"{axis}_severity"] == sev), "_side_score"].dropna()
+                        row[s] = round(100 * float(v.mean()), 1) if len(v) else (
+                            "not run here" if s not in runnable else "pending")
+                        vals += [float(v.mean())] if len(v) else []
+                    if members:
+                        row[f"{level} avg"] = _of(f"{100 * np.mean(vals):.1f}", len(vals), len(members)) \
+                            if vals else "—"
+                    every += vals
+                row["Avg."] = round(100 * float(np.mean(every)), 1) if every else "—"
+                rows.append(row)
+            for mixed in _mixed(sub, axis):  # Tables 17-18: one value each
                 v = g.loc[g[axis] == mixed, "_side_score"].dropna()
-                rows.append({"model": m, "side": axis, "level": "mixed", "perturbation": mixed,
-                             "mean": round(float(v.mean()), 4) if len(v) else "pending"})
-    return pd.DataFrame(rows)
+                rows.append({"model": m, "side": axis, "severity": mixed,
+                             "Avg.": round(100 * float(v.mean()), 1) if len(v) else "pending"})
+    if not rows:
+        return pd.DataFrame()
+    for axis in ("visual", "text"):  # a side that did not run keeps no columns
+        if not any(r["side"] == axis for r in rows):
+            for (ax, level), members in cols.items():
+                if ax == axis:
+                    for k in members + [f"{level} avg"]:
+                        head.pop(k, None)
+    return pd.DataFrame([head] + rows)
 
 
 def _mixed(df: pd.DataFrame, axis: str) -> list[str]:
@@ -231,7 +273,10 @@ def _quag_table(df: pd.DataFrame) -> pd.DataFrame:
         base = g.loc[g["axes"] == "clean", "score"].dropna()
         b = float(base.mean()) if len(base) else math.nan
         rows.append({"model": m, "configuration": "baseline", "accuracy": round(b * 100, 1), "Δ": 0.0, "↓": ""})
-        for _, r in g[g["axes"] == "intervention"].iterrows():
+        ivs = g[g["axes"] == "intervention"]
+        ivs = ivs.iloc[sorted(range(len(ivs)), key=lambda i: (TABLE1_ORDER.get(str(ivs["intervention"].iloc[i])
+                                                                               .split("/")[0], len(TABLE1_ORDER)), i))]
+        for _, r in ivs.iterrows():  # the paper's row order
             a = float(r["score"]) * 100
             d = a - b * 100
             rows.append({"model": m, "configuration": r["intervention"], "accuracy": round(a, 1),
@@ -305,8 +350,9 @@ def protocol_tables(run, df: pd.DataFrame) -> list[tuple[str, str, pd.DataFrame]
                     "over the types that ran here; MMI = (clean − ave) / clean, lower is more robust",
                     _qiu_table(df, p, plan)))
     elif lay == "mlvp":
-        out.append(("MLVP — score per perturbation and severity, by level", f"{metric} of the shifted side's "
-                    "direction (video queries: v2t, text queries: t2v)", _mlvp_table(df, p)))
+        out.append(("MLVP — score per type and severity, by level (%)", f"{metric} of the shifted side's "
+                    "direction (video queries: v2t, text queries: t2v), in percent; each level's mean and Avg. over "
+                    "the types that ran", _mlvp_table(df, p, plan)))
     elif lay == "hat-vtr":
         out.append((f"HAT-VTR Tables 1–3 — {head} per shift type, without and with adaptation",
                     f"{head} of the direction whose queries are shifted (video: v2t, text: t2v)",

@@ -212,7 +212,12 @@ def test_mlvp_parameters_levels_and_text_settings():
             assert [e.params(s)["aug_word_p"] for s in SEV] == pytest.approx([0.35] * 5), e.spec
         elif e.level == "word":
             assert [e.params(s)["level"] for s in SEV] == pytest.approx([0.10] * 5), e.spec
-            assert e.params(3)["gate_threshold"] == 0.9 and e.params(3)["gate_on_failure"] == "drop"
+            # the MLVP paper says nothing about removal: its code's last attempt is kept (issue 48)
+            assert e.params(3)["gate_threshold"] == 0.9 and e.params(3)["gate_on_failure"].startswith("keep last")
+    # Qiu-TP's gated word perturbations drop a sample no attempt passes, as Qiu et al.'s App. 5.3 says
+    for e in load_protocol("qiu-text").entries("text"):
+        if e.variant == "qiu_gated":
+            assert e.params(3)["gate_on_failure"] == "drop", e.spec
 
 
 def test_hat_vtr_adapts_every_shift_and_quag_lists_table1():

@@ -43,17 +43,23 @@ def test_schiappa_tables_from_the_protocols_categories():
     t = report_tables(_run(spec, cells))
     tables = {title.split(" — ")[0]: d for title, _, d in t["protocol"]}
     t2, t3, t4 = tables["Table 2"], tables["Table 3"], tables["Table 4"]
-    assert list(t2.columns) == ["model", "regime", "Noise", "Blur", "Camera", "Digital", "Temporal"]
-    assert t2.loc[0, "Noise"] == "0.562 ± 0.062"  # mean(0.625, 0.5), population SD 0.0625
+    # the paper's column order (issue 48), from the protocol's [report.columns]
+    assert list(t2.columns) == ["model", "regime", "Blur", "Camera", "Digital", "Noise", "Temporal"]
+    assert list(t3.columns[2:]) == ["AddText", "Bias", "ChangeChar", "DropText", "Positional", "SwapText",
+                                    "TextStyle"]
+    # mean(0.625, 0.5), population SD 0.0625, over 2 of the category's 4 members: the cell says so
+    assert t2.loc[0, "Noise"] == "0.562 ± 0.062 (2 of 4)"
     assert t2.loc[0, "Blur"] == "pending" and t2.loc[0, "regime"] == "scratch"
-    assert t3.loc[0, "AddText"] == "0.900 ± 0.000" and t3.loc[0, "Positional"] == "0.250 ± 0.000"
+    assert t3.loc[0, "AddText"] == "0.900 ± 0.000 (1 of 2)" and t3.loc[0, "Positional"] == "0.250 ± 0.000 (1 of 4)"
     assert t3.loc[0, "TextStyle"] == "pending"
     types = tables["Text perturbations by type (γʳ)"]
     assert list(types.columns[2:]) == ["natural", "machine", "synthetic"]
-    assert types.loc[0, "natural"] == "0.900 ± 0.000" and types.loc[0, "synthetic"] == "0.250 ± 0.000"
+    assert types.loc[0, "natural"].startswith("0.900 ± 0.000 (1 of ")
+    assert types.loc[0, "synthetic"].startswith("0.250 ± 0.000 (1 of ")
     # Table 4: text over the natural shifts only -> append_irr alone, not drop_first
-    assert t4.loc[0, "text γʳ"] == "0.900 ± 0.000"
-    assert t4.loc[0, "text γᵃ"] == "0.920 ± 0.000"  # 1 - (0.8 - 0.72)
+    n_nat = len([e for e in p.entries("text") if e.category not in ("Positional", "DropText")])
+    assert t4.loc[0, "text γʳ"] == f"0.900 ± 0.000 (1 of {n_nat})"
+    assert t4.loc[0, "text γᵃ"] == f"0.920 ± 0.000 (1 of {n_nat})"  # 1 - (0.8 - 0.72)
     nr = tables["Not run here (5 of the protocol's perturbations)"]
     assert set(nr["perturbation"]) == {e.spec for e in p.entries() if not e.available}
     res = t["results"]
@@ -70,7 +76,7 @@ def test_a_category_left_out_by_the_grid_says_so():
                         text_perturbations="none", severities="3", combine="none")
     t = report_tables(_run(spec, [_res({}, 0.8), _res({"visual": _v("gaussian_noise", 3)}, 0.4)]))
     t2 = next(d for title, _, d in t["protocol"] if title.startswith("Table 2"))
-    assert t2.loc[0, "Noise"] == "0.500 ± 0.000" and t2.loc[0, "Blur"] == "not swept"
+    assert t2.loc[0, "Noise"] == "0.500 ± 0.000 (1 of 4)" and t2.loc[0, "Blur"] == "not swept"
 
 
 def test_qiu_table1_rsum_ave_mmi():
@@ -84,6 +90,9 @@ def test_qiu_table1_rsum_ave_mmi():
              _res({"visual": _v("contrast", 1)}, 0.25, dirs=dirs), _res({"visual": _v("contrast", 2)}, 0.25, dirs=dirs)]
     t = report_tables(_run(spec, cells))
     t1 = next(d for title, _, d in t["protocol"] if title.startswith("Table 1"))
+    # the paper's category header row over the types (issue 48), then one row per model
+    head, t1 = t1.iloc[0], t1.iloc[1:].reset_index(drop=True)
+    assert head["model"] == "(category)" and head["gaussian_noise"] == "Noise" and head["contrast"] == "Digital"
     k = 2 * (0.5 + 1 + 1.2) * 100
     assert t1.loc[0, "clean"] == pytest.approx(round(0.5 * k, 1))
     assert t1.loc[0, "gaussian_noise"] == pytest.approx(round(0.35 * k, 1))

@@ -24,13 +24,15 @@ augmenting, an extra normalisation on top of the nominal perturbation):
 * ``qiu`` (default): the paper's operation on the caption's own words -- case and punctuation are kept, and SR/WI
   look words up without them (so "The" is the stop word "the" and "apples." has the synonyms of "apples";
   a capitalised word's replacement is capitalised) -- l = .15/.20/.25/.30/.35, no similarity gate;
-* ``qiu_gated``: the same with the semantic-similarity gate (cosine >= 0.9, <= 100 tries, see ``gate.py``);
+* ``qiu_gated``: the same with the semantic-similarity gate (cosine >= 0.9, <= 100 tries, see ``gate.py``); a
+  sample no attempt passes is dropped, as the paper says (App. 5.3);
+* ``qiu_gated_code``: the same gate keeping the last attempt after 100 failures, as [C2] does;
 * ``qiu_eda_code``: [C2] exactly -- EDA's ``get_only_chars`` normalisation (lower-case, letters only) -- plus the
   gate, as [C2] ran it (SR/WI/WS/WD only);
 * ``mlvp``: MLVP's t2v benchmark setting -- EDA's functions on ``sentence.split()`` exactly as
   ``do_text_perturbation.py`` calls them (no normalisation: "The" is not a stop word there, "apples." has no
   synonym) at its word-level severity 2, ratio 0.10, at *every* severity 1-5 (the paper fixes one level per
-  family), gated, and a sample whose 100 attempts all fail is dropped (the paper; see ``gate.py``);
+  family), gated, keeping the last attempt when none of the 100 passes (the code; the paper does not say);
 * ``mlvp_code``: the released code's own scale -- ratio = 0.05 x severity (its severities 1-5 of 1-7), gated,
   keeping the last attempt after 100 failures as the code does.
 """
@@ -46,7 +48,7 @@ from robustlab.perturb.text import resources as R
 from robustlab.perturb.text._common import (
     C2, MLVP, MLVP_CODE, MLVP_LEVELS, P2, QIU_LEVELS, STOP_WORDS, py_rng,
 )
-from robustlab.perturb.text.gate import GATE_PARAMS, MLVP_GATE_PARAMS, gated
+from robustlab.perturb.text.gate import GATE_PARAMS, MLVP_GATE_PARAMS, QIU_GATE_PARAMS, gated
 
 PUNCTUATIONS = [".", ",", "!", "?", ";", ":"]
 _LETTERS = set("qwertyuiopasdfghjklzxcvbnm ")
@@ -212,7 +214,8 @@ def _eda_tables(op: str, levels_key: str = "level") -> dict:
              if op in ("sr", "wi") else "whitespace words (case, punctuation kept)")
     tables = {
         "qiu": t(QIU_LEVELS, mode="paper", gate=False, tokens=paper, **common, **count),
-        "qiu_gated": t(QIU_LEVELS, mode="paper", tokens=paper, **GATE_PARAMS, **common, **count),
+        "qiu_gated": t(QIU_LEVELS, mode="paper", tokens=paper, **QIU_GATE_PARAMS, **common, **count),
+        "qiu_gated_code": t(QIU_LEVELS, mode="paper", tokens=paper, **GATE_PARAMS, **common, **count),
         "qiu_eda_code": t(QIU_LEVELS, mode="eda_code", tokens="EDA get_only_chars (lower-case, letters only)",
                           **GATE_PARAMS, **common, **count),
         "mlvp": t((MLVP_WORD_RATIO,) * 5, mode="mlvp", tokens=_MLVP_TOKENS, **MLVP_GATE_PARAMS, **_MLVP_FIXED,
@@ -226,10 +229,12 @@ def _eda_tables(op: str, levels_key: str = "level") -> dict:
 
 _VNOTES = {
     "qiu": "[P2] Table 8 semantics on the caption's own tokens, l = .15-.35, ungated (default)",
-    "qiu_gated": "as qiu, with the similarity gate (MiniLM cosine >= 0.9, <= 100 tries; [C2] gates EDA/IP)",
+    "qiu_gated": "as qiu, with the similarity gate (MiniLM cosine >= 0.9, <= 100 tries; [C2] gates EDA/IP); a "
+                 "sample no attempt passes is dropped (the paper, App. 5.3)",
+    "qiu_gated_code": "as qiu_gated, keeping the last attempt after 100 failures ([C2])",
     "qiu_eda_code": "[C2] eda(): lower-cased, letters-only normalisation before and after, gated",
-    "mlvp": "MLVP's t2v benchmark: EDA functions on whitespace tokens, ratio 0.10 at every severity, gated, a "
-            "sample no attempt passes is dropped (the paper)",
+    "mlvp": "MLVP's t2v benchmark: EDA functions on whitespace tokens, ratio 0.10 at every severity, gated, the "
+            "last attempt kept when none passes (the code; the paper does not say)",
     "mlvp_code": "MLVP do_text_perturbation.py's scale: ratio 0.05 x s, gated, the last attempt kept (the code)",
 }
 
@@ -268,7 +273,8 @@ def _ip_tables() -> dict:
 
     return {
         "qiu": t(QIU_LEVELS, "qiu", gate=False, count="q ~ U{1 .. int(l*#words + 1)}"),
-        "qiu_gated": t(QIU_LEVELS, "qiu", count="q ~ U{1 .. int(l*#words + 1)}", **GATE_PARAMS),
+        "qiu_gated": t(QIU_LEVELS, "qiu", count="q ~ U{1 .. int(l*#words + 1)}", **QIU_GATE_PARAMS),
+        "qiu_gated_code": t(QIU_LEVELS, "qiu", count="q ~ U{1 .. int(l*#words + 1)}", **GATE_PARAMS),
         "mlvp": t((MLVP_WORD_RATIO,) * 5, "mlvp", count="q = max(1, int(ratio*#words))", **MLVP_GATE_PARAMS,
                   **_MLVP_FIXED),
         "mlvp_code": t(MLVP_LEVELS, "mlvp", count="q = max(1, int(ratio*#words))", **GATE_PARAMS,
@@ -280,9 +286,11 @@ def _ip_tables() -> dict:
           source=f"{P2} Table 8 (IP); AEDA (Karimi et al. 2021) insert_punctuation_marks as in {C2}; {MLVP}",
           variants=_ip_tables(), default_variant="qiu",
           variant_notes={"qiu": "[C2] AEDA, q ~ U{1..int(l*#words+1)}, ungated (default)",
-                         "qiu_gated": "as qiu, with the similarity gate ([C2] gates IP)",
+                         "qiu_gated": "as qiu, with the similarity gate ([C2] gates IP); dropped when no attempt "
+                                      "passes (the paper)",
+                         "qiu_gated_code": "as qiu_gated, the last attempt kept ([C2])",
                          "mlvp": "MLVP's benchmark: q = max(1, int(ratio*#words)), ratio 0.10 at every severity, "
-                                 "gated, dropped when no attempt passes",
+                                 "gated, the last attempt kept when none passes (the code)",
                          "mlvp_code": "MLVP's code: q = max(1, int(ratio*#words)), ratio 0.05 x s, gated"},
           tags=("p2", "mlvp", "aeda", "alg"),
           description="Insert Punctuation (IP) [P2 word level]: insert random marks from . , ! ? ; : before "

@@ -1,12 +1,20 @@
 """The semantic-fidelity gate of Qiu et al. ([P2] App. 5.3, [C2]) and MLVP (``do_text_perturbation.py``).
 
 A perturbation is re-drawn until the cosine similarity between the sentence embeddings of the original and the
-perturbed text reaches ``threshold`` (α_0 = 0.9 in [C2] and MLVP), for at most ``max_tries`` attempts (100). After
-the last failure [C2] and MLVP's released code keep the last attempt (``gate_on_failure`` "keep last attempt", the
-``qiu_gated`` / ``gated`` / ``mlvp_code`` variants); the MLVP paper drops the sample, which the ``mlvp`` variants do
-(``gate_on_failure`` "drop"): the output is still the last attempt (so the record regenerates it), and
-``info["gate"]`` says ``dropped: true`` with the reason -- a task leaves that query out of its perturbed query set
-and counts it (:func:`robustlab.perturb.condition.dropped_reason`). The papers embed with
+perturbed text reaches ``threshold`` (α_0 = 0.9 in [C2] and MLVP), for at most ``max_tries`` attempts (100). What
+happens after the last failure follows each source:
+
+* Qiu et al.'s paper ([P2] App. 5.3: "Beyond N_max, we will just remove this text sample") drops the sample: the
+  ``qiu_gated`` variants (``gate_on_failure`` "drop", :data:`QIU_GATE_PARAMS`). The output is still the last
+  attempt (so the record regenerates it), and ``info["gate"]`` says ``dropped: true`` with the reason -- a task
+  leaves that query out of its perturbed query set and counts it (:func:`robustlab.perturb.condition.dropped_reason`);
+* Qiu's released code [C2] keeps the last attempt instead: the ``qiu_gated_code`` / ``qiu_eda_code`` / ``gated_code``
+  variants (:data:`GATE_PARAMS`);
+* the MLVP paper says nothing about a sample no attempt passes, and its released code keeps the last attempt, so the
+  ``mlvp`` and ``mlvp_code`` variants keep it (:data:`MLVP_GATE_PARAMS`), flagged ``passed: false`` in the record;
+  nothing is dropped (the digest's choice: follow the code where the paper is silent).
+
+The papers embed with
 ``paraphrase-mpnet-base-v2``; offline, robustlab uses all-MiniLM-L6-v2 (mean pooling, L2 normalisation, as
 sentence-transformers does) and labels it so in the parameters. Thresholds calibrated for mpnet are not calibrated
 for MiniLM: the gate's pass rate differs (``gate_threshold`` is a parameter; docs/perturbations.md, "MLVP query
@@ -35,9 +43,11 @@ GATE_MODEL = f"{R.MINILM_LABEL}, mean pooling (substitute for paraphrase-mpnet-b
 GATE_PARAMS = {"gate": True, "gate_threshold": 0.9, "gate_max_tries": 100, "gate_model": GATE_MODEL,
                "gate_on_failure": "keep last attempt ([C2], MLVP)"}
 DROP = "drop"
-# MLVP's paper setting: the sample is dropped when no attempt passes. The threshold stays mpnet's 0.9: no honest
-# MiniLM equivalent could be derived offline (docs/perturbations.md, "MLVP query shifts"); it is a parameter.
-MLVP_GATE_PARAMS = {**GATE_PARAMS, "gate_on_failure": DROP,
+# Qiu et al.'s paper (App. 5.3): a sample no attempt passes is removed from the benchmark
+QIU_GATE_PARAMS = {**GATE_PARAMS, "gate_on_failure": DROP}
+# MLVP: the paper says nothing about removal and its code keeps the last attempt. The threshold stays mpnet's 0.9:
+# no honest MiniLM equivalent could be derived offline (docs/perturbations.md, "MLVP query shifts"); a parameter.
+MLVP_GATE_PARAMS = {**GATE_PARAMS, "gate_on_failure": "keep last attempt (MLVP's code; its paper does not say)",
                     "gate_threshold_note": "paraphrase-mpnet-base-v2's 0.9 (MLVP), not recalibrated for MiniLM"}
 BATCH = 8
 
@@ -81,5 +91,5 @@ def gated(text: str, make: Callable[[random.Random, int], str], rng: np.random.G
             "model": GATE_MODEL}
     if params.get("gate_on_failure") == DROP:
         info.update(dropped=True, reason=f"no attempt of {n} reached similarity {thr:g} (last {last_sim:.3f}): "
-                                         "dropped from the perturbed set, as the MLVP paper does")
+                                         "dropped from the perturbed set, as Qiu et al. do (App. 5.3)")
     return annotate(last, gate=info)

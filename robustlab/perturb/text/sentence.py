@@ -35,7 +35,7 @@ from robustlab.perturb.text._common import (
     C1, MLVP, MLVP_CODE, P1, P2, STOP_WORDS, TEXTFLINT, is_punct, py_rng, replace_spans, scaled_p, single_level,
     tokens_with_spans, trans_count,
 )
-from robustlab.perturb.text.gate import GATE_PARAMS, MLVP_GATE_PARAMS, gated
+from robustlab.perturb.text.gate import GATE_PARAMS, MLVP_GATE_PARAMS, QIU_GATE_PARAMS, gated
 
 BT_MODELS = ("facebook/wmt19-en-de", "facebook/wmt19-de-en")
 ADEQUACY = "prithivida/parrot_adequacy_on_BART"
@@ -160,9 +160,10 @@ def _style_op(name: str):
             "on_none": "keep the original ([C1], [C2])"}
     if filtered:
         base.update(adequacy_model=ADEQUACY, quality_filter=0.95, max_candidates=5)
-    tables = {"styleformer": single_level(dict(base)), "gated": single_level({**base, **GATE_PARAMS}),
+    tables = {"styleformer": single_level(dict(base)), "gated": single_level({**base, **QIU_GATE_PARAMS}),
+              "gated_code": single_level({**base, **GATE_PARAMS}),
               "mlvp": single_level({**base, **MLVP_GATE_PARAMS, "mlvp_severity": 1},
-                                   "MLVP's sentence level 1; gated, dropped when no attempt passes")}
+                                   "MLVP's sentence level 1; gated, the last attempt kept when none passes")}
     in_p1 = name != "active"
 
     @register(name, modality="text", category="sentence",
@@ -170,8 +171,10 @@ def _style_op(name: str):
                      + (f"; {P1} TextStyle ({C1} key '{c1_key}')" if in_p1 else "") + "; Styleformer (Damodaran)",
               variants=tables, default_variant="styleformer", check=lambda: _style_reason(name),
               variant_notes={"styleformer": "Styleformer as [P1]/[P2] ran it, ungated (default)",
-                             "gated": "with the Qiu/MLVP similarity gate ([C2] and MLVP gate style transfers)",
-                             "mlvp": "MLVP's t2v benchmark: gated, a sample no attempt passes is dropped (the paper)"},
+                             "gated": "with Qiu's similarity gate, dropped when no attempt passes (the paper)",
+                             "gated_code": "with the similarity gate, the last attempt kept ([C2] and MLVP's code)",
+                             "mlvp": "MLVP's t2v benchmark: gated, the last attempt kept when none passes (the "
+                                     "code; the paper does not say)"},
               tags=_SENT_TAGS[1:] + (("p1", "p1:TextStyle", "type:Natural") if in_p1 else ()),
               description=f"{name.capitalize()} [P2 sentence level" + ("; P1 TextStyle, Natural" if in_p1 else "")
                           + f"]: Styleformer '{prefix.strip()[9:-1]}' transfer. Single level.")
