@@ -106,7 +106,7 @@ def main(argv=None) -> int:
     torch.set_num_threads(a.threads)
     import robustlab as rl
     from robustlab import adapt
-    from robustlab.tasks.retrieval import RetrievalBench
+    from robustlab.tasks.retrieval_bench import RetrievalBench
 
     out = Path(a.out)
     doc = json.loads(out.read_text()) if out.exists() else {"runs": []}

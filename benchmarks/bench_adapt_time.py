@@ -36,7 +36,7 @@ def main(argv=None) -> int:
     import robustlab as rl
     from robustlab import adapt
     from robustlab.perturb.condition import Condition
-    from robustlab.tasks.retrieval import RetrievalBench
+    from robustlab.tasks.retrieval_bench import RetrievalBench
 
     rows = []
     for spec in a.models.split(","):

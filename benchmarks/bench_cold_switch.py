@@ -43,8 +43,8 @@ def main() -> dict:
 
     from robustlab.datasets.synthetic.datasets import builtin_video_gallery
     from robustlab.models import load_model
-    from robustlab.tasks.base import Condition
-    from robustlab.tasks.retrieval import RetrievalBench
+    from robustlab.perturb.condition import Condition
+    from robustlab.tasks.retrieval_bench import RetrievalBench
     from ui.state import VIDEO_DEMO_N
 
     steps["imports"] = round(time.perf_counter() - t0, 2)

@@ -66,7 +66,7 @@ def run(args) -> dict:
     from robustlab.models import load_model
     from robustlab.perturb.condition import Condition
     from robustlab.tasks.registry import get
-    from robustlab.tasks.retrieval import RetrievalBench
+    from robustlab.tasks.retrieval_bench import RetrievalBench
 
     if args.threads:
         torch.set_num_threads(args.threads)

@@ -66,7 +66,7 @@ def gather(spec: str, n: int, split: str, perturbations, cache: Path | None = No
     from robustlab.datasets import build
     from robustlab.models import load_model
     from robustlab.perturb.condition import Condition
-    from robustlab.tasks.retrieval import RetrievalBench
+    from robustlab.tasks.retrieval_bench import RetrievalBench
 
     ds = build("builtin", split=split, n=n)
     bench = RetrievalBench(load_model(spec), ds)

@@ -206,7 +206,7 @@ def main(argv=None) -> int:
     timers.wrap(_clips.ClipSource, "read", "decode")
     timers.wrap(registry, "_run", lambda spec, *a: "perturb_text" if spec.modality == "text" else "perturb")
     from robustlab.perturb import lazy
-    from robustlab.tasks import retrieval
+    from robustlab.tasks import retrieval_bench as retrieval
 
     timers.wrap(lazy, "perturb_sampled", "perturb")
     if hasattr(retrieval, "perturb_sampled"):  # bound at import: the sweep calls this one

@@ -11,7 +11,7 @@ import ui.compare
 import ui.panels
 from robustlab.diagnostics import views
 from robustlab.perturb.condition import Condition
-from robustlab.tasks.retrieval import DIRECTION_LABELS
+from robustlab.tasks.retrieval_bench import DIRECTION_LABELS
 from ui.charts import occurrence_histogram, similarity_heatmaps
 from ui.cache import shared
 

@@ -7,7 +7,7 @@ import streamlit as st
 import ui
 import ui.compare
 from robustlab.perturb.condition import Condition
-from robustlab.tasks.retrieval import DIRECTION_LABELS
+from robustlab.tasks.retrieval_bench import DIRECTION_LABELS
 from ui.warmup import RETRIEVAL_DEFAULTS as DEFAULTS, RETRIEVAL_SEED  # what the server's warm-up computes first
 TYPED = {"image": "a large red circle at the left on a gray background",
          "video": "the red circle moves left, then the blue square appears"}

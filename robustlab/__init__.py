@@ -32,18 +32,22 @@ __version__ = "0.2.0"  # pyproject.toml reads it (setuptools dynamic version)
 # as R`` works (a function of that name here would hide the package from that import; issue 46)
 from robustlab import perturb  # noqa: E402
 from robustlab.perturb import list_perturbations, regenerate, get_perturbation  # noqa: E402
-from robustlab.perturb.video.mlvp import set_event_clips  # noqa: E402
+from robustlab.io.entries import declare_above  # noqa: E402
 
-
-def _world_event_clip(seed: int, index: int, px: int):
-    """A clip of mlvp_event_insertion's corpus: the synthetic world's event video ``(seed, index)`` at ``px`` pixels.
-    Handed down to the perturbation, which sits below the datasets and so does not import them."""
-    from robustlab.datasets.synthetic import world  # on first use: importing robustlab stays light (numpy only)
-
-    return world.render_video(world.sample_video(seed, index), size=px)
-
-
-set_event_clips(_world_event_clip)
+# The entries of a registry that live in a layer above it, which its own table cannot name (a lower layer never
+# imports a higher one): declared here, on top of every layer, and handed down as names. ``import robustlab`` runs
+# before any ``import robustlab.x``, so these registries list and get the same whatever was imported first; each
+# entry is imported at its first lookup (importing robustlab stays NumPy-only).
+ABOVE = {
+    # the task registry (robustlab.tasks.registry): PEELING runs over grounding and VQA in the diagnostics layer
+    "tasks": {"peeling": "robustlab.diagnostics.peeling:TASK"},
+    # the adapt axis of the task layer (robustlab.tasks.conditions.adaptation): the methods of robustlab.adapt
+    "adaptation": {"methods": "robustlab.adapt"},
+    # mlvp_event_insertion's corpus of event clips (robustlab.perturb.video.mlvp.content): the synthetic world's
+    "event_clips": {"world": "robustlab.datasets.synthetic.datasets:event_clip"},
+}
+for _registry, _entries in ABOVE.items():
+    declare_above(_registry, _entries)
 
 _LAZY = {
     "load_model": ("robustlab.models", "load_model"),

@@ -21,7 +21,7 @@ import streamlit as st
 from robustlab import adapt
 from robustlab.diagnostics import embedding
 from robustlab.perturb.condition import Condition
-from robustlab.tasks.retrieval import DIRECTION_LABELS
+from robustlab.tasks.retrieval_bench import DIRECTION_LABELS
 from ui.state import Bench, valid
 from ui.widgets import NONE, perturbation_picker
 from ui.cache import shared

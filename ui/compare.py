@@ -13,7 +13,7 @@ import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
-from robustlab.tasks.retrieval import DIRECTION_LABELS
+from robustlab.tasks.retrieval_bench import DIRECTION_LABELS
 from ui.media import safe_md
 
 NONE = "none"

@@ -15,7 +15,7 @@ from robustlab.datasets.base import DatasetError
 from robustlab.datasets.registry import build, get_entry
 from robustlab.datasets.synthetic.datasets import builtin_gallery, builtin_video_gallery
 from robustlab.models import ModelUnavailable, list_models, load_model
-from robustlab.tasks.retrieval import RetrievalBench
+from robustlab.tasks.retrieval_bench import RetrievalBench
 from ui import operator
 from ui.media import safe_md
 from ui.widget_state import begin_run, clamp, end_run, initial, remount, valid  # noqa: F401 - ui.state's API

@@ -12,7 +12,7 @@ import streamlit as st
 
 from robustlab.perturb import list_perturbations
 from robustlab.perturb.condition import Condition
-from robustlab.tasks.retrieval import DIRECTION_LABELS
+from robustlab.tasks.retrieval_bench import DIRECTION_LABELS
 from ui.media import show_visual
 from ui.state import clamp, initial, valid
 

@@ -20,7 +20,7 @@ import numpy as np
 from robustlab.adapt.loop import PHASES, AdaptResult, run
 from robustlab.adapt.towers import AdaptError
 from robustlab.perturb.condition import Condition
-from robustlab.tasks.retrieval import RetrievalBench
+from robustlab.tasks.retrieval_bench import RetrievalBench
 
 #: the time breakdown's rows: HAT-VTR Table 15's phases, then the frozen parts computed once per batch
 BREAKDOWN = (("forward", "forward"), ("backward", "backward + optimiser step"), ("memory", "Reliable Memory"),

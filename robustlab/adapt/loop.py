@@ -21,8 +21,8 @@ from robustlab.adapt.towers import AdaptError, check, frozen_frames, tower_for
 from robustlab.metrics.retrieval import MDR_CONVENTIONS, retrieval
 from robustlab.perturb.condition import Condition
 from robustlab.perturb.condition import check as check_condition
-from robustlab.tasks.base import QUERY_SIDE  # noqa: F401 - re-exported (robustlab.adapt.QUERY_SIDE)
-from robustlab.tasks.retrieval import RetrievalBench
+from robustlab.tasks.conditions import QUERY_SIDE  # noqa: F401 - re-exported (robustlab.adapt.QUERY_SIDE)
+from robustlab.tasks.retrieval_bench import RetrievalBench
 
 
 @dataclass
@@ -118,7 +118,7 @@ def run(model, dataset, method: str = "hat-vtr", direction: str = "t2v", conditi
 
     ``direction``: t2v / v2t on videos, t2i / i2t on images; ``condition``: the query shift, a perturbation of the
     query side (``"gaussian_noise:5"``, a :class:`~robustlab.perturb.condition.Condition`, or None for clean
-    queries); ``bench``: a :class:`~robustlab.tasks.retrieval.RetrievalBench`
+    queries); ``bench``: a :class:`~robustlab.tasks.retrieval_bench.RetrievalBench`
     to reuse (its embeddings and perturbed inputs are memoised); ``progress(done, total)`` per batch;
     ``params``: the method's (``robustlab.adapt.list_methods()``); ``mdr``: the median-rank convention of the
     metrics ("median", or "lower" as HAT-VTR's released code). The model itself is never modified."""

@@ -4,7 +4,7 @@ A sweep is a :class:`SweepSpec` (models, one dataset, tasks, a list of condition
 
     runs/NAME/
       sweep.json            the spec (what the report reads back), the union of every run into this folder
-      cells/<cellkey>.json  one robustlab.tasks.base.Result per cell; extra: cell, seconds, worst examples
+      cells/<cellkey>.json  one robustlab.tasks.result.Result per cell; extra: cell, seconds, worst examples
       thumbs/<cellkey>/...  thumbnails of the worst examples (regenerated from their records), thumbs/clean/...
 
 The parts, lowest first: :mod:`~robustlab.bench.spec` (the spec, its cells, the grid parsers and :func:`build_spec`,
@@ -18,7 +18,7 @@ methods), never a perturbation-only loop: :func:`condition_grid` builds the usua
 An adaptation cell is ``{<one single-axis shift>, "adapt": <method>}``: the retrieval task runs the method
 (:mod:`robustlab.adapt`) on that side's queries, in the directions those queries go (visual: i2t / v2t, text: t2i /
 t2v); "no adaptation" is the shifted cell itself. What a task shares across a group of cells (retrieval: one bench
-of clean embeddings) is the task's :meth:`~robustlab.tasks.base.Task.sweep_options`, not the sweep's.
+of clean embeddings) is the task's :meth:`~robustlab.tasks.task.Task.sweep_options`, not the sweep's.
 
 Resumable: a cell's file is written atomically when the cell is done, with a SHA-256 checksum of its content
 (:mod:`~robustlab.bench.cellfile`), so a run killed at any moment loses at most the cells in flight; the rerun skips

@@ -1,7 +1,7 @@
 """A cell file's integrity: the checksum written with it and the checks a resumed sweep (and the report) makes before
 it trusts a file as a finished cell. Light (json and hashlib only): the report reads it without torch.
 
-A cell file (``cells/<key>.json``) is a :class:`robustlab.tasks.base.Result` as JSON plus ``extra.cell`` (its key),
+A cell file (``cells/<key>.json``) is a :class:`robustlab.tasks.result.Result` as JSON plus ``extra.cell`` (its key),
 ``extra.seconds`` and ``checksum``: ``"sha256:"`` and the hex SHA-256 of the cell's canonical JSON (sorted keys, no
 spaces, UTF-8) without ``checksum`` and without ``extra.seconds`` (the one field that differs between two runs of the
 same cell). :func:`problem` says what is wrong with a file's content, or None:

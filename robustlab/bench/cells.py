@@ -22,9 +22,10 @@ from robustlab import models  # load_model looked up at call time (tests patch a
 from robustlab.models import ModelUnavailable
 from robustlab.models.protocols import sample_frame_indices, sample_frames
 from robustlab.perturb import regenerate
-from robustlab.tasks.base import ADAPT, adapt_side, check_conditions, label
+from robustlab.tasks.conditions import ADAPT, adapt_side, check_conditions, label
 from robustlab.tasks.registry import get as get_task
-from robustlab.tasks.retrieval import DIRECTIONS, RetrievalTask
+from robustlab.tasks.retrieval_adapt import adapt_directions
+from robustlab.tasks.retrieval_bench import DIRECTIONS
 
 from robustlab.bench.cellfile import checksum, read_problem
 from robustlab.bench.spec import Cell, SweepCancelled, SweepError, SweepSpec
@@ -102,7 +103,7 @@ def _adapt_sides(spec: SweepSpec, dataset) -> list[str]:
     sides = []
     for c in adapting:
         try:
-            RetrievalTask._adapt_directions(c, dataset.kind, spec.directions)
+            adapt_directions(c, dataset.kind, spec.directions)
             sides.append(adapt_side(c))
         except ValueError as e:
             raise SweepError(f"{label(c)}: {e}") from None

@@ -27,7 +27,7 @@ from robustlab.perturb import get_perturbation
 from robustlab.perturb.condition import Condition, mixed_severities, random_types
 from robustlab.perturb.share import same_as
 from robustlab.perturb.specs import split_variant
-from robustlab.tasks.retrieval import DIRECTIONS
+from robustlab.tasks.retrieval_bench import DIRECTIONS
 
 from robustlab.bench.spec import (SweepError, SweepSpec, build_spec, condition_grid, parse_adapt, parse_perturbations,
                                   parse_severities, visual_kind)

@@ -79,7 +79,7 @@ from robustlab.bench.cells import CellOutput, build_dataset, load, run_group
 from robustlab.bench.sources import DecodedOnce
 from robustlab.bench.spec import Cell, SweepCancelled, SweepError, SweepSpec
 from robustlab.engine.cache import EmbeddingCache
-from robustlab.tasks.base import conditions_json, normalize
+from robustlab.tasks.conditions import conditions_json, normalize
 
 ACTOR_CPUS = 0.5
 CHUNK = 4  # cells per task: short enough to spread over actors, long enough to amortise a call

@@ -12,7 +12,7 @@ from typing import Callable, Optional, Sequence
 
 import pandas as pd
 
-from robustlab.tasks.base import INTERVENTION
+from robustlab.tasks.conditions import INTERVENTION
 from robustlab.tasks.registry import get as get_task
 
 from robustlab.bench.report_data import *  # noqa: F401,F403  (the data API, re-exported)

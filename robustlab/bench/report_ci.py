@@ -36,7 +36,7 @@ import numpy as np
 import pandas as pd
 
 from robustlab.metrics import bootstrap as bs
-from robustlab.tasks.base import AXES
+from robustlab.tasks.conditions import AXES
 
 _KEY = re.compile(r"^(t2v|v2t|t2i|i2t)_(R@\d+|MdR|MnR)$")
 RSUM_KS = ("R@1", "R@5", "R@10")

@@ -2,7 +2,7 @@
 writes ``results.csv`` and a self-contained ``report.html`` from them).
 
 A run folder (written by :mod:`robustlab.bench.runner`) holds ``sweep.json``, one
-:class:`robustlab.tasks.base.Result` JSON per cell under ``cells/`` and the worst examples' thumbnails under
+:class:`robustlab.tasks.result.Result` JSON per cell under ``cells/`` and the worst examples' thumbnails under
 ``thumbs/``. :func:`load_run` reads it (a malformed cell is skipped and listed, never a traceback),
 :func:`results_table` is the D01 table (one row per cell), :func:`report_tables` / :func:`report_figures` are the
 papers' outputs as DataFrames and plain plotly figures (the dashboard's Benchmark page shows the same ones) and
@@ -45,7 +45,8 @@ from robustlab.metrics.retrieval import mean_recall, rsum
 from robustlab.metrics.robustness import robustness, robustness_table, table_rows
 from robustlab.perturb import get_perturbation
 from robustlab.perturb.condition import Condition
-from robustlab.tasks.base import ADAPT, AXES, INTERVENTION, Result, adapt_label, intervention_label
+from robustlab.tasks.conditions import ADAPT, AXES, INTERVENTION, adapt_label, intervention_label
+from robustlab.tasks.result import Result
 
 from robustlab.bench.cellfile import checksum
 from robustlab.bench.report_layouts import DROP_FLAG, intervention_table

@@ -20,7 +20,7 @@ import plotly.graph_objects as go
 from plotly.colors import qualitative
 from plotly.subplots import make_subplots
 
-from robustlab.tasks.base import AXES
+from robustlab.tasks.conditions import AXES
 
 from robustlab.bench.report_data import DIRECTIONS, axis_noun, metric_label  # noqa: F401  (DIRECTIONS: re-exported)
 

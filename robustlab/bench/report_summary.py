@@ -19,7 +19,7 @@ import numpy as np
 import pandas as pd
 
 from robustlab.adapt import METHODS
-from robustlab.tasks.base import AXES, INTERVENTION
+from robustlab.tasks.conditions import AXES, INTERVENTION
 
 from robustlab.bench.report_data import ADAPT_ID, axis_noun, metric_label, report_tables  # noqa: F401
 

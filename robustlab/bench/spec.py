@@ -8,7 +8,6 @@ import re
 from dataclasses import dataclass, field
 from typing import Optional, Sequence
 
-import robustlab.diagnostics.peeling  # noqa: F401 - registers the PEELING task (diagnostics layer)
 from robustlab.adapt import METHODS, QUERY_SIDE, AdaptError, get_method
 from robustlab.bench.mixes import mixed_conditions, parse_fractions
 from robustlab.datasets import registry as dataset_registry  # looked up at call time (tests patch build)
@@ -16,7 +15,8 @@ from robustlab.io.params import ParamError, parse_kv
 from robustlab.models import interventions as iv
 from robustlab.perturb import get_perturbation, list_perturbations
 from robustlab.perturb.condition import Condition
-from robustlab.tasks.base import ADAPT, adapt_condition, as_adapt, conditions_json, label, normalize, versions
+from robustlab.tasks.conditions import ADAPT, adapt_condition, as_adapt, conditions_json, label, normalize
+from robustlab.tasks.result import versions
 from robustlab.tasks.registry import get as get_task
 
 SCHEMA = 1

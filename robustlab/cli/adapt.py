@@ -14,7 +14,7 @@ from robustlab.cli.common import counting_bar, err, msg, os_message
 from robustlab.io.atomic import atomic_write
 from robustlab.io.params import parse_kv
 from robustlab.perturb.condition import Condition, check
-from robustlab.tasks.retrieval import DIRECTIONS
+from robustlab.tasks.retrieval_bench import DIRECTIONS
 
 
 def _list_methods(as_json: bool) -> int:
@@ -103,6 +103,22 @@ def cmd_adapt(args) -> int:
     payload = {"model": getattr(model, "model_id", args.model), "dataset": dataset.name,
                "split": getattr(dataset, "split", None), "n": len(dataset), "label": method.label, **res.to_json(),
                **extra}
+    done = _write(args, payload)
+    if done is not None:
+        return done
+    _print_result(res, payload, method, dataset, direction, side, cond)
+    if "top_k" in extra:
+        _print_top_k(extra["top_k"], dataset, direction)
+    if "heatmap" in extra:
+        h = extra["heatmap"]
+        print(f"heatmap: {len(h['queries'])} queries × {len(h['items'])} items (shifted and adapted scores) in the "
+              "JSON (--json / --out)")
+    return 0
+
+
+def _write(args, payload: dict) -> int | None:
+    """``--out`` (atomic: a full disk leaves no half file, and is one line) and ``--json``: the exit code when that
+    is all there is to do (a write error, or the JSON printed), else None."""
     if args.out:
         path = Path(args.out)
         try:  # atomic: a full disk leaves no half file, and is one line
@@ -113,14 +129,7 @@ def cmd_adapt(args) -> int:
     if args.json:
         print(json.dumps(payload))
         return 0
-    _print_result(res, payload, method, dataset, direction, side, cond)
-    if "top_k" in extra:
-        _print_top_k(extra["top_k"], dataset, direction)
-    if "heatmap" in extra:
-        h = extra["heatmap"]
-        print(f"heatmap: {len(h['queries'])} queries × {len(h['items'])} items (shifted and adapted scores) in the "
-              "JSON (--json / --out)")
-    return 0
+    return None
 
 
 def _severities(args) -> tuple[list, int | None]:
@@ -153,16 +162,9 @@ def _curve(args, model, dataset, method, direction: str, params: dict, sevs: lis
     payload = {"model": getattr(model, "model_id", args.model), "dataset": dataset.name,
                "split": getattr(dataset, "split", None), "n": len(dataset), "label": method.label,
                "severity_curve": curve.to_json()}
-    if args.out:
-        path = Path(args.out)
-        try:  # atomic: a full disk leaves no half file, and is one line
-            atomic_write(path, json.dumps(payload, indent=1) + "\n")
-        except OSError as e:
-            return err(f"cannot write {os_message(e, path)}")
-        print(f"wrote {path}", file=sys.stderr)
-    if args.json:
-        print(json.dumps(payload))
-        return 0
+    done = _write(args, payload)
+    if done is not None:
+        return done
     print(f"{method.name} ({method.label}) · {payload['model']} · {dataset.name} (n={len(dataset)}) · {direction} · "
           f"{args.perturb} at severities {', '.join(map(str, sevs))}")
     print(f"{'severity':<9}" + "".join(f"{k:>10}" for k in ("clean R@1", "before", "after", "change")))

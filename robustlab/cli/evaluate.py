@@ -11,7 +11,7 @@ from robustlab.cli.common import counting_bar, err, msg, os_message
 from robustlab.io.params import parse_kv
 from robustlab.perturb import get_perturbation
 from robustlab.perturb.condition import Condition, check
-from robustlab.tasks.base import label
+from robustlab.tasks.conditions import label
 from robustlab.tasks.registry import get
 
 

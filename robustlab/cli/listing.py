@@ -68,7 +68,6 @@ def cmd_datasets(args) -> int:
 
 
 def cmd_tasks(args) -> int:
-    import robustlab.diagnostics.peeling  # noqa: F401  start-up (torch); registers the PEELING task
     from robustlab.tasks.registry import list_tasks  # start-up: the task modules import torch
 
     rows = list_tasks(args.pattern)

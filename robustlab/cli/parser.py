@@ -142,7 +142,6 @@ def _failures_parser(sub) -> None:
 
 
 def _eval_args(e) -> None:
-    import robustlab.diagnostics.peeling  # noqa: F401  start-up (torch); registers the PEELING task
     from robustlab.tasks.registry import names as task_names  # start-up: the task modules import torch
 
     e.add_argument("task", choices=task_names())

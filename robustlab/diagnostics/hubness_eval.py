@@ -1,7 +1,7 @@
 """Hubness of a model's retrieval on a dataset, clean vs perturbed (``robustlab hubness``).
 
 Any retrieval dataset (:mod:`robustlab.datasets`: the built-in scenes or event videos, uploads, COCO, MSRVTT...)
-through the one retrieval bench (:class:`robustlab.tasks.retrieval.RetrievalBench`), so the scores, ground truth
+through the one retrieval bench (:class:`robustlab.tasks.retrieval_bench.RetrievalBench`), so the scores, ground truth
 and cache are the Retrieval task's. Direction ``t2i``/``t2v``: captions query visuals, N_k counts per image/video;
 ``i2t``/``v2t``: visuals query captions, N_k per caption. A perturbation is applied to the modality it belongs to (a
 visual perturbation to every image/video, a text one to every caption; item i gets seed ``condition.seed + i``),
@@ -16,8 +16,8 @@ from robustlab.diagnostics import reduction as R
 from robustlab.metrics.retrieval import retrieval
 from robustlab.perturb import get_perturbation
 from robustlab.perturb.condition import Condition, check
-from robustlab.tasks.base import model_identity
-from robustlab.tasks.retrieval import RetrievalBench
+from robustlab.tasks.result import model_identity
+from robustlab.tasks.retrieval_bench import RetrievalBench
 
 DIRECTIONS = ("t2i", "i2t")
 VIDEO_DIRECTIONS = ("t2v", "v2t")

@@ -1,6 +1,6 @@
 """UI-free glue behind the dashboard's Hubness and Embeddings pages.
 
-Everything here takes a :class:`robustlab.tasks.retrieval.RetrievalBench` (a model and an image or video dataset,
+Everything here takes a :class:`robustlab.tasks.retrieval_bench.RetrievalBench` (a model and an image or video dataset,
 with memoised perturbed visuals, captions and embeddings) and returns plain data (numpy arrays, dicts, dataclasses
 that pickle), so the pages only draw widgets and figures and Streamlit can cache the results.
 
@@ -22,7 +22,8 @@ import numpy as np
 
 from robustlab.diagnostics import embedding, hubness, reduction
 from robustlab.metrics.retrieval import retrieval
-from robustlab.tasks.retrieval import Condition, RetrievalBench
+from robustlab.perturb.condition import Condition
+from robustlab.tasks.retrieval_bench import RetrievalBench
 
 DIRECTIONS = {"t2i": "text→image", "i2t": "image→text"}
 VIDEO_DIRECTIONS = {"t2v": "text→video", "v2t": "video→text"}
@@ -31,7 +32,7 @@ VIDEO_DIRECTIONS = {"t2v": "text→video", "v2t": "video→text"}
 # ---- scores -------------------------------------------------------------------------------------------------
 def score_matrix(bench: RetrievalBench, direction: str, visual_cond: Condition, text_cond: Condition,
                  progress=None):
-    """Queries × targets in ``direction`` with the ground truth (:class:`robustlab.tasks.retrieval.Scores`)."""
+    """Queries × targets in ``direction`` with the ground truth (:class:`robustlab.tasks.retrieval_bench.Scores`)."""
     return bench.score_matrix(direction, visual_cond, text_cond, progress)
 
 

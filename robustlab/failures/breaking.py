@@ -49,9 +49,9 @@ from robustlab.datasets import registry as dataset_registry  # looked up at call
 from robustlab.engine.cache import default_cache_dir
 from robustlab.io.atomic import atomic_write
 from robustlab.perturb import get_perturbation
-from robustlab.tasks.base import AXES
+from robustlab.tasks.conditions import AXES
 from robustlab.tasks.registry import get as get_task
-from robustlab.tasks.retrieval import DIRECTIONS
+from robustlab.tasks.retrieval_bench import DIRECTIONS
 
 SCHEMA = 1
 SCHEMA_PATH = Path(__file__).with_name("schema.json")

@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import math
 from pathlib import Path
+from typing import Callable
 
 import cv2
 import numpy as np
@@ -193,6 +194,22 @@ def minilm_tokens(texts: list[str], device, max_tokens: int = 64, dtype=torch.fl
     return states.to(dtype), batch["attention_mask"]
 
 
+def open_builtin(model, checkpoint, net, load: Callable[[Path], tuple]) -> None:
+    """A built-in dual encoder's net, given or read from its checkpoint (``load(path) -> (net, meta)``; the
+    shipped one in assets/ unless ``checkpoint`` names another, which the model id then records): sets
+    ``model_id``, ``meta``, ``net``, ``cfg``, ``embed_dim`` and ``image_size``."""
+    model.model_id = f"builtin:{model.name}"
+    model.meta = {}
+    if net is None:
+        path = Path(checkpoint) if checkpoint else checkpoint_path(model.checkpoint_file)
+        net, model.meta = load(path)
+        if checkpoint:
+            model.model_id = f"builtin:{model.name}@{Path(checkpoint).name}"
+    model.net, model.cfg = net, net.cfg
+    model.embed_dim = int(model.cfg["embed_dim"])
+    model.image_size = int(model.cfg["image_size"])
+
+
 @register_builtin("tiny-clip", task="retrieval", tasks=("retrieval", "video-retrieval"),
                   checkpoint="tiny-clip.safetensors",
                   description="CLIP-style dual encoder: frozen all-MiniLM-L6-v2 text tower + small CNN image tower "
@@ -202,23 +219,11 @@ class TinyClip(EmbeddingModel):
     backend = "builtin"
     default_image_batch = 256
     default_text_batch = 128
-    name = "tiny-clip"
     checkpoint_file = "tiny-clip.safetensors"
-    description = "tiny-clip: frozen all-MiniLM-L6-v2 text tower + trained 64-px CNN image tower"
 
     def __init__(self, device=None, half=None, checkpoint: str | Path | None = None, net: TinyClipNet | None = None):
         super().__init__(device=device, half=half)
-        self.model_id = f"builtin:{self.name}"
-        self.meta: dict = {}
-        if net is None:
-            path = Path(checkpoint) if checkpoint else checkpoint_path(self.checkpoint_file)
-            net, self.meta = load_tiny_clip(path, self.name)
-            if checkpoint:
-                self.model_id = f"builtin:{self.name}@{Path(checkpoint).name}"
-        self.net = net
-        self.cfg = net.cfg
-        self.embed_dim = int(self.cfg["embed_dim"])
-        self.image_size = int(self.cfg["image_size"])
+        open_builtin(self, checkpoint, net, lambda path: load_tiny_clip(path, self.name))
         self._place()
         load_minilm()[1].to(self.device)
 

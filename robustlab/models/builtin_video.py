@@ -38,10 +38,10 @@ from robustlab.models.builtin import (
     load_checkpoint,
     load_minilm,
     minilm_tokens,
+    open_builtin,
     preprocess_64,
     save_checkpoint,
 )
-from robustlab.models.checkpoints import checkpoint_path
 from robustlab.models.protocols import sample_frames
 from robustlab.models.registry import register_builtin
 
@@ -178,17 +178,7 @@ class _TinyClipVideo(VideoRetrievalModel):
     def __init__(self, device=None, half=None, checkpoint: str | Path | None = None,
                  net: TinyClipVideoNet | None = None):
         super().__init__(device=device, half=half)
-        self.model_id = f"builtin:{self.name}"
-        self.meta: dict = {}
-        if net is None:
-            path = Path(checkpoint) if checkpoint else checkpoint_path(self.checkpoint_file)
-            net, self.meta = load_tiny_clip_video(path, self.recipe)
-            if checkpoint:
-                self.model_id = f"builtin:{self.name}@{Path(checkpoint).name}"
-        self.net = net
-        self.cfg = net.cfg
-        self.embed_dim = int(self.cfg["embed_dim"])
-        self.image_size = int(self.cfg["image_size"])
+        open_builtin(self, checkpoint, net, lambda path: load_tiny_clip_video(path, self.recipe))
         self.num_frames = int(self.cfg["num_frames"])
         self._place()
         load_minilm()[1].to(self.device)
@@ -253,8 +243,6 @@ class _TinyClipVideo(VideoRetrievalModel):
                   tags=("video", "image", "text", "contrastive", "offline", "meanP"))
 class TinyClipVideoMeanP(_TinyClipVideo):
     aggregator = "meanp"
-    name = "tiny-clip-video-meanp"
-    description = "tiny-clip-video (meanP): mean of 8 frame embeddings of the 64-px CNN; order-invariant"
 
 
 @register_builtin("tiny-clip-video-seqtransf", task="video-retrieval", tasks=("video-retrieval", "retrieval"),
@@ -264,9 +252,6 @@ class TinyClipVideoMeanP(_TinyClipVideo):
                   tags=("video", "image", "text", "contrastive", "offline", "seqTransf"))
 class TinyClipVideoSeqTransf(_TinyClipVideo):
     aggregator = "seqtransf"
-    name = "tiny-clip-video-seqtransf"
-    description = ("tiny-clip-video (seqTransf): temporal transformer over 8 frame embeddings with position "
-                   "embeddings, residual, mean-pooled; order-sensitive")
 
 
 def save_tiny_clip_video(net: TinyClipVideoNet, path: Path, meta: dict) -> None:

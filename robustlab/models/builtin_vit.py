@@ -34,9 +34,7 @@ TINY_VIT_CLIP_VIDEO_CHECKPOINT = "tiny-vit-clip-video.safetensors"
                               "background, lighting and colour diversity",
                   tags=("image", "text", "contrastive", "offline", "vit", "layernorm"))
 class TinyVitClip(TinyClip):
-    name = "tiny-vit-clip"
     checkpoint_file = TINY_VIT_CLIP_CHECKPOINT
-    description = "tiny-vit-clip: frozen all-MiniLM-L6-v2 text tower + trained 96-px ViT image tower (LayerNorm)"
 
 
 _VIDEO = dict(task="video-retrieval", tasks=("video-retrieval", "retrieval"), checkpoint=TINY_VIT_CLIP_VIDEO_CHECKPOINT)
@@ -48,10 +46,8 @@ _VIDEO = dict(task="video-retrieval", tasks=("video-retrieval", "retrieval"), ch
                               "all-MiniLM-L6-v2 text tower with a trained head",
                   tags=("video", "image", "text", "contrastive", "offline", "meanP", "vit", "layernorm"))
 class TinyVitClipVideoMeanP(TinyClipVideoMeanP):
-    name = "tiny-vit-clip-video-meanp"
     checkpoint_file = TINY_VIT_CLIP_VIDEO_CHECKPOINT
     recipe = "tiny-vit-clip-video"
-    description = "tiny-vit-clip-video (meanP): mean of 8 frame embeddings of the 96-px ViT; order-invariant"
 
 
 @register_builtin("tiny-vit-clip-video-seqtransf", **_VIDEO,
@@ -60,11 +56,8 @@ class TinyVitClipVideoMeanP(TinyClipVideoMeanP):
                               "+ head",
                   tags=("video", "image", "text", "contrastive", "offline", "seqTransf", "vit", "layernorm"))
 class TinyVitClipVideoSeqTransf(TinyClipVideoSeqTransf):
-    name = "tiny-vit-clip-video-seqtransf"
     checkpoint_file = TINY_VIT_CLIP_VIDEO_CHECKPOINT
     recipe = "tiny-vit-clip-video"
-    description = ("tiny-vit-clip-video (seqTransf): temporal transformer over 8 frame embeddings of the 96-px ViT "
-                   "with position embeddings, residual, mean-pooled; order-sensitive")
 
 
 __all__ = ["TINY_VIT_CLIP_CONFIG", "TINY_VIT_CLIP_CHECKPOINT", "TINY_VIT_CLIP_VIDEO_CONFIG",

@@ -11,7 +11,6 @@ through its tokenizer. The loading, placement and identity pieces the transforme
 """
 from __future__ import annotations
 
-import copy
 from typing import Sequence
 
 import numpy as np
@@ -20,8 +19,8 @@ import torch
 from robustlab.models.base import EmbeddingModel
 from robustlab.models.hf_base import (BOS, EOS, HFParts, byte_tokenizer, clip_image_processor,  # noqa: F401
                                       config_image_size, features, hf_source, load_config, processor_identity,
-                                      processor_pixels, random_init_description, tokenizer_for_text_config,
-                                      tokenizer_identity)
+                                      processor_pixels, random_init_description, random_init_model,
+                                      tokenizer_for_text_config, tokenizer_identity)
 from robustlab.models.hub import (PROBE_TIMEOUT_S, hub_access, offline_alternatives, offline_reason,  # noqa: F401
                                   one_line, seeded, unavailable)
 from robustlab.models.registry import register_backend
@@ -71,18 +70,9 @@ class HFClipModel(HFParts, EmbeddingModel):
         """
         from transformers import CLIPModel  # optional heavy dependency
 
-        if getattr(config, "model_type", None) != "clip":
-            mt = getattr(config, "model_type", None)
-            raise ValueError(f"from_config builds CLIP models only, got model_type {mt!r}")
-        config = copy.deepcopy(config)
-        tok = tokenizer_for_text_config(config.text_config)
-        with seeded(seed):
-            model = CLIPModel(config)
-        size = config_image_size(config.vision_config.image_size)
-        v = config.vision_config
-        return cls(model, clip_image_processor(size), tok, device=device, half=half, random_init=True,
-                   model_id=f"hf:random-init/clip-h{v.hidden_size}-l{v.num_hidden_layers}-{size}px",
-                   description=random_init_description(model))
+        return random_init_model(cls, config, "clip", "CLIP", CLIPModel, seed, device=device, half=half,
+                                 model_id=lambda v, size: f"hf:random-init/clip-h{v.hidden_size}-"
+                                                          f"l{v.num_hidden_layers}-{size}px")
 
     # ---- EmbeddingModel hooks --------------------------------------------------------------------
     def fingerprint_config(self) -> dict:

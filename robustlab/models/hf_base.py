@@ -16,6 +16,7 @@ backend module stays light.
 """
 from __future__ import annotations
 
+import copy
 from pathlib import Path
 from typing import Callable, Sequence
 
@@ -25,7 +26,7 @@ import torch
 from robustlab.engine.device import resolve_device
 from robustlab.io.access import read_roots
 from robustlab.models.base import ModelInfo
-from robustlab.models.hub import hub_access, offline_reason, unavailable
+from robustlab.models.hub import hub_access, offline_reason, seeded, unavailable
 
 # ---- transformers versions, weights and processors ---------------------------------------------------------
 
@@ -152,6 +153,24 @@ def tokenizer_for_text_config(tcfg):
 
 def random_init_description(model) -> str:
     return f"random-init transformers {type(model).__name__} (plumbing only, never results)"
+
+
+def random_init_model(cls, config, model_type: str, label: str, model_class: Callable, seed: int,
+                      model_id: Callable, **kwargs):
+    """``cls`` over a random-init ``model_type`` model built from an in-memory config (a copy: the tokenizer's
+    special ids are set on it), seeded without touching the global RNG: what every backend's ``from_config`` is
+    (plumbing tests; never results). ``model_id(vision_config, image_size)`` names it; ``kwargs`` go to ``cls``
+    (device, half). ValueError (one line) for another ``model_type``."""
+    if getattr(config, "model_type", None) != model_type:
+        raise ValueError(f"from_config builds {label} models only, got model_type "
+                         f"{getattr(config, 'model_type', None)!r}")
+    config = copy.deepcopy(config)
+    tok = tokenizer_for_text_config(config.text_config)
+    with seeded(seed):
+        model = model_class(config)
+    size = config_image_size(config.vision_config.image_size)
+    return cls(model, clip_image_processor(size), tok, random_init=True, model_id=model_id(config.vision_config, size),
+               description=random_init_description(model), **kwargs)
 
 
 # ---- identities (fingerprints) -------------------------------------------------------------------------------

@@ -14,7 +14,6 @@ gives those exact scores (videos × texts) when a ranking must match the paper's
 """
 from __future__ import annotations
 
-import copy
 from typing import Sequence
 
 import numpy as np
@@ -22,9 +21,7 @@ import torch
 
 from robustlab.io.convert import to_uint8_rgb
 from robustlab.models.base import VideoRetrievalModel
-from robustlab.models.hf_base import (HFParts, clip_image_processor, config_image_size, features, processor_pixels,
-                                      random_init_description, tokenizer_for_text_config)
-from robustlab.models.hub import seeded
+from robustlab.models.hf_base import HFParts, config_image_size, features, processor_pixels, random_init_model
 from robustlab.models.protocols import sample_frames
 from robustlab.models.registry import register_backend
 
@@ -63,17 +60,9 @@ class HFXClipModel(HFParts, VideoRetrievalModel):
         """A random-init X-CLIP from an in-memory ``XCLIPConfig`` (plumbing tests; never results)."""
         from transformers import XCLIPModel  # optional heavy dependency
 
-        if getattr(config, "model_type", None) != "xclip":
-            raise ValueError(f"from_config builds X-CLIP models only, got {getattr(config, 'model_type', None)!r}")
-        config = copy.deepcopy(config)
-        tok = tokenizer_for_text_config(config.text_config)
-        with seeded(seed):
-            model = XCLIPModel(config)
-        size = config_image_size(config.vision_config.image_size)
-        v = config.vision_config
-        return cls(model, clip_image_processor(size), tok, device=device, half=half, random_init=True,
-                   model_id=f"hf-xclip:random-init/h{v.hidden_size}-l{v.num_hidden_layers}-t{v.num_frames}-{size}px",
-                   description=random_init_description(model))
+        return random_init_model(cls, config, "xclip", "X-CLIP", XCLIPModel, seed, device=device, half=half,
+                                 model_id=lambda v, size: f"hf-xclip:random-init/h{v.hidden_size}-"
+                                                          f"l{v.num_hidden_layers}-t{v.num_frames}-{size}px")
 
     # ---- EmbeddingModel hooks --------------------------------------------------------------------
     def fingerprint_config(self) -> dict:

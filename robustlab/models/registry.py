@@ -21,13 +21,13 @@ from __future__ import annotations
 
 import fnmatch
 import importlib
-import importlib.util
 import json
 import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Union
 
+from robustlab.io.entries import absent
 from robustlab.models.base import ModelUnavailable
 from robustlab.models.checkpoints import checkpoint_path
 from robustlab.models.hub import OFFLINE_ALTERNATIVES, offline_reason
@@ -59,15 +59,7 @@ class Backend:
 
     def missing(self) -> list[str]:
         """The required packages that are not installed here."""
-        out = []
-        for pkg in self.requires:
-            try:
-                found = importlib.util.find_spec(pkg) is not None
-            except (ImportError, ValueError):
-                found = False
-            if not found:
-                out.append(pkg)
-        return out
+        return absent(self.requires)
 
 
 _BACKENDS: dict[str, Backend] = {}
@@ -168,10 +160,13 @@ _BUILTIN: dict[str, dict] = {}
 def register_builtin(name: str, *, task: str, description: str, checkpoint: str | None = None,
                      tags: tuple[str, ...] = (), tasks: tuple[str, ...] | None = None) -> Callable:
     """Class decorator: the built-in model ``builtin:NAME``. ``task`` is its family (as listed so far),
-    ``tasks`` the task names it serves (default ``(task,)``), ``checkpoint`` its file under ``assets/``."""
+    ``tasks`` the task names it serves (default ``(task,)``), ``checkpoint`` its file under ``assets/``. The class
+    gets ``name`` and ``description`` from here (declared once: what ``list_models`` lists is what ``info()``
+    says)."""
     served = tuple(check_task(t) for t in (tasks if tasks is not None else (task,)))
 
     def deco(cls):
+        cls.name, cls.description = name, description
         _BUILTIN[name] = dict(name=name, cls=cls, task=task, tasks=served, description=description,
                               checkpoint=checkpoint, tags=tuple(tags))
         return cls
@@ -378,13 +373,8 @@ def list_models(pattern: str | None = None, task: str | None = None, *, backends
 
 
 # ---- the real hub models users know, per task, and whether they can be had here -------------------------------
-KNOWN_MODELS: dict[str, list[str]] = {
-    "video-retrieval": ["hf-xclip:microsoft/xclip-base-patch32", "hf-xclip:microsoft/xclip-base-patch16-zero-shot"],
-    "fusion": ["hf-vilt:dandelin/vilt-b32-finetuned-vqa", "hf-vilt:dandelin/vilt-b32-finetuned-coco"],
-    "reasoning": ["hf-vilt:dandelin/vilt-b32-finetuned-nlvr2"],
-    "grounding": ["hf-grounding:google/owlvit-base-patch32", "hf-grounding:google/owlv2-base-patch16-ensemble",
-                  "hf-grounding:IDEA-Research/grounding-dino-tiny"],
-}
+# task -> hub specs: data (known_models.json beside this module), as the protocols of robustlab.bench are
+KNOWN_MODELS: dict[str, list[str]] = json.loads((Path(__file__).with_name("known_models.json")).read_text())
 
 
 def availability(spec: str) -> tuple[bool, str]:

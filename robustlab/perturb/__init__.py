@@ -9,7 +9,8 @@ functional API) is :func:`perturb`, and ``import robustlab.perturb.registry as R
 
 Severity 0 is a clean pass-through; 1..5 follow the papers' tables (see each spec's ``severity_table`` and
 ``variants``). Sources: /work/shared/research/seeds_perturbations.md (§1.1, §1.3, §2.2).
-Importing this package is cheap: cv2/PIL/nlpaug/torch are imported on first use.
+Importing this package imports the built-ins' modules (:data:`robustlab.perturb.table.PERTURBATIONS`), which is
+cheap: cv2/PIL/nlpaug/torch are imported on first use.
 """
 import sys
 import types
@@ -24,7 +25,9 @@ from robustlab.perturb.registry import (
     regenerate,
     register,
 )
-from robustlab.perturb import image, text, video  # noqa: F401,E402  (register the built-ins)
+from robustlab.perturb.specs import _ensure_loaded
+
+_ensure_loaded()  # the built-ins: the modules of robustlab.perturb.table.PERTURBATIONS (NumPy only at import)
 
 __all__ = [
     "list_perturbations", "perturb", "regenerate", "get_perturbation", "PerturbResult", "register",

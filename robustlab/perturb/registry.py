@@ -208,20 +208,28 @@ def _run_kept(spec: PerturbationSpec, clip: np.ndarray, params: dict, seed: int,
     return np.ascontiguousarray(out)
 
 
-def perturb(x, name: str, severity: int, seed: int = 0, variant: str | None = None, *,
-            frame_seeding: str | None = None) -> PerturbResult:
-    """Apply perturbation ``name`` (or ``name/variant``) at ``severity`` (0 = clean, 1..5) with ``seed``; see module
-    docstring.
-
-    ``frame_seeding`` (image perturbations on videos; normally left alone): ``"per-frame"`` (the default, what the
-    record names) or ``"chunked"``, the scheme of records made before robustlab 0.2 (``regenerate`` picks it)."""
-    name, variant = split_variant(name, variant)
+def _checked(name: str, variant: str | None, severity, seed) -> tuple[PerturbationSpec, str, int, int]:
+    """(spec, variant, severity, seed) of a call, each checked (one-line ValueError), the spec available."""
     spec = get_perturbation(name)
     v = _check_variant(spec, variant)
     s = _check_severity(severity)
     seed = _check_seed(seed)
     if not spec.available:
         raise RuntimeError(f"perturbation {name!r} is unavailable: {spec.reason}")
+    return spec, v, s, seed
+
+
+def perturb(x, name: str, severity: int, seed: int = 0, variant: str | None = None, *,
+            frame_seeding: str | None = None, params: dict | None = None) -> PerturbResult:
+    """Apply perturbation ``name`` (or ``name/variant``) at ``severity`` (0 = clean, 1..5) with ``seed``; see module
+    docstring.
+
+    ``frame_seeding`` (image perturbations on videos; normally left alone): ``"per-frame"`` (the default, what the
+    record names) or ``"chunked"``, the scheme of records made before robustlab 0.2 (``regenerate`` picks it).
+    ``params`` (severity 1..5 only): parameters replacing the severity table's (a refined breaking point between two
+    severities, :mod:`robustlab.failures.refine`); the record keeps them with ``"params_override": true``."""
+    name, variant = split_variant(name, variant)
+    spec, v, s, seed = _checked(name, variant, severity, seed)
     arr, info = _prepare_input(spec, x)
     input_hash = _rec.hash_value(arr)
     note = ""
@@ -230,12 +238,13 @@ def perturb(x, name: str, severity: int, seed: int = 0, variant: str | None = No
         out = arr if isinstance(arr, str) else arr.copy()
         note = "severity 0: clean pass-through (output == input)"
     else:
-        params = dict(spec.variants[v][s])
+        params = dict(spec.variants[v][s]) if params is None else dict(params)
         if spec.modality == "text" and not arr.strip():
             out = arr
             note = "empty or whitespace-only text: returned unchanged"
         else:
-            keyed = _share.output_key(spec, v, s, seed, input_hash) if info["kind"] == "video" else None
+            keyed = _share.output_key(spec, v, s, seed, input_hash) if info["kind"] == "video" and \
+                params == spec.variants[v][s] else None
             out = _share.MEMO.get(keyed, s)  # a severity whose effective parameters another one computed
             if out is None:
                 out = _run_checked(spec, arr, params, seed, frame_seeding or FRAME_SEEDING)
@@ -257,6 +266,8 @@ def perturb(x, name: str, severity: int, seed: int = 0, variant: str | None = No
         record["details"] = _rec.jsonable(details)
     if spec.modality == "image" and info["kind"] == "video":
         record["frame_seeding"] = frame_seeding or FRAME_SEEDING
+    if s and params != spec.variants[v][s]:
+        record["params_override"] = True
     return PerturbResult(out, record)
 
 
@@ -269,12 +280,7 @@ def perturb_sampled(source, name: str, severity: int, seed: int = 0, variant: Op
     :func:`robustlab.models.protocols.sample_frame_indices`), a fixed list, or None (every frame).
     Returns ``PerturbResult(len(indices)×H'×W'×3 uint8, record)``; :mod:`robustlab.perturb.lazy` describes the
     record."""
-    spec = get_perturbation(name)
-    v = _check_variant(spec, variant)
-    s = _check_severity(severity)
-    seed = _check_seed(seed)
-    if not spec.available:
-        raise RuntimeError(f"perturbation {name!r} is unavailable: {spec.reason}")
+    spec, v, s, seed = _checked(name, variant, severity, seed)
     if "video" not in spec.applies_to:
         raise InputKindError(f"perturbation {spec.name!r} does not accept videos")
     src = _as_source(source)
@@ -408,7 +414,7 @@ def regenerate(record: dict, x):
     if spec.modality == "image" and info["kind"] == "video":
         seeding = record.get("frame_seeding", LEGACY_FRAME_SEEDING)  # no field: made before robustlab 0.2
     res = perturb(x, record["name"], record["severity"], seed=record["seed"], variant=record["variant"],
-                  frame_seeding=seeding)
+                  frame_seeding=seeding, params=record.get("params") if record.get("params_override") else None)
     if record.get("output_hash") and not _rec.matches(res.output, record["output_hash"]):
         warnings.warn(f"regenerated output of {spec.name!r} differs from the record's output_hash",
                       VersionMismatchWarning, stacklevel=2)

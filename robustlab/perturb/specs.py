@@ -3,8 +3,10 @@
 ``@register(name, modality=..., category=..., source=..., severity_table=...)`` records a
 :class:`PerturbationSpec` (metadata, severity tables per variant, the function); :func:`list_perturbations` and
 :func:`get_perturbation` read them back, deciding availability each time; :func:`lazy_plan` attaches a video
-op's frame plan (:mod:`robustlab.perturb.frames`). Listing order is :data:`robustlab.perturb.order.LISTING_ORDER`
-(then anything registered outside it, in registration order), never the order modules were imported in.
+op's frame plan (:mod:`robustlab.perturb.frames`). The built-ins are the entries of the perturbation table
+(:data:`robustlab.perturb.table.PERTURBATIONS`): importing ``robustlab.perturb`` (or else the first lookup) imports
+the modules it names, and its order is the listing order (then anything registered outside it, in registration
+order), never the order modules were imported in.
 Nothing here runs a perturbation: see :func:`robustlab.perturb.registry.perturb`.
 """
 from __future__ import annotations
@@ -12,13 +14,14 @@ from __future__ import annotations
 import dataclasses
 import difflib
 import fnmatch
-import importlib.util
+import importlib
 from typing import Any, Callable, NamedTuple
 
 import numpy as np
 
+from robustlab.io.entries import absent
 from robustlab.perturb import record as _rec
-from robustlab.perturb.order import LISTING_ORDER
+from robustlab.perturb.table import PERTURBATIONS
 
 MODALITIES = ("image", "video", "text")
 MIN_SEVERITY, MAX_SEVERITY = 0, 5
@@ -125,6 +128,23 @@ class PerturbationSpec:
 
 
 _REGISTRY: dict[str, PerturbationSpec] = {}
+_LOADED = False
+
+
+def _ensure_loaded() -> None:
+    """Import the modules of the perturbation table, once: their ``@register`` declares the built-ins.
+    ``import robustlab.perturb`` does it (under the import lock, so no thread sees half a registry); a lookup
+    made while those modules are being imported does not start again."""
+    global _LOADED
+    if _LOADED:
+        return
+    _LOADED = True
+    try:
+        for module in dict.fromkeys(PERTURBATIONS.values()):
+            importlib.import_module(module)
+    except BaseException:
+        _LOADED = False  # a module that fails to import: the next lookup says so again
+        raise
 
 
 def _alt_text(entry) -> str:
@@ -133,6 +153,7 @@ def _alt_text(entry) -> str:
 
 def _resolve(entry) -> PerturbationSpec | None:
     """The registered, available spec for a name (or the first of a tuple of alternative names), else None."""
+    _ensure_loaded()
     for n in (entry if isinstance(entry, (tuple, list)) else (entry,)):
         spec = _REGISTRY.get(n)
         if spec is not None and spec.fn is not None:
@@ -152,16 +173,8 @@ def resolve_perturbation(entry) -> PerturbationSpec:
 
 
 def _missing(requires) -> list[str]:
-    out = []
-    for dep in requires:
-        module = _DEPS.get(dep, (dep, dep))[0]
-        try:
-            found = importlib.util.find_spec(module) is not None
-        except (ImportError, ValueError):
-            found = False
-        if not found:
-            out.append(dep)
-    return out
+    """The dependency keys of ``requires`` whose module is not installed here."""
+    return [dep for dep in requires if absent([_DEPS.get(dep, (dep, dep))[0]])]
 
 
 def _normalise_table(table: dict, where: str) -> dict:
@@ -226,6 +239,8 @@ def register(name: str, *, modality: str, category: str, source: str, severity_t
         raise ValueError(f"{name}: a video perturbation must accept videos")
 
     def deco(fn):
+        if name in PERTURBATIONS and getattr(fn, "__module__", None) != PERTURBATIONS[name]:
+            _ensure_loaded()  # a built-in's name from elsewhere (override=True): the built-in first, then this one
         if name in _REGISTRY and not override:
             raise ValueError(f"perturbation {name!r} is already registered (pass override=True to replace it)")
         missing = _missing(requires)
@@ -248,15 +263,15 @@ def register(name: str, *, modality: str, category: str, source: str, severity_t
     return deco
 
 
-_RANK = {name: i for i, name in enumerate(LISTING_ORDER)}
+_RANK = {name: i for i, name in enumerate(PERTURBATIONS)}
 
 
 def _listing_rank(spec: PerturbationSpec) -> int:
-    return _RANK.get(spec.name, len(_RANK))  # not in LISTING_ORDER: after, in registration order (sorted is stable)
+    return _RANK.get(spec.name, len(_RANK))  # not in the table: after, in registration order (sorted is stable)
 
 
 def list_perturbations(pattern: str | None = None, modality: str | None = None) -> list[PerturbationSpec]:
-    """The registered specs in listing order (:data:`robustlab.perturb.order.LISTING_ORDER`, then any others in
+    """The registered specs in listing order (:data:`robustlab.perturb.table.PERTURBATIONS`, then any others in
     registration order), optionally only those whose name matches ``pattern`` and that accept ``modality`` inputs.
 
     ``pattern`` is an fnmatch wildcard on the name (timm-style, case-insensitive, as ``list_models``):
@@ -266,6 +281,7 @@ def list_perturbations(pattern: str | None = None, modality: str | None = None) 
     modality). Image perturbations also accept videos (frame by frame), so ``modality="video"`` includes them.
     ``available`` and ``reason`` are re-decided on every call.
     """
+    _ensure_loaded()
     if modality is None and pattern is not None and not _is_wildcard(pattern) and not _names_a_spec(pattern):
         pattern, modality = None, pattern  # the call before patterns: list_perturbations("video")
     if modality is not None and modality not in MODALITIES:
@@ -303,6 +319,7 @@ def split_variant(name, variant: str | None = None) -> tuple:
 
 def get_perturbation(name: str) -> PerturbationSpec:
     """The spec of ``name``; ``name/variant`` is accepted (the variant is checked, the spec returned)."""
+    _ensure_loaded()
     name, variant = split_variant(name)
     spec = _REGISTRY.get(name) if isinstance(name, str) else None
     if spec is None:

@@ -1,11 +1,13 @@
 """Tasks: what a model is evaluated on. ``rl.tasks.get("retrieval").evaluate(model, dataset, conditions)`` returns
 one plain-JSON :class:`Result` per condition set; ``rl.tasks.list()`` names them (retrieval, grounding, vqa, itm,
-clavi...). Each task also gives the interactive bench the pages use (``robustlab.tasks.retrieval.RetrievalBench``),
-so a page and a sweep compute the same numbers the same way."""
+clavi...). Each task also gives the interactive bench the pages use
+(``robustlab.tasks.retrieval_bench.RetrievalBench``), so a page and a sweep compute the same numbers the same way."""
 from __future__ import annotations
 
 from robustlab.perturb.condition import Condition
-from robustlab.tasks.base import Result, Task, as_conditions, grid
+from robustlab.tasks.conditions import as_conditions, grid
+from robustlab.tasks.result import Result
+from robustlab.tasks.task import Task
 from robustlab.tasks.registry import get, list_tasks, names, register_task
 
 

@@ -13,8 +13,8 @@ condition perturbs each question (the same words on V and V′).
 from __future__ import annotations
 
 from robustlab.tasks import clavi_scoring as cl
-from robustlab.tasks.base import Task, perturb_one, perturb_text
-from robustlab.tasks.registry import register_task
+from robustlab.tasks.conditions import perturb_one, perturb_text
+from robustlab.tasks.task import Task
 from robustlab.tasks.vqa import answer_many
 
 CHUNK = 8  # pairs per model call (8 × 38 questions)
@@ -117,6 +117,6 @@ def clavi_item(model, dataset, i: int, *, seed: int = 0, method: str = "swap") -
     return {"pair": pair, "questions": qs, "answers": ans, "table": ans.consistency(), "metrics": cl.metrics([ans])}
 
 
-TASK = register_task(ClaviTask())
+TASK = ClaviTask()  # its entry in the task table (robustlab.tasks.registry.TASKS)
 
 __all__ = ["ClaviTask", "clavi_one", "clavi_item", "TASK"]

@@ -20,8 +20,8 @@ from robustlab.io.convert import to_uint8_rgb
 from robustlab.io.draw import _box_list
 from robustlab.perturb import perturb as run
 from robustlab.perturb.record import is_no_op
-from robustlab.tasks.base import Task, chunks, perturb_one, perturb_text
-from robustlab.tasks.registry import register_task
+from robustlab.tasks.conditions import perturb_one, perturb_text
+from robustlab.tasks.task import Task, chunks
 
 CHUNK = 100
 
@@ -71,7 +71,7 @@ class GroundingTask(Task):
             {"expressions": len(ious), "ious": [round(float(x), 6) for x in ious]}
 
 
-TASK = register_task(GroundingTask())
+TASK = GroundingTask()  # its entry in the task table (robustlab.tasks.registry.TASKS)
 
 
 # ---- one example: clean vs perturbed, and a severity sweep (the Grounding page) ------------------------------

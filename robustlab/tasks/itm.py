@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from robustlab.tasks.base import Task, perturb_one, perturb_text
-from robustlab.tasks.registry import register_task
+from robustlab.tasks.conditions import perturb_one, perturb_text
+from robustlab.tasks.task import Task
 
 
 def itm_many(model, visuals, texts) -> np.ndarray:
@@ -47,6 +47,6 @@ class ITMTask(Task):
                           "pos_over_neg": float((pos > neg).mean()), "chance_acc": 0.5}, {}
 
 
-TASK = register_task(ITMTask())
+TASK = ITMTask()  # its entry in the task table (robustlab.tasks.registry.TASKS)
 
 __all__ = ["ITMTask", "itm_many", "TASK"]

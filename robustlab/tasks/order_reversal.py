@@ -15,8 +15,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from robustlab.tasks.base import Task, chunks, perturb_one, perturb_text
-from robustlab.tasks.registry import register_task
+from robustlab.tasks.conditions import perturb_one, perturb_text
+from robustlab.tasks.task import Task, chunks
 from robustlab.tasks.vqa import answer_many
 
 CHUNK = 50  # pairs per model call
@@ -80,6 +80,6 @@ class OrderReversalTask(Task):
                             "chance_acc": 0.5, "chance_pair_consistency": 0.25, "yes_rate": float(np.mean(yes))}, {}
 
 
-TASK = register_task(OrderReversalTask())
+TASK = OrderReversalTask()  # its entry in the task table (robustlab.tasks.registry.TASKS)
 
 __all__ = ["OrderReversalTask", "pairs", "TASK"]

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from robustlab.tasks.base import Task, perturb_one, perturb_text
-from robustlab.tasks.registry import register_task
+from robustlab.tasks.conditions import perturb_one, perturb_text
+from robustlab.tasks.task import Task
 
 
 def image_pair(dataset, i: int) -> list:
@@ -53,6 +53,6 @@ class ReasoningTask(Task):
                    "acc_false": float(r[~lab].mean()) if (~lab).any() else None}, {"statements": len(right)}
 
 
-TASK = register_task(ReasoningTask())
+TASK = ReasoningTask()  # its entry in the task table (robustlab.tasks.registry.TASKS)
 
 __all__ = ["ReasoningTask", "image_pair", "TASK"]

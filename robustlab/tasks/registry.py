@@ -1,63 +1,77 @@
-"""The task registry: ``@register_task``, ``list_tasks()``, ``get(name)``.
+"""The task registry: one table of task names (:data:`TASKS`), ``list_tasks()``, ``get(name)``.
 
-A task module registers a :class:`~robustlab.tasks.base.Task` instance; the CLI's task choices, the pages and
-sweeps read them from here. ``list_tasks("ret*")`` takes a wildcard as timm's ``list_models`` does.
+Each task is an entry ``name -> "module:attr"`` of :data:`TASKS`, naming the :class:`~robustlab.tasks.task.Task`
+instance its module defines (``TASK = RetrievalTask()``); the module is imported at the first lookup of its name
+(``get``) or of the whole table (``list_tasks``, ``names``), so what is listed never depends on what was imported
+before. A task of a higher layer (PEELING, in the diagnostics layer) is declared in :data:`robustlab.ABOVE` and
+listed with these. ``register_task`` adds a task object at run time (a notebook's, a test's). The CLI's task
+choices, the pages and sweeps read them from here. ``list_tasks("ret*")`` takes a wildcard as timm's
+``list_models`` does.
 """
 from __future__ import annotations
 
 import fnmatch
-import importlib
 
-from robustlab.tasks.base import Task
+from robustlab.io import entries
+from robustlab.tasks.task import Task
 
-_REGISTRY: dict[str, Task] = {}
+# every task of this layer: name -> its Task instance (a newcomer finds each here); listed in name order
+TASKS = {
+    "retrieval": "robustlab.tasks.retrieval:TASK",            # text<->image or text<->video
+    "grounding": "robustlab.tasks.grounding:TASK",            # referring expression -> box
+    "vqa": "robustlab.tasks.vqa:TASK",                        # visual question answering (images or videos)
+    "itm": "robustlab.tasks.itm:TASK",                        # image/video-text matching
+    "clavi": "robustlab.tasks.clavi:TASK",                    # CLAVI's 19 questions on a video and its complement
+    "order-reversal": "robustlab.tasks.order_reversal:TASK",  # before/after on a video and its time reversal
+    "entailment": "robustlab.tasks.entailment:TASK",          # SNLI-VE visual entailment (hub fusion models)
+    "reasoning": "robustlab.tasks.reasoning:TASK",            # NLVR2 visual reasoning over two images
+}
 
-# modules whose import registers tasks (one per task; a newcomer finds each here)
-TASK_MODULES = (
-    "robustlab.tasks.retrieval",    # retrieval: text<->image or text<->video
-    "robustlab.tasks.grounding",    # grounding: referring expression -> box
-    "robustlab.tasks.vqa",          # vqa: visual question answering (images or videos)
-    "robustlab.tasks.itm",          # itm: image/video-text matching
-    "robustlab.tasks.clavi",        # clavi: CLAVI's 19 questions on a video and its action-swapped complement
-    "robustlab.tasks.order_reversal",  # order-reversal: before/after on a video and its time reversal
-    "robustlab.tasks.entailment",   # entailment: SNLI-VE visual entailment (hub fusion models)
-    "robustlab.tasks.reasoning",    # reasoning: NLVR2 visual reasoning over two images (hub fusion models)
-)
-# Tasks of a higher layer register themselves when imported, as every registry here is filled: PEELING
-# (robustlab.diagnostics.peeling, the diagnostics layer: it runs PEELING over grounding and VQA). The sweeps, the CLI
-# and the dashboard import it; so does a notebook that uses PEELING (import robustlab.diagnostics.peeling).
+_REGISTRY: dict[str, Task] = {}  # the entries loaded so far, and the tasks registered at run time
 
 
 def register_task(task: Task) -> Task:
+    """Add (or replace) a task object at run time; a task of robustlab is an entry of :data:`TASKS` instead."""
     _REGISTRY[task.name] = task
     return task
 
 
-def _ensure_loaded() -> None:
-    for mod in TASK_MODULES:
-        importlib.import_module(mod)
+def _table() -> dict[str, str]:
+    return {**TASKS, **entries.above("tasks")}
 
 
-def list_tasks(pattern: str | None = None) -> list[dict]:
-    """The registered tasks (name order), those whose name matches the wildcard ``pattern`` (fnmatch,
-    case-insensitive, as ``list_models``) when given."""
-    _ensure_loaded()
-    return [{"name": t.name, "description": t.description, "needs": list(t.needs), "kinds": list(t.kinds),
-             "options": dict(t.options)}
-            for name, t in sorted(_REGISTRY.items())
-            if not pattern or fnmatch.fnmatchcase(name.lower(), pattern.lower())]
-
-
-def get(name: str) -> Task:
-    _ensure_loaded()
-    if name not in _REGISTRY:
-        raise ValueError(f"unknown task {name!r}; tasks: {', '.join(sorted(_REGISTRY))}")
-    return _REGISTRY[name]
+def _load(name: str) -> Task | None:
+    if name not in _REGISTRY and name in _table():
+        task = entries.load(_table()[name])
+        if task.name != name:
+            raise RuntimeError(f"the task table's entry {name!r} names a task called {task.name!r}")
+        _REGISTRY[name] = task
+    return _REGISTRY.get(name)
 
 
 def names() -> list[str]:
-    _ensure_loaded()
-    return sorted(_REGISTRY)
+    """Every task's name (the table's and those registered at run time), in name order."""
+    return sorted(set(_table()) | set(_REGISTRY))
 
 
-__all__ = ["register_task", "list_tasks", "get", "names", "TASK_MODULES"]
+def list_tasks(pattern: str | None = None) -> list[dict]:
+    """The tasks (name order), those whose name matches the wildcard ``pattern`` (fnmatch, case-insensitive, as
+    ``list_models``) when given."""
+    out = []
+    for name in names():
+        if pattern and not fnmatch.fnmatchcase(name.lower(), pattern.lower()):
+            continue
+        t = _load(name)
+        out.append({"name": t.name, "description": t.description, "needs": list(t.needs), "kinds": list(t.kinds),
+                    "options": dict(t.options)})
+    return out
+
+
+def get(name: str) -> Task:
+    task = _load(name) if isinstance(name, str) else None
+    if task is None:
+        raise ValueError(f"unknown task {name!r}; tasks: {', '.join(names())}")
+    return task
+
+
+__all__ = ["register_task", "list_tasks", "get", "names", "TASKS"]

@@ -11,8 +11,8 @@ from collections import defaultdict
 
 import numpy as np
 
-from robustlab.tasks.base import Task, chunks, perturb_one, perturb_text
-from robustlab.tasks.registry import register_task
+from robustlab.tasks.conditions import perturb_one, perturb_text
+from robustlab.tasks.task import Task, chunks
 
 CHUNK = 100  # items per model call (the numbers do not depend on it; memory does)
 
@@ -62,6 +62,6 @@ class VQATask(Task):
             {"questions": len(right)}
 
 
-TASK = register_task(VQATask())
+TASK = VQATask()  # its entry in the task table (robustlab.tasks.registry.TASKS)
 
 __all__ = ["VQATask", "answer_many", "TASK"]

@@ -146,7 +146,7 @@ def _params(model):
 
 @pytest.mark.parametrize("side", ["text", "visual"])
 def test_only_layernorms_of_the_query_side_change_and_the_model_passed_in_never_does(seq, videos, side):
-    from robustlab.tasks.retrieval import RetrievalBench
+    from robustlab.tasks.retrieval_bench import RetrievalBench
 
     before, fp = _params(seq), seq.fingerprint
     tower = tower_for(seq, side, video=True)

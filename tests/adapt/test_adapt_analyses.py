@@ -31,7 +31,7 @@ def meanp():
 @pytest.fixture(scope="module")
 def bench(meanp, videos):
     """One bench for the module: the shifted videos are perturbed and encoded once."""
-    from robustlab.tasks.retrieval import RetrievalBench
+    from robustlab.tasks.retrieval_bench import RetrievalBench
 
     return RetrievalBench(meanp, videos, lazy=True)
 
@@ -190,7 +190,7 @@ def test_severity_curve_refuses_in_one_line(meanp, videos):
 # ---- the task layer's adaptation cells (sweeps): the MdR convention, the timing and the memory's accuracy ---------
 def test_retrieval_task_adaptation_cell_records_timing_memory_and_mdr(meanp, videos, bench, hat):
     from robustlab.perturb.condition import Condition
-    from robustlab.tasks.base import ADAPT, adapt_condition
+    from robustlab.tasks.conditions import ADAPT, adapt_condition
     from robustlab.tasks.registry import get as get_task
 
     conds = {"visual": Condition("gaussian_noise", 3), ADAPT: adapt_condition("hat-vtr", {"steps": 2})}

@@ -41,13 +41,13 @@ def test_a_retrained_checkpoint_runs_its_rows_again(tmp_path, monkeypatch):
     import robustlab.datasets
     import robustlab.models
     import robustlab.tasks.registry
-    import robustlab.tasks.retrieval
+    import robustlab.tasks.retrieval_bench
 
     monkeypatch.setattr(robustlab.models, "load_model",
                         lambda spec, device="cpu": SimpleNamespace(spec=spec, fingerprint=fp))
     monkeypatch.setattr(robustlab.datasets, "build", lambda *a, **k: None)
     monkeypatch.setattr(robustlab.tasks.registry, "get", lambda name: Task())
-    monkeypatch.setattr(robustlab.tasks.retrieval, "RetrievalBench", lambda *a, **k: None)
+    monkeypatch.setattr(robustlab.tasks.retrieval_bench, "RetrievalBench", lambda *a, **k: None)
     args = SimpleNamespace(kind="image", models=["m", "k", "u"], n=4, seed=5, severities=[1], perturbations=[],
                            perturb_seed=0, threads=0, out=str(out), size=None)
     monkeypatch.setattr(b, "perturbations", lambda kind: [])
@@ -72,13 +72,13 @@ def test_the_render_size_is_part_of_the_run(tmp_path, monkeypatch):
     import robustlab.datasets
     import robustlab.models
     import robustlab.tasks.registry
-    import robustlab.tasks.retrieval
+    import robustlab.tasks.retrieval_bench
 
     monkeypatch.setattr(robustlab.models, "load_model",
                         lambda spec, device="cpu": SimpleNamespace(spec=spec, fingerprint="2" * 16))
     monkeypatch.setattr(robustlab.datasets, "build", lambda *a, **k: built.append(k))
     monkeypatch.setattr(robustlab.tasks.registry, "get", lambda name: Task())
-    monkeypatch.setattr(robustlab.tasks.retrieval, "RetrievalBench", lambda *a, **k: None)
+    monkeypatch.setattr(robustlab.tasks.retrieval_bench, "RetrievalBench", lambda *a, **k: None)
     monkeypatch.setattr(b, "perturbations", lambda kind: [])
     monkeypatch.setattr(b, "unavailable", lambda kind: [])
     out = tmp_path / "v.json"

@@ -21,7 +21,7 @@ from robustlab.bench.report import (
 )
 from robustlab.metrics.retrieval import rsum
 from robustlab.metrics.robustness import robustness, robustness_table
-from robustlab.tasks.base import Result
+from robustlab.tasks.result import Result
 
 DS = {"name": "builtin-videos", "root": None, "split": "test", "n": 50, "options": {}}
 

@@ -14,7 +14,7 @@ from robustlab.bench.report_figures import marker_sizes
 from robustlab.bench.spec import SweepSpec
 from robustlab.metrics import bootstrap as bs
 from robustlab.metrics.retrieval import summarize_ranks
-from robustlab.tasks.base import Result
+from robustlab.tasks.result import Result
 
 DS = {"name": "builtin-videos", "root": None, "split": "test", "n": 40, "options": {}}
 N = 40

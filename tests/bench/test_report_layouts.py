@@ -3,7 +3,7 @@ import pytest
 
 from robustlab.bench.protocol import load_protocol
 from robustlab.bench.report_data import RunData, report_tables
-from robustlab.tasks.base import Result
+from robustlab.tasks.result import Result
 
 M = "builtin:tiny-clip-video-seqtransf"
 

@@ -9,7 +9,7 @@ import pytest
 from robustlab.bench import (Cell, SweepError, SweepSpec, condition_grid, parse_adapt, pending,
                                     run_sweep)
 from robustlab.perturb.condition import Condition
-from robustlab.tasks.base import ADAPT, adapt_condition, conditions_json, normalize
+from robustlab.tasks.conditions import ADAPT, adapt_condition, conditions_json, normalize
 
 MODEL = "builtin:tiny-clip-video-meanp"
 
@@ -145,7 +145,7 @@ def test_adapt_table_layout_means_best_and_fallbacks(tmp_path):
     method per row (never the diagnostic oracle), and clean / shifted from the adaptation cells' own record when
     the run lacks those cells."""
     from robustlab.bench.report import load_run, report_tables
-    from robustlab.tasks.base import Result
+    from robustlab.tasks.result import Result
 
     def c(v=None, vs=0, t=None, ts=0, a=None):
         d = {"visual": {"name": v, "severity": vs, "seed": 0} if v else {"name": None},

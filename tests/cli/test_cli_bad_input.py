@@ -273,7 +273,7 @@ def test_n_10_to_the_12_in_a_fresh_process_exits_2_with_one_line(tmp_path):
 
 
 def test_a_full_disk_while_eval_writes_is_one_line(tmp_path, capsys, monkeypatch):
-    import robustlab.tasks.base as base
+    import robustlab.tasks.result as base
 
     def full(path, data, **kw):
         raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))

@@ -175,7 +175,7 @@ def test_on_disk_entries_live_under_the_fingerprint(cache):
 
 
 def test_results_record_the_fingerprint():
-    from robustlab.tasks.base import model_identity
+    from robustlab.tasks.result import model_identity
 
     m = _model(11)
     assert model_identity(m) == ("builtin:tiny-clip", m.fingerprint)

@@ -22,7 +22,7 @@ from robustlab.models import load_model
 from robustlab.perturb import perturb
 from robustlab.perturb.condition import Condition
 from robustlab.tasks.registry import get as get_task
-from robustlab.tasks.retrieval import RetrievalBench
+from robustlab.tasks.retrieval_bench import RetrievalBench
 
 ROOT = Path(__file__).resolve().parents[2]
 N = 12

@@ -227,7 +227,7 @@ def test_other_parameter_kinds_and_resolve():
 
 def test_the_sweep_axis_refuses_the_same_values():
     from robustlab.bench import SweepError, parse_adapt
-    from robustlab.tasks.base import adapt_condition
+    from robustlab.tasks.conditions import adapt_condition
 
     with pytest.raises(SweepError, match=r"^--adapt-param batch_size=1e999: not a finite number$"):
         parse_adapt("tent", ["batch_size=1e999"])  # the one parser, as on the command line

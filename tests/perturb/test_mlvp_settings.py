@@ -1,5 +1,6 @@
 """MLVP (Zhang et al.) query-shift settings: the ``mlvp`` text variants at the paper's one level per family, the
-similarity gate (MLVP keeps the last attempt, as its code; Qiu's paper drops the sample), and the mixed conditions of App. D.2 (Tables 17-18)."""
+similarity gate (MLVP keeps the last attempt, as its code; Qiu's paper drops the sample), and the mixed conditions
+of App. D.2 (Tables 17-18)."""
 from __future__ import annotations
 
 import json

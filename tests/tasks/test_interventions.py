@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from robustlab.models import interventions as I
-from robustlab.tasks.base import conditions_json, normalize
+from robustlab.tasks.conditions import conditions_json, normalize
 from vilt_helpers import _random_vilt, _tiny_vilt
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -4,7 +4,8 @@ import pytest
 from robustlab.datasets.synthetic.datasets import builtin_gallery
 from robustlab.datasets.uploads import Gallery
 from robustlab.engine import EmbeddingCache
-from robustlab.tasks.retrieval import Condition, RetrievalBench
+from robustlab.perturb.condition import Condition
+from robustlab.tasks.retrieval_bench import RetrievalBench
 
 
 @pytest.fixture(scope="module")

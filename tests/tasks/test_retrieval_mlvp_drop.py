@@ -8,7 +8,9 @@ import numpy as np
 from robustlab.datasets.synthetic.datasets import builtin_gallery
 from robustlab.engine import EmbeddingCache
 from robustlab.perturb.text import resources as R
-from robustlab.tasks.retrieval import Condition, RetrievalBench, RetrievalTask
+from robustlab.perturb.condition import Condition
+from robustlab.tasks.retrieval import RetrievalTask
+from robustlab.tasks.retrieval_bench import RetrievalBench
 
 
 def _words(t: str) -> tuple:

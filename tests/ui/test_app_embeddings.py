@@ -10,7 +10,8 @@ from streamlit.testing.v1 import AppTest
 from robustlab.diagnostics import views
 from robustlab.export import selection
 from robustlab.export.basket import Basket
-from robustlab.tasks.retrieval import Condition, RetrievalBench
+from robustlab.perturb.condition import Condition
+from robustlab.tasks.retrieval_bench import RetrievalBench
 
 TIMEOUT = 240
 

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from streamlit.web.server.app_discovery import discover_asgi_app
 
-import robustlab.tasks.retrieval as retrieval
+import robustlab.tasks.retrieval_bench as retrieval
 import ui
 from robustlab.perturb.condition import Condition
 from ui import operator, warmup

@@ -279,5 +279,11 @@ def builtin_video_gallery(n: int = 200, seed: int = world.DEMO_SEED, size: int =
     return SyntheticVideos("demo", n=n, seed=seed, size=size, cache_dir=cache_dir, progress=progress)
 
 
+def event_clip(seed: int, index: int, px: int) -> np.ndarray:
+    """A clip of mlvp_event_insertion's corpus: the synthetic world's event video ``(seed, index)`` at ``px`` pixels
+    (named in :data:`robustlab.ABOVE`: the perturbation sits below the datasets and so does not import them)."""
+    return world.render_video(world.sample_video(seed, index), size=px)
+
+
 __all__ = ["SyntheticScenes", "SyntheticRefs", "SyntheticVideos", "builtin_gallery", "builtin_video_gallery",
-           "SPLIT_SEEDS", "BUILTIN_VIDEO_FPS", "BUILTIN_MAX_N"]
+           "SPLIT_SEEDS", "BUILTIN_VIDEO_FPS", "BUILTIN_MAX_N", "event_clip"]

@@ -118,8 +118,8 @@ from robustlab.diagnostics.peeling.records import (  # noqa: F401
     summarize,
 )
 from robustlab.models.registry import load_model
-from robustlab.tasks.base import Task, perturb_one, perturb_text
-from robustlab.tasks.registry import register_task
+from robustlab.tasks.conditions import perturb_one, perturb_text
+from robustlab.tasks.task import Task
 from robustlab.diagnostics.peeling.uniqueness import (  # noqa: F401
     CHUNK, QUERIES, RELEASED_TEMPLATES, TEMPLATES, Uniqueness, count_is_one, judge, questions_for, says_no,
     uniqueness_many, vqa_function, world_matches, world_valid,
@@ -379,7 +379,7 @@ def _example(t) -> dict:
                                        "pred_box", "iou", "issue", "reduce_iou", "orig_iou", "seed")}
 
 
-TASK = register_task(PeelingTask())
+TASK = PeelingTask()  # its entry in the task table (robustlab.ABOVE["tasks"])
 
 
 __all__ = ["PeelingTask", "TASK",

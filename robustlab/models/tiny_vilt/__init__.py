@@ -94,8 +94,6 @@ class TinyVilt(Fingerprinted):
         self.n_heads = int(self.cfg["heads"])
         self.n_frames = int(self.cfg["n_frames"])
         self.image_size = int(self.cfg["image_size"])
-        self.description = ("tiny-vilt: single-stream fusion transformer over MiniLM word embeddings and "
-                            "tiny-clip CNN feature grids")
         tok, enc = load_minilm()
         self.tokenizer = tok
         self.word_emb = enc.embeddings.word_embeddings.weight.detach().to(self.device)

@@ -2,7 +2,7 @@
 
 Pixel-unit parameters (defocus radius, glass displacement, motion radius) are the papers' values for ~224 px
 images and are applied unchanged at any size (digest D05); zoom factors are relative by definition. Their listing
-order is declared in :mod:`robustlab.perturb.order`, not by this file's layout.
+order is declared in :mod:`robustlab.perturb.table`, not by this file's layout.
 """
 from __future__ import annotations
 

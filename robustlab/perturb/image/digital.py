@@ -1,6 +1,6 @@
 """Digital perturbations (ImageNet-C family): jpeg_compression, pixelate, contrast (V15), elastic_transform (V16).
 
-Their listing order is declared in :mod:`robustlab.perturb.order`, not by this file's layout.
+Their listing order is declared in :mod:`robustlab.perturb.table`, not by this file's layout.
 """
 from __future__ import annotations
 

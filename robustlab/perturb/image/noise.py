@@ -2,7 +2,7 @@
 
 All four are element-wise, so they are registered ``batched=True``: a T×H×W×3 video is perturbed in one
 vectorised call with fresh noise for every frame. Their listing order is declared in
-:mod:`robustlab.perturb.order`, not by this file's layout.
+:mod:`robustlab.perturb.table`, not by this file's layout.
 """
 from __future__ import annotations
 

@@ -8,6 +8,7 @@ from collections.abc import Callable
 
 import numpy as np
 
+from robustlab.io import entries
 from robustlab.perturb.registry import register
 from robustlab.perturb.video._common import frames_of, take
 from robustlab.perturb.video.mlvp.common import SRC, _tags
@@ -107,25 +108,34 @@ def mlvp_occlusion(x: np.ndarray, params: dict, rng: np.random.Generator) -> np.
 
 CORPUS_SEED, CORPUS_SIZE, CORPUS_PX = 4242, 32, 64
 # The corpus' clips come from robustlab's synthetic world, which belongs to the datasets, a layer above this one:
-# the world is handed down (``set_event_clips``, called by ``robustlab/__init__``) instead of imported from here.
+# the facade declares it (robustlab.ABOVE["event_clips"]) and it is imported by name at the corpus' first use;
+# ``set_event_clips`` puts another source in its place (None: back to the declared one).
 _EVENT_CLIPS: Callable[[int, int, int], np.ndarray] | None = None
 
 
 def set_event_clips(clip: Callable[[int, int, int], np.ndarray] | None) -> None:
-    """Make ``clip(seed, index, px)`` (a T×px×px×3 uint8 clip) the source of :func:`event_corpus`'s clips.
-    ``import robustlab`` sets the synthetic world's ``render_video(sample_video(seed, index), size=px)``."""
+    """Make ``clip(seed, index, px)`` (a T×px×px×3 uint8 clip) the source of :func:`event_corpus`'s clips; None
+    restores the declared one (the synthetic world's ``render_video(sample_video(seed, index), size=px)``)."""
     global _EVENT_CLIPS
     _EVENT_CLIPS = clip
     event_corpus.cache_clear()
 
 
+def _event_clips() -> Callable[[int, int, int], np.ndarray]:
+    if _EVENT_CLIPS is not None:
+        return _EVENT_CLIPS
+    declared = entries.above("event_clips")
+    if not declared:
+        raise RuntimeError("mlvp_event_insertion has no corpus of event clips: call "
+                           "robustlab.perturb.video.mlvp.set_event_clips")
+    return entries.load(next(iter(declared.values())))
+
+
 @functools.lru_cache(maxsize=2)
 def event_corpus(seed: int = CORPUS_SEED, n: int = CORPUS_SIZE, px: int = CORPUS_PX):
     """The built-in corpus of event clips (robustlab's synthetic world) and their embeddings (see ``embed``)."""
-    if _EVENT_CLIPS is None:
-        raise RuntimeError("mlvp_event_insertion has no corpus of event clips: import robustlab (it sets the "
-                           "synthetic world's) or call robustlab.perturb.video.mlvp.set_event_clips")
-    clips = tuple(_EVENT_CLIPS(seed, i, px) for i in range(n))
+    clip = _event_clips()
+    clips = tuple(clip(seed, i, px) for i in range(n))
     emb = np.stack([embed(c) for c in clips])
     return clips, emb
 
