@@ -63,7 +63,7 @@ COMMANDS = {
     "datasets": "listing:cmd_datasets", "tasks": "listing:cmd_tasks", "train": "train:cmd_train",
     "eval": "evaluate:cmd_eval", "perturb": "perturb:cmd_perturb", "regenerate": "regenerate:cmd_regenerate",
     "hubness": "hubness:cmd_hubness", "bench": "bench:cmd_bench", "bench-report": "bench:cmd_bench_report",
-    "failures": "failures:cmd_failures",
+    "failures": "failures:cmd_failures", "search": "search:cmd_search",
     "adapt": "adapt:cmd_adapt", "protocols": "protocols:cmd_protocols",
     "quag-sim": "analyses:cmd_quag_sim", "clavi-distance": "analyses:cmd_clavi_distance",
     "peeling": "peeling:cmd_peeling",
@@ -87,7 +87,8 @@ def _home(where: str):
 
 # what each command's --out names: a folder it fills, or one file it writes (checked before any work)
 OUT_KINDS = {"eval": "folder", "perturb": "folder", "regenerate": "folder", "bench": "folder", "failures": "folder",
-             "bench-report": "folder", "adapt": "file", "quag-sim": "file", "clavi-distance": "file", "train": "file"}
+             "bench-report": "folder", "search": "folder", "adapt": "file", "quag-sim": "file",
+             "clavi-distance": "file", "train": "file"}
 
 
 def _precheck(args) -> str | None:

@@ -11,13 +11,12 @@ from tqdm.auto import tqdm
 from robustlab.bench import SweepCancelled, SweepError
 from robustlab.cli.common import err, msg
 from robustlab.failures import FailureMap, failures
-from robustlab.failures.breaking import REFINE_NOT_DONE
 
 
 def cmd_failures(args) -> int:
     # the flags that need no work first: one line, nothing written
-    if args.refine:
-        return err(REFINE_NOT_DONE)
+    if not 1 <= args.refine_steps <= 20:
+        return err(f"--refine-steps must be in 1..20, got {args.refine_steps}")
     if args.k is not None and args.k < 1:
         return err(f"--k must be at least 1 (the ground truth fails when it leaves the top k), got {args.k}")
     if args.n is not None and args.n < 1:
@@ -40,7 +39,8 @@ def cmd_failures(args) -> int:
                         baseline=args.baseline, root=args.root, split=args.split, n=args.n, seed=args.seed,
                         options={"trust_pickle": True} if args.trust_pickle else None, out=args.out,
                         engine=args.engine, perturb_seed=args.perturb_seed, device=args.device,
-                        progress=progress, address=args.address, num_cpus=args.num_cpus)
+                        progress=progress, address=args.address, num_cpus=args.num_cpus, refine=args.refine,
+                        refine_steps=args.refine_steps, slices=not args.no_slices)
     except (SweepError, SweepCancelled, KeyError, ValueError) as e:
         return err(msg(e))
     finally:

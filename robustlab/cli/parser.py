@@ -115,7 +115,7 @@ def _failures_parser(sub) -> None:
     f.add_argument("--baseline", default=None, help="a second model: each example also says whether it breaks for "
                                                     "one model and not the other")
     add_dataset_args(f, default=None)
-    f.add_argument("--task", default="retrieval", help="retrieval (default) or grounding")
+    f.add_argument("--task", default="retrieval", help="retrieval (default), grounding or vqa")
     f.add_argument("--protocol", default=None, metavar="NAME|FILE",
                    help="a paper's protocol (`robustlab protocols`): its perturbations with variants and severities "
                         "(--perturbations / --severities narrow or override them)")
@@ -127,8 +127,10 @@ def _failures_parser(sub) -> None:
                    help="retrieval: who queries whom (default t2i, or t2v for videos)")
     f.add_argument("--k", type=int, default=1, help="retrieval: the example fails when its ground truth leaves the "
                                                     "top k (default 1)")
-    f.add_argument("--refine", action="store_true", help="bisect to the breaking parameter value (not done yet: "
-                                                         "refused in one line)")
+    f.add_argument("--refine", action="store_true", help="bisect each broken example between its last holding and "
+                                                         "first failing severity to the breaking parameter value")
+    f.add_argument("--refine-steps", type=int, default=6, help="--refine: bisection steps (default 6)")
+    f.add_argument("--no-slices", action="store_true", help="skip the slices (groups of items that break together)")
     f.add_argument("--perturb-seed", type=int, default=0, help="item i gets seed S + i")
     f.add_argument("--out", default=None, help="the run folder: the sweep's cells and failures.json (rerun with the "
                                                "same folder to resume; default a folder in the cache)")
@@ -139,6 +141,30 @@ def _failures_parser(sub) -> None:
     f.add_argument("--top", type=int, default=5, help="without --json: examples listed per perturbation (default 5)")
     f.add_argument("--json", action="store_true", help="print the failure map as one JSON object on stdout")
     f.add_argument("--quiet", action="store_true", help="no progress bar")
+
+
+def _search_parser(sub) -> None:
+    s = sub.add_parser("search", help="the weakest change that breaks each example: a budgeted search over the "
+                                      "catalogue (single perturbations, image x text pairs, gated text edits)",
+                       description="For every example (a query that holds clean), the weakest change of its own "
+                                   "inputs that breaks it, weakest = lowest largest severity, then sum, then fewer "
+                                   "parts; ranked; --out DIR exports the broken ones as a suite that `robustlab "
+                                   "regenerate DIR` rebuilds bit for bit and re-scores (docs/failures.md).")
+    s.add_argument("--model", default="builtin:tiny-clip", help="a model spec (image retrieval)")
+    add_dataset_args(s, default=None)
+    s.add_argument("--direction", default="t2i", choices=["t2i", "i2t"])
+    s.add_argument("--k", type=int, default=1, help="an example breaks when its ground truth leaves the top k")
+    s.add_argument("--visual", default=None, help="image perturbations to search (default: the ImageNet-C set)")
+    s.add_argument("--text", default=None, help="text edits to search (default: the gated EDA edits)")
+    s.add_argument("--pair-max", type=int, default=2, help="visual x text pairs up to this severity each (0: none)")
+    s.add_argument("--budget", type=int, default=5000, help="model evaluations at most (default 5000)")
+    s.add_argument("--perturb-seed", type=int, default=0)
+    s.add_argument("--out", default=None, help="export the broken examples as a suite into this folder")
+    s.add_argument("--top", type=int, default=None, help="--out: only the TOP weakest")
+    s.add_argument("--list", type=int, default=10, help="without --json: broken examples listed (default 10)")
+    s.add_argument("--device", default=None)
+    s.add_argument("--json", action="store_true", help="print the result as one JSON object on stdout")
+    s.add_argument("--quiet", action="store_true", help="no progress bar")
 
 
 def _eval_args(e) -> None:
@@ -349,6 +375,7 @@ def build_parser() -> argparse.ArgumentParser:
     hb.add_argument("--json", action="store_true")
     _bench_parser(sub)
     _failures_parser(sub)
+    _search_parser(sub)
     _analysis_parsers(sub)
     _peeling_parser(sub)
 

@@ -2,6 +2,8 @@
 from __future__ import annotations
 
 import json
+import sys
+from pathlib import Path
 
 from tqdm.auto import tqdm
 
@@ -42,4 +44,25 @@ def cmd_regenerate(args) -> int:
         return err(write_error)
     if not results:
         return err("the manifest lists no examples", 1)
+    if (Path(args.export) / "suite.json").is_file() and not bad:  # an adversarial suite: re-score it too
+        return _rescore(args.export, args.json)
     return 1 if bad else 0
+
+
+def _rescore(src, as_json: bool) -> int:
+    """Re-score a suite (robustlab.failures.suite): each example's rank from its regenerated inputs."""
+    from robustlab.failures.suite import rescore_suite  # start-up: torch, only for a suite folder
+
+    try:
+        rows = rescore_suite(src)
+    except (OSError, ValueError, KeyError) as e:
+        return err(f"re-scoring the suite: {e}")
+    same = [r for r in rows if r["same"] and r["breaks"]]
+    if as_json:
+        print(json.dumps({"rescored": rows}), file=sys.stderr)  # stdout holds the regeneration's JSON
+    else:
+        print(f"{len(same)}/{len(rows)} suite example(s) re-scored: the same rank, still broken")
+        for r in rows:
+            if not (r["same"] and r["breaks"]):
+                print(f"  {r['id']}: rank {r['rank']}, recorded {r['recorded']}")
+    return 0 if len(same) == len(rows) else 1

@@ -4,6 +4,8 @@
     >>> fmap = rl.failures("builtin:tiny-clip", "builtin", n=50, perturbations="gaussian_noise,defocus_blur")
     >>> fmap.items[0]      # {"item", "id", "perturbation", "breaks_at", "ranks", "thief", ...}
     >>> fmap.save("runs/failures")   # failures.json next to the sweep's cells
+    >>> res = rl.failures.search("builtin:tiny-clip", "builtin", n=20, budget=3000)   # the weakest breaking changes
+    >>> rl.failures.export_suite(res, "runs/suite")      # `robustlab regenerate runs/suite` rebuilds and re-scores
 
 This package is callable: ``robustlab.failures(...)`` (``rl.failures``) is :func:`failures`, and ``import
 robustlab.failures.breaking`` still works (as ``rl.perturb``). It sits above the sweeps (``robustlab.bench``) and
@@ -14,9 +16,14 @@ import types
 
 from robustlab.failures.breaking import (FILE, HUB_SIZE, IOU_HIT, SCHEMA, SCHEMA_PATH, TASKS, FailureError,
                                          FailureMap, failure_spec, failures, resolve_perturbations, schema)
+from robustlab.failures.refine import refine_items
+from robustlab.failures.adversarial import SearchResult, candidates, search
+from robustlab.failures.slicing import dataset_attributes, failure_slices
+from robustlab.failures.suite import export_suite, rescore_suite
 
 __all__ = ["failures", "FailureMap", "FailureError", "failure_spec", "resolve_perturbations", "schema", "SCHEMA",
-           "SCHEMA_PATH", "TASKS", "IOU_HIT", "HUB_SIZE", "FILE"]
+           "SCHEMA_PATH", "TASKS", "IOU_HIT", "HUB_SIZE", "FILE", "failure_slices", "dataset_attributes",
+           "refine_items", "search", "SearchResult", "candidates", "export_suite", "rescore_suite"]
 
 
 class _CallablePackage(types.ModuleType):

@@ -15,7 +15,9 @@ sweep folder (``robustlab bench report DIR`` reports it). What "fails" means per
   Hubness page's N_k ≥ 2k).
 * **grounding** — the predicted box is no hit: IoU ≤ 0.5 (``acc@0.5`` counts IoU > 0.5). A grounding cell keeps
   every expression's IoU (``extra["ious"]``). No thief.
-* **vqa** (a wrong answer) is not done: VQA cells keep no per-question answers yet; the task is refused in one line.
+* **vqa** — the answer is wrong (compared as the VQA task compares it: exactly, lower-cased and stripped). A VQA
+  cell keeps every question's 1/0 (``extra["correct"]``) and the answer given (``extra["answers"]``); an item's
+  ``scores`` are 1 / 0 per severity and ``answers`` the answers given. No thief.
 
 ``breaks_at`` is the lowest swept severity at which the example fails, ``0`` when it fails on the clean input
 already, ``None`` when it holds at every severity; ``monotone`` says whether it stays failed at every higher swept
@@ -24,9 +26,10 @@ caption index``, a grounding expression ``perturb_seed + item``), so ``rl.pertur
 seed=seed)`` regenerates it bit for bit.
 
 The result is a :class:`FailureMap` (``.items``, ``.slices``, ``.to_json()``, ``.save(dir)``), whose JSON is
-documented with a JSON Schema (``robustlab/failures/schema.json``, docs/failures.md). ``slices=`` is the hook where
-the slice finder (``robustlab.failures.slices``) plugs in: a function ``(FailureMap, dataset, model) -> list[dict]``
-(the output's ``"slices"``; ``[]`` without one).
+documented with a JSON Schema (``robustlab/failures/schema.json``, docs/failures.md). The slices are computed by
+default (:func:`robustlab.failures.slicing.failure_slices`; ``slices=False``: none; a function ``(FailureMap,
+dataset, model) -> list[dict]`` replaces the finder); ``refine=True`` adds each broken example's breaking parameter
+value (:mod:`robustlab.failures.refine`). The cell reading is :mod:`robustlab.failures.items`.
 """
 from __future__ import annotations
 
@@ -52,23 +55,15 @@ from robustlab.perturb import get_perturbation
 from robustlab.tasks.conditions import AXES
 from robustlab.tasks.registry import get as get_task
 from robustlab.tasks.retrieval_bench import DIRECTIONS
+from robustlab.failures.common import HUB_SIZE, IOU_HIT, TASKS, FailureError
+from robustlab.failures.items import (_breaks, _expand, _items, _retrieval_arrays, _summary,  # noqa: F401
+                                      _thieves, _with_baseline)  # (_breaks, _expand, _retrieval_arrays: tests)
+from robustlab.failures.refine import refine_items
+from robustlab.failures.slicing import failure_slices
 
 SCHEMA = 1
 SCHEMA_PATH = Path(__file__).with_name("schema.json")
 FILE = "failures.json"
-#: what fails, per task: "rank" (retrieval: the ground truth's rank above k), "iou" (grounding: IoU ≤ 0.5)
-TASKS = {"retrieval": "rank", "grounding": "iou"}
-IOU_HIT = 0.5  # grounding: a hit is IoU > 0.5 (acc@0.5); a failure is anything else
-HUB_SIZE = 2.0  # a hub: k-occurrence ≥ HUB_SIZE × its mean (robustlab.diagnostics.hubness.hubs, hub_size = 2)
-NOT_DONE = {
-    "vqa": "failures for vqa are not done yet: VQA cells keep no per-question answers; tasks: retrieval, grounding",
-}
-REFINE_NOT_DONE = ("--refine is not done yet: the perturbation registry cannot run (or regenerate) a perturbation at "
-                   "a parameter between two severities; the breaking severities are computed without it")
-
-
-class FailureError(SweepError):
-    """A failure map that cannot be made as asked (one line)."""
 
 
 # ------------------------------------------------------------------------------------------------ the result
@@ -77,8 +72,9 @@ class FailureMap:
     """A failure map: per example and perturbation, its breaking severity (:mod:`robustlab.failures.breaking`).
 
     ``items``: one dict per (example, perturbation), JSON-ready (severity keys are strings, ``"0"`` the clean
-    input); ``slices``: what the ``slices=`` hook returned (``[]`` without one); ``status``: the sweep's run
-    (cells run and reused; not part of the JSON, which depends on the inputs only)."""
+    input); ``slices``: the slices (``[]`` with ``slices=False``; ``slices_note`` says why when computing them
+    failed); ``status``: the sweep's run (cells run and reused; not part of the JSON, which depends on the inputs
+    only)."""
 
     model: str
     dataset: dict
@@ -98,6 +94,8 @@ class FailureMap:
     protocol: Optional[str] = None
     perturb_seed: int = 0
     out: Optional[str] = None
+    refine_steps: Optional[int] = None
+    slices_note: Optional[str] = None
     status: Optional[SweepStatus] = field(default=None, repr=False, compare=False)
 
     def to_json(self) -> dict:
@@ -108,7 +106,8 @@ class FailureMap:
                 "perturbations": list(self.perturbations), "protocol": self.protocol,
                 "perturb_seed": self.perturb_seed, "n": self.n, "examples": self.examples, "items": list(self.items),
                 "slices": list(self.slices), "summary": list(self.summary), "thieves": list(self.thieves),
-                "out": self.out}
+                "out": self.out, "refine_steps": self.refine_steps,
+                "slices_note": self.slices_note}
 
     def save(self, out) -> Path:
         """Write ``failures.json`` into the folder ``out`` (atomically) and return its path."""
@@ -117,7 +116,8 @@ class FailureMap:
     @classmethod
     def from_json(cls, d: dict) -> "FailureMap":
         keys = ("model", "dataset", "task", "metric", "direction", "k", "severities", "perturbations", "n",
-                "examples", "items", "slices", "summary", "thieves", "baseline", "protocol", "perturb_seed", "out")
+                "examples", "items", "slices", "summary", "thieves", "baseline", "protocol", "perturb_seed", "out",
+                "refine_steps", "slices_note")
         return cls(**{k: d.get(k) for k in keys if k in d})
 
     @classmethod
@@ -275,7 +275,7 @@ def failures(model: str, dataset=None, *, task: str = "retrieval", perturbations
              worst: int = 3, progress: Optional[Callable[[dict], None]] = None,
              cancel: Optional[threading.Event] = None, cache=None, address: Optional[str] = None,
              num_cpus: Optional[int] = None,
-             slices: Optional[Callable[["FailureMap", object, object], list]] = None) -> FailureMap:
+             slices=True, refine_steps: int = 6) -> FailureMap:
     """The breaking point of every example of ``dataset`` under every perturbation (module docstring).
 
     ``model`` / ``baseline``: model specs (``builtin:tiny-clip``...); with a baseline, each item also says whether
@@ -287,15 +287,16 @@ def failures(model: str, dataset=None, *, task: str = "retrieval", perturbations
     t2i / i2t / t2v / v2t (default t2i, t2v for videos); ``k``: the top-k the ground truth must stay in.
     ``out``: the sweep folder (cells, ``sweep.json``) and ``failures.json``; default a folder per dataset in the
     cache (resumable too). ``engine``: "local" or "ray" (``address``, ``num_cpus`` as the sweep's).
-    ``slices(fmap, dataset, model) -> list[dict]``: the hook where slices are computed (``FailureMap.slices``;
-    ``[]`` without it): the failure map, the dataset as swept and the loaded model (whose clean and perturbed
-    embeddings the embedding cache holds). Every bad input is a one-line :class:`FailureError` (a SweepError)
-    before anything is written."""
+    ``slices``: True (default) computes the slices (:func:`robustlab.failures.slicing.failure_slices`: discovered
+    from the model's embeddings and captions, and by the dataset's attributes where it has them); False / None
+    none (``[]``); a function ``(fmap, dataset, model) -> list[dict]`` is the hook where slices are computed: the
+    failure map, the dataset as swept and the loaded model (whose clean and perturbed embeddings the embedding
+    cache holds). ``refine``: bisect each broken example's breaking parameter value between its last passing and
+    first failing severity, ``refine_steps`` steps (:mod:`robustlab.failures.refine`; the item's ``"refined"``).
+    Every bad input is a one-line :class:`FailureError` (a SweepError) before anything is written."""
     k = _check_k(k)
-    if refine:
-        raise FailureError(REFINE_NOT_DONE)
-    if task in NOT_DONE:
-        raise FailureError(NOT_DONE[task])
+    if isinstance(refine_steps, bool) or not isinstance(refine_steps, int) or not 1 <= refine_steps <= 20:
+        raise FailureError(f"refine_steps must be an integer in 1..20, got {refine_steps!r}")
     try:
         get_task(task)
     except KeyError as e:
@@ -339,8 +340,16 @@ def failures(model: str, dataset=None, *, task: str = "retrieval", perturbations
                                    and it["axis"] == pert[0][0]),
                       items=items, summary=_summary(items, pert, sevs), thieves=_thieves(items, ds),
                       out=str(where), status=status)
-    if slices is not None:  # the slice finder (robustlab.failures.slices) plugs in here
-        fmap.slices = list(slices(fmap, ds, loaded[models[0]]) or [])
+    if refine:
+        fmap.items = refine_items(fmap, ds, loaded[models[0]], steps=refine_steps, cache=cache)
+        fmap.refine_steps = int(refine_steps)
+    if slices is True:
+        slices = failure_slices
+    if slices:  # the slice finder (robustlab.failures.slicing) plugs in here
+        try:
+            fmap.slices = list(slices(fmap, ds, loaded[models[0]]) or [])
+        except (ValueError, RuntimeError, KeyError, OSError) as e:  # the map stands; the note says why no slices
+            fmap.slices, fmap.slices_note = [], f"no slices: {str(e.args[0]) if e.args else e}"
     if out is not None:
         fmap.save(where)
     return fmap
@@ -368,6 +377,10 @@ def _prepare(model, baseline, ds_opts: dict, task: str, perturbations, severitie
         if k > gallery:
             raise FailureError(f"k {k} is larger than the gallery: {direction} ranks {gallery} "
                                f"{'items' if direction[0] == 't' else 'captions'} of {ds.name}")
+    elif task == "vqa":
+        if not any(ds.item(i).questions for i in range(len(ds))):
+            raise FailureError(f"{ds.name} has no ground truth for vqa: no item has a question with its answer")
+        k = None
     else:
         if not any(ds.item(i).refs for i in range(len(ds))):
             raise FailureError(f"{ds.name} has no ground truth for grounding: no item has a referring expression "
@@ -395,172 +408,5 @@ def _read_cells(out: Path, spec: SweepSpec, model: str) -> dict:
     return cells
 
 
-def _expand(values, dropped: list, total: int, path: str) -> list:
-    """A per-query list with the dropped queries (MLVP's similarity gate) put back as None."""
-    values = list(values)
-    if len(values) + len(dropped) != total:
-        raise FailureError(f"{path} holds {len(values)} per-query values, expected {total - len(dropped)} "
-                           "(a cell of another dataset?); delete it and rerun")
-    if not dropped:
-        return values
-    it = iter(values)
-    gone = set(int(j) for j in dropped)
-    return [None if q in gone else next(it) for q in range(total)]
-
-
-def _retrieval_arrays(cell: dict, direction: str, queries: int) -> tuple[list, Optional[list]]:
-    ex = cell.get("extra") or {}
-    name = (ex.get("cell") or "?") + ".json"
-    ranks = (ex.get("ranks") or {}).get(direction)
-    if not isinstance(ranks, list):
-        raise FailureError(f"cells/{name} keeps no per-query ranks for {direction} (written by an older robustlab); "
-                           "delete it and rerun")
-    drop = list((ex.get("dropped") or {}).get("queries") or []) if direction[0] == "t" else []
-    top = (ex.get("top1") or {}).get(direction)
-    return (_expand(ranks, drop, queries, f"cells/{name}"),
-            _expand(top, drop, queries, f"cells/{name}") if isinstance(top, list) else None)
-
-
-def _breaks(values: dict, fails: Callable) -> tuple[Optional[int], bool]:
-    """(breaking severity, monotone) of ``{severity: value}`` (severity 0 is clean)."""
-    sev = sorted(values)
-    bad = [s for s in sev if values[s] is not None and fails(values[s])]
-    if not bad:
-        return None, True
-    first = bad[0]
-    return first, all(values[s] is None or fails(values[s]) for s in sev if s >= first)
-
-
-def _items(cells: dict, ds, task: str, direction, k, pert, sevs, seed: int) -> list[dict]:
-    if task == "retrieval":
-        return _retrieval_items(cells, ds, direction, k, pert, sevs, seed)
-    return _grounding_items(cells, ds, pert, sevs, seed)
-
-
-def _retrieval_items(cells: dict, ds, direction: str, k: int, pert, sevs, seed: int) -> list[dict]:
-    text_items = [int(i) for i in ds.text_items()]
-    if direction[0] == "t":  # caption queries; the gallery: the visuals
-        q_item = text_items
-        q_caption = list(range(len(text_items)))
-        gallery = len(ds)
-    else:  # every captioned visual queries the captions
-        vpos = ds.visual_positives()
-        q_item = [i for i, p in enumerate(vpos) if p]
-        q_caption = [int(vpos[i][0]) for i in q_item]
-        gallery = len(text_items)
-    nq = len(q_item)
-    ids = {}
-
-    def item_id(i: int) -> str:
-        if i not in ids:
-            ids[i] = str(ds.item(i).id)
-        return ids[i]
-
-    def occurrence(top: Optional[list]) -> Optional[np.ndarray]:
-        if top is None:
-            return None
-        got = np.asarray([t for t in top if t is not None], dtype=np.int64)
-        return np.bincount(got, minlength=gallery)
-
-    clean_r, clean_t = _retrieval_arrays(cells[()], direction, nq)
-    per = {0: (clean_r, clean_t, occurrence(clean_t))}
-    out = []
-    for axis, name in pert:
-        arrays = dict(per)
-        for s in sevs:
-            if (axis, name, s) not in cells:  # a protocol's perturbation swept at fewer severities
-                continue
-            r, t = _retrieval_arrays(cells[(axis, name, s)], direction, nq)
-            arrays[s] = (r, t, occurrence(t))
-        for q in range(nq):
-            ranks = {s: arrays[s][0][q] for s in arrays}
-            at, monotone = _breaks(ranks, lambda r: r > k)
-            thief = thief_caption = occ = hub = None
-            if at is not None and arrays[at][1] is not None and arrays[at][1][q] is not None:
-                top = int(arrays[at][1][q])
-                thief, thief_caption = (top, None) if direction[0] == "t" else (text_items[top], top)
-                nk = arrays[at][2]
-                occ = int(nk[top])
-                mean = float(nk.sum()) / gallery
-                hub = bool(occ >= HUB_SIZE * mean)
-            i = int(q_item[q])
-            own = i if axis == "visual" else int(q_caption[q])
-            out.append({"item": i, "id": item_id(i), "caption": int(q_caption[q]), "perturbation": name,
-                        "axis": axis, "breaks_at": at, "ranks": {str(s): ranks[s] for s in sorted(ranks)},
-                        "monotone": monotone, "thief": thief, "thief_caption": thief_caption,
-                        "thief_id": item_id(thief) if thief is not None else None, "thief_k_occurrence": occ,
-                        "thief_is_hub": hub, "seed": int(seed) + own})
-    return out
-
-
-def _grounding_items(cells: dict, ds, pert, sevs, seed: int) -> list[dict]:
-    refs = [(i, r) for i in range(len(ds)) for r in range(len(ds.item(i).refs))]
-    ids = {i: str(ds.item(i).id) for i in {i for i, _ in refs}}
-
-    def ious(cell: dict) -> list:
-        ex = cell.get("extra") or {}
-        v = ex.get("ious")
-        if not isinstance(v, list):
-            raise FailureError(f"cells/{ex.get('cell') or '?'}.json keeps no per-expression IoUs (written by an "
-                               "older robustlab); delete it and rerun")
-        return _expand(v, [], len(refs), f"cells/{ex.get('cell') or '?'}.json")
-
-    clean = ious(cells[()])
-    out = []
-    for axis, name in pert:
-        per = {0: clean, **{s: ious(cells[(axis, name, s)]) for s in sevs if (axis, name, s) in cells}}
-        for e, (i, r) in enumerate(refs):
-            scores = {s: per[s][e] for s in per}
-            at, monotone = _breaks(scores, lambda v: not v > IOU_HIT)
-            out.append({"item": i, "id": ids[i], "ref": r, "expression": e, "perturbation": name, "axis": axis,
-                        "breaks_at": at, "scores": {str(s): scores[s] for s in sorted(scores)},
-                        "monotone": monotone, "thief": None, "seed": int(seed) + i})
-    return out
-
-
-def _with_baseline(items: list, base: list, metric: str) -> list:
-    """Each item with the baseline model's breaking point and whether it breaks for one model only."""
-    values = "ranks" if metric == "rank" else "scores"
-    out = []
-    for a, b in zip(items, base):
-        mine, theirs = a["breaks_at"] is not None, b["breaks_at"] is not None
-        out.append({**a, "baseline": {"breaks_at": b["breaks_at"], values: b[values], "monotone": b["monotone"]},
-                    "breaks_for": "both" if mine and theirs else "model" if mine else "baseline" if theirs
-                    else "neither"})
-    return out
-
-
-def _summary(items: list, pert, sevs) -> list[dict]:
-    """Per perturbation: examples, how many break (and how many fail clean already), at which severity."""
-    out = []
-    for axis, name in pert:
-        mine = [it for it in items if it["perturbation"] == name and it["axis"] == axis]
-        at = [it["breaks_at"] for it in mine if it["breaks_at"] is not None]
-        under = [a for a in at if a > 0]
-        out.append({"perturbation": name, "axis": axis, "examples": len(mine), "broken": len(under),
-                    "clean_failures": len(at) - len(under), "holding": len(mine) - len(at),
-                    "by_severity": {str(s): sum(1 for a in under if a == s) for s in sevs},
-                    "median_breaks_at": float(np.median(under)) if under else None,
-                    "not_monotone": sum(1 for it in mine if not it["monotone"]),
-                    **({"breaks_for": {w: sum(1 for it in mine if it["breaks_for"] == w)
-                                       for w in ("model", "baseline", "both", "neither")}}
-                       if mine and "breaks_for" in mine[0] else {})})
-    return out
-
-
-def _thieves(items: list, ds, top: int = 10) -> list[dict]:
-    """The items that took a broken example's place most often (over every perturbation), with whether they were a
-    hub in any of those cells."""
-    count: dict = {}
-    for it in items:
-        if it.get("thief") is not None:
-            c = count.setdefault(it["thief"], {"thefts": 0, "hub": False, "max_k_occurrence": 0})
-            c["thefts"] += 1
-            c["hub"] = c["hub"] or bool(it.get("thief_is_hub"))
-            c["max_k_occurrence"] = max(c["max_k_occurrence"], int(it.get("thief_k_occurrence") or 0))
-    order = sorted(count, key=lambda i: (-count[i]["thefts"], i))[:top]
-    return [{"item": int(i), "id": str(ds.item(int(i)).id), **count[i]} for i in order]
-
-
 __all__ = ["FailureMap", "FailureError", "failures", "failure_spec", "resolve_perturbations", "schema", "SCHEMA",
-           "SCHEMA_PATH", "TASKS", "IOU_HIT", "HUB_SIZE", "FILE", "REFINE_NOT_DONE"]
+           "SCHEMA_PATH", "TASKS", "IOU_HIT", "HUB_SIZE", "FILE"]

@@ -35,8 +35,10 @@ class VQATask(Task):
     alternative = "builtin:tiny-vilt (or hf-vilt:dandelin/vilt-b32-finetuned-vqa)"
 
     def run(self, model, dataset, vc, tc, m, progress, **options):
-        """``metrics = {"acc", "per_type": {qtype: {"acc", "n"}}}``."""
-        right, per_type = [], defaultdict(list)
+        """``metrics = {"acc", "per_type": {qtype: {"acc", "n"}}}``; ``extra["correct"]`` / ``extra["answers"]``: each
+        question's 1/0 and the answer given (items in order, each item's questions in order; a failure map's
+        per-example outcome)."""
+        right, per_type, given = [], defaultdict(list), []
         for idx in chunks(m, CHUNK):
             visuals, questions, answers, types = [], [], [], []
             for i in idx:
@@ -51,6 +53,7 @@ class VQATask(Task):
                     types.append(q.qtype or "all")
             for p, a, t in zip(answer_many(model, visuals, questions), answers, types):
                 ok = int(_norm(p) == _norm(a))
+                given.append(str(p))
                 right.append(ok)
                 per_type[t].append(ok)
             if progress:
@@ -59,7 +62,7 @@ class VQATask(Task):
             raise ValueError(f"dataset {dataset.name} has no questions in its first {m} items")
         return m, {"acc": float(np.mean(right)), "per_type": {k: {"acc": float(np.mean(v)), "n": len(v)}
                                                              for k, v in sorted(per_type.items())}}, \
-            {"questions": len(right)}
+            {"questions": len(right), "correct": right, "answers": given}
 
 
 TASK = VQATask()  # its entry in the task table (robustlab.tasks.registry.TASKS)

@@ -28,7 +28,9 @@ def test_json_follows_the_schema_and_out_keeps_it_with_the_cells(tmp_path, capsy
     jsonschema.validate(d, schema())
     assert d["model"] == "builtin:tiny-clip" and d["dataset"]["name"] == "builtin" and d["n"] == 8
     assert d["task"] == "retrieval" and d["direction"] == "t2i" and d["k"] == 1 and d["severities"] == [1, 3, 5]
-    assert d["slices"] == [] and len(d["items"]) == 2 * 8
+    assert len(d["items"]) == 2 * 8
+    for sl in d["slices"]:  # computed by default (tests/failures/test_failure_slices.py checks what they hold)
+        assert sl["kind"] in ("discovered", "metadata") and set(sl["members"]) <= set(range(8))
     it = d["items"][0]
     assert {"item", "id", "perturbation", "breaks_at", "ranks", "thief"} <= set(it)
     assert json.loads((out / "failures.json").read_text()) == d
@@ -84,11 +86,11 @@ def no_captions(tmp_path) -> Path:
      ["cannot encode images and texts into one space"]),
     (["--perturbations", "gaussian_noise", "--task", "grounding", "--model", "builtin:tiny-clip"],
      ["cannot do grounding"]),
-    (["--perturbations", "gaussian_noise", "--task", "vqa"], ["failures for vqa are not done yet"]),
+    (["--perturbations", "gaussian_noise", "--task", "vqa"], ["cannot do vqa"]),
     (["--perturbations", "gaussian_noise", "--task", "nope"], ["nope"]),
     (["--perturbations", "gaussian_noise", "--dataset", "builtin-refs"], ["dataset builtin-refs has nothing for "
                                                                           "retrieval"]),
-    (["--perturbations", "gaussian_noise", "--refine"], ["--refine is not done yet"]),
+    (["--perturbations", "gaussian_noise", "--refine", "--refine-steps", "0"], ["--refine-steps must be in 1..20"]),
     ([], ["pass --perturbations LIST"]),
     (["--perturbations", "gaussian_noise", "--model", "builtin:nope"], ["no built-in model 'nope'"]),
     (["--perturbations", "gaussian_noise", "--dataset", "nope"], ["unknown dataset 'nope'"]),
@@ -114,3 +116,39 @@ def test_out_at_a_file_is_one_line(tmp_path, capsys):
     assert main([*BASE, "--perturbations", "gaussian_noise", "--out", str(f)]) == 2
     _one_line(capsys, says=["is a file, not a folder"])
     assert f.read_text() == "x"
+
+
+@pytest.fixture
+def videos_without_captions(tmp_path) -> Path:
+    from robustlab.io.media import write_video
+
+    folder = tmp_path / "vids"
+    folder.mkdir()
+    for i in range(3):
+        write_video(np.random.default_rng(i).integers(0, 255, (8, 24, 32, 3), dtype=np.uint8), folder / f"v{i}.mp4",
+                    fps=8.0)
+    return folder
+
+
+@pytest.mark.parametrize("extra, says", [
+    (["--model", "builtin:tiny-clip-video-meanp"], ["upload has no ground truth for retrieval", "has a caption"]),
+    (["--model", "builtin:tiny-vilt", "--task", "vqa"], ["upload has nothing for vqa"]),
+    (["--model", "builtin:tiny-vilt", "--task", "grounding"], ["grounding runs on images; dataset upload has videos"]),
+])
+def test_a_video_folder_without_ground_truth_is_one_line(tmp_path, capsys, videos_without_captions, extra, says):
+    out = tmp_path / "run"
+    assert main(["failures", "--dataset", "upload", "--root", str(videos_without_captions), "--perturbations",
+                 "gaussian_noise", "--out", str(out), "--quiet", *extra]) == 2
+    _one_line(capsys, says=says)
+    assert not out.exists()
+
+
+def test_vqa_refine_and_no_slices_from_the_command_line(tmp_path, capsys):
+    assert main(["failures", "--model", "builtin:tiny-vilt", "--task", "vqa", "--dataset", "builtin", "--n", "6",
+                 "--perturbations", "word_deletion", "--severities", "2,4", "--refine", "--no-slices", "--json",
+                 "--quiet", "--out", str(tmp_path / "q")]) == 0
+    d = json.loads(capsys.readouterr().out)
+    jsonschema.validate(d, schema())
+    assert d["task"] == "vqa" and d["metric"] == "answer" and d["slices"] == [] and d["refine_steps"] == 6
+    for it in d["items"]:
+        assert ("refined" in it) == bool(it["breaks_at"]) and set(it["answers"]) == {"0", "2", "4"}

@@ -32,7 +32,8 @@ SEVS = [1, 2, 3, 4, 5]
 @pytest.fixture(scope="module")
 def image_run(tmp_path_factory):
     out = tmp_path_factory.mktemp("failures") / "run"
-    fmap = F.failures("builtin:tiny-clip", "builtin", n=N, perturbations="gaussian_noise,keyboard", out=out)
+    fmap = F.failures("builtin:tiny-clip", "builtin", n=N, perturbations="gaussian_noise,keyboard", out=out,
+                      slices=False)  # the slices: tests/failures/test_failure_slices.py
     return fmap, out
 
 
@@ -170,10 +171,11 @@ def test_callable_package_and_bad_inputs_are_one_line(tmp_path):
         F.failures("builtin:tiny-clip", "builtin", n=4, perturbations="gausian_noise", out=tmp_path / "a")
     with pytest.raises(F.FailureError, match="larger than the gallery"):
         F.failures("builtin:tiny-clip", "builtin", n=4, perturbations="gaussian_noise", k=5, out=tmp_path / "a")
-    with pytest.raises(F.FailureError, match="vqa are not done yet"):
-        F.failures("builtin:tiny-vilt", "builtin", n=4, task="vqa", perturbations="gaussian_noise")
-    with pytest.raises(F.FailureError, match="--refine is not done yet"):
-        F.failures("builtin:tiny-clip", "builtin", n=4, perturbations="gaussian_noise", refine=True)
+    with pytest.raises(F.FailureError, match="cannot do vqa"):
+        F.failures("builtin:tiny-clip", "builtin", n=4, task="vqa", perturbations="gaussian_noise", out=tmp_path / "a")
+    with pytest.raises(F.FailureError, match="refine_steps must be an integer in 1..20"):
+        F.failures("builtin:tiny-clip", "builtin", n=4, perturbations="gaussian_noise", refine=True, refine_steps=0,
+                   out=tmp_path / "a")
     assert not (tmp_path / "a").exists()
 
 

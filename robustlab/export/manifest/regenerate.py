@@ -91,7 +91,11 @@ def _regenerate(clean, record: dict):
     """Re-run a record on its clean input: a perturbation, or a PEELING test's P2 chain."""
     if record.get("name") == PEELING_P2:
         return _regenerate_p2(clean, record)
-    return perturb(clean, record["name"], record["severity"], seed=record["seed"], variant=record["variant"]).output
+    return perturb(clean, record["name"], record["severity"], seed=record["seed"], variant=record["variant"],
+                   params=record.get("params") if record.get("params_override") else None).output  # a refined one
+
+
+regenerate_record = _regenerate  # the public name (robustlab.failures.suite re-scores a suite with it)
 
 
 def regenerate_entry(entry: dict, reader: ExportReader) -> tuple[ItemResult, object, object]:
