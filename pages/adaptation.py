@@ -68,7 +68,7 @@ c1, c2 = st.columns([1, 4])
 max_k = max(1, min(100, res.n_gallery - 1))
 ui.clamp("ad_k", 1, max_k, default_value=15)
 k = int(c1.number_input("k", 1, max_k, key="ad_k", **ui.initial("ad_k", value=min(15, max_k))))
-log_y = c1.checkbox("Log y axis", key="ad_log")
+log_y = c1.checkbox("Log y axis", key="ad_log", **ui.initial("ad_log", value=False))
 nk_s, nk_a = k_occurrence(res.scores_shifted, k=k), k_occurrence(res.scores_adapted, k=k)
 hist = occurrence_histogram({"before (shifted)": nk_s, f"after ({res.method})": nk_a}, log_y,
                             f"k-occurrence of the gallery {what}")
@@ -89,6 +89,7 @@ st.subheader("Where the queries move")
 m1, m2 = st.columns([1, 3])
 with m1:
     method = st.radio("Projection", ["tsne", "pca"], key="ad_proj", horizontal=True,
+                      **ui.valid("ad_proj", ["tsne", "pca"]),
                       format_func=lambda m: "t-SNE" if m == "tsne" else "PCA (instant)")
     perplexity = float(st.slider("Perplexity", 2, 100, key="ad_perplexity", disabled=method != "tsne",
                                  **ui.initial("ad_perplexity", value=30)))

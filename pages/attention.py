@@ -12,6 +12,7 @@ from robustlab.perturb.record import hash_value
 from ui.attention import answer_bars, heatmaps, rank_section, token_overlay
 from ui.attention_table1 import table1_section
 from ui.inputs import upload
+from ui.multiselect_state import kept_list
 from ui.quag_sim import simulation_section
 from ui.cache import shared
 
@@ -19,6 +20,8 @@ st.header("Attention — does the model fuse the modalities?")
 st.caption("QUAG (Rawal et al.) averages quadrants of every fusion layer's attention — VV, VT (visual queries × "
            "text keys), TV, TT — and asks how much the answer depends on them. Before / after on one colour scale; "
            "white lines: quadrant boundaries; grey bands: padding.")
+st.caption("Its own input, not the sidebar's dataset: a question with its answer needs the built-in QA scenes and "
+           "videos, or an image or video you upload here with your question.")
 
 
 @shared("models")
@@ -43,7 +46,8 @@ if not callable(getattr(model, "forward_with_attention", None)):
 # ---- input: a built-in scene or event video with its question, or an upload -------------------------------------
 SOURCES = {"scene": "Built-in scene", "video": "Built-in video", "image": "Upload an image",
            "upload_video": "Upload a video"}
-src = st.radio("Input", list(SOURCES), key="at_source", horizontal=True, format_func=SOURCES.get)
+src = st.radio("Input", list(SOURCES), key="at_source", horizontal=True, format_func=SOURCES.get,
+               **ui.valid("at_source", list(SOURCES)))
 question, answer = "", None
 with st.container(border=True):
     if src in ("scene", "video"):
@@ -61,7 +65,8 @@ with st.container(border=True):
         question = "is there a red circle?" if src == "image" else "what happens first?"
     # one question box per input: the digest after hash_value's "xxh3_128:" prefix (its first 8 characters were the
     # prefix itself, so every item shared one box and kept the first item's question)
-    question = st.text_input("Question", question, key=f"at_q_{src}_{hash_value(visual).split(':')[-1][:16]}")
+    q_key = f"at_q_{src}_{hash_value(visual).split(':')[-1][:16]}"
+    question = st.text_input("Question", key=q_key, **ui.initial(q_key, value=question))
     if answer is not None:
         st.caption(f"Dataset answer: **{answer}**")
 if not question.strip():
@@ -73,7 +78,8 @@ options = list(quag.PRESETS) + ["VV", "VT", "TV", "TT"] + [n for n in interventi
                                                               if n.startswith("quag-attention:")]
 if not getattr(model, "supports_quag_attention", False):
     options = [o for o in options if not o.startswith("quag-attention:")]
-ablations = c1.multiselect("Ablations (every fusion layer)", options, default=list(quag.PRESETS), key="at_abl",
+ablations = c1.multiselect("Ablations (every fusion layer)", options, key="at_abl",
+                           **kept_list("at_abl", options, list(quag.PRESETS)),
                            help="The paper's four short-circuits, single quadrants, or QUAG-attention (fusion models).")
 try:
     with st.spinner("Running the model with each ablation…"):
@@ -85,7 +91,8 @@ st.session_state.setdefault("at_layer", min(1, view.n_layers - 1))  # Rawal et a
 ui.clamp("at_layer", 0, view.n_layers - 1)
 layer = int(c2.selectbox("Layer", range(view.n_layers), key="at_layer",
                          **ui.initial("at_layer", range(view.n_layers), index=0)))
-head_opt = c3.selectbox("Head", ["mean"] + list(range(view.n_heads)), key="at_head")
+heads = ["mean"] + list(range(view.n_heads))
+head_opt = c3.selectbox("Head", heads, key="at_head", **ui.valid("at_head", heads))
 head = None if head_opt == "mean" else int(head_opt)
 shown = ["baseline"] + list(ablations)
 
@@ -106,8 +113,9 @@ st.caption("Attention mass per quadrant in this layer (mean over valid queries, 
 # ---- one text token's attention on the image or frames ------------------------------------------------------------
 toks = view.text_tokens()
 t1, t2 = st.columns(2)
-pos = t1.selectbox("Query token", [p for p, _ in toks], key="at_tok",
-                   format_func=lambda p: dict(toks).get(p, str(p)))
+tok_label = lambda p: dict(toks).get(p, str(p))  # noqa: E731
+pos = t1.selectbox("Query token", [p for p, _ in toks], key="at_tok", format_func=tok_label,
+                   **ui.valid("at_tok", [p for p, _ in toks], format_func=tok_label))
 cmp_opts = list(ablations) or ["baseline"]
 ui.valid("at_cmp", cmp_opts)
 st.session_state.setdefault("at_cmp", "crossmodal" if "crossmodal" in cmp_opts else cmp_opts[0])

@@ -12,12 +12,21 @@ from robustlab.models.interventions import names as intervention_names
 from robustlab.perturb import list_perturbations
 from robustlab.tasks.registry import get, names  # (robustlab.bench registers the PEELING task)
 from ui import bench, bench_protocol
+from ui import page_memory
+from ui.multiselect_state import kept_list
+
+SEVS, ADAPT = [1, 2, 3, 4, 5], ["tent", "tcr", "hat-vtr"]
+FORM = ("bench_mode", "bench_task", "bench_models", "bench_n", "bench_pmode", "bench_cat", "bench_pnames", "bench_text",
+        "bench_iv", "bench_adapt", "bench_sev", "bench_name", "bench_builtin", "bench_protocol", "bench_protocol_n",
+        "bench_protocol_pairs", "bench_protocol_run", "bench_open", "bench_worst_cell")
+page_memory.keep("benchmark", FORM, ("bench_protocol_models_",))  # back from another page: the form as it was
 
 st.header("Benchmark — a robustness sweep")
 st.caption("Every (model, perturbation, severity) cell over one dataset, one result file per cell in a run folder "
            "in the server's runs folder (resumable), then the report: heatmap, severity curves, γ per category, "
            "worst examples.")
-mode = st.radio("Mode", ["New sweep", "A paper's protocol", "Open a run"], key="bench_mode", horizontal=True,
+MODES = ["New sweep", "A paper's protocol", "Open a run"]
+mode = st.radio("Mode", MODES, key="bench_mode", horizontal=True, **ui.valid("bench_mode", MODES),
                 label_visibility="collapsed",
                 help="A paper's protocol: MSRVTT-P, Qiu et al., MLVP, HAT-VTR... with the paper's parameters, "
                      "combinations and tables (robustlab protocols).")
@@ -44,41 +53,50 @@ def configure() -> tuple[SweepSpec, str] | None:
     # the default is the current choice, not an empty list: a browser that draws the box anew (a change made while
     # the page's first run was still going, on a loaded server) shows, and sends back, that choice
     default = [m for m in kept if m in models] if kept is not None else [side] if side in models else models[:1]
-    chosen = c2.multiselect("Models", models, default=default, key="bench_models")
+    chosen = c2.multiselect("Models", models, key="bench_models", **kept_list("bench_models", models, default))
     if dataset["name"] in bench.BUILTIN:
         hi = ui.DEMO_N if kind == "image" else ui.VIDEO_DEMO_N
         ui.clamp("bench_n", 2, hi, default_value=50)
         n = int(c3.number_input("Items", 2, hi, key="bench_n", **ui.initial("bench_n", value=50),
                                 help="The first N items of the sidebar's built-in gallery."))
     else:
-        n = int(c3.number_input("Items (0 = all)", 0, 10**7, 0, step=100, key="bench_n")) or None
+        ui.clamp("bench_n", 0, 10**7)
+        n = int(c3.number_input("Items (0 = all)", 0, 10**7, step=100, key="bench_n",
+                                **ui.initial("bench_n", value=0))) or None
     specs = [s for s in list_perturbations(kind) if s.available]
     texts = bench.with_variants([s for s in list_perturbations("text") if s.available])
     p1, p2 = st.columns([1, 2])
-    how = p1.radio("Perturbations", ["all", "a category", "chosen names", "none"], key="bench_pmode")
+    hows = ["all", "a category", "chosen names", "none"]
+    how = p1.radio("Perturbations", hows, key="bench_pmode", **ui.valid("bench_pmode", hows))
     with p2:
         if how == "a category":
             cats = list(dict.fromkeys(s.category for s in specs))
             sel = "category:" + st.selectbox(f"Category ({kind})", cats, key="bench_cat", **ui.valid("bench_cat", cats))
         elif how == "chosen names":
-            sel = st.multiselect(f"{kind.capitalize()} perturbations", bench.with_variants(specs), key="bench_pnames",
+            chosen_names = bench.with_variants(specs)
+            sel = st.multiselect(f"{kind.capitalize()} perturbations", chosen_names, key="bench_pnames",
+                                 **kept_list("bench_pnames", chosen_names),
                                  help="NAME/VARIANT: another paper's parameters (e.g. shot_noise/schiappa_video).")
         elif how == "none":
             sel = ""
         else:
             sel = "all"
             st.caption(f"All {len(specs)} available {kind} perturbations.")
-        text = st.multiselect("Text perturbations (optional)", texts, key="bench_text")
+        text = st.multiselect("Text perturbations (optional)", texts, key="bench_text",
+                              **kept_list("bench_text", texts))
         ivs = st.multiselect("Model interventions (optional; QUAG, input ablations)", intervention_names(),
-                             key="bench_iv", help="Each one a condition on clean inputs (Rawal et al.'s Table 1); "
+                             key="bench_iv", **kept_list("bench_iv", intervention_names()),
+                             help="Each one a condition on clean inputs (Rawal et al.'s Table 1); "
                              "fusion models and the tasks vqa, itm, grounding, clavi.") \
             if get(task).takes_interventions else []
-        ads = st.multiselect("Test-time adaptation (optional; every shift of one side)", ["tent", "tcr", "hat-vtr"],
-                             key="bench_adapt", help="Tent, TCR, HAT-VTR adapting the shifted side's queries "
+        ads = st.multiselect("Test-time adaptation (optional; every shift of one side)", ADAPT,
+                             key="bench_adapt", **kept_list("bench_adapt", ADAPT),
+                             help="Tent, TCR, HAT-VTR adapting the shifted side's queries "
                              "(robustlab.adapt; HAT-VTR's Tables 1–5 in the report).") if task == "retrieval" else []
     s1, s2 = st.columns([2, 1])
-    sev = s1.multiselect("Severities", [1, 2, 3, 4, 5], default=[1, 2, 3, 4, 5], key="bench_sev")
-    name = s2.text_input("Run name", bench.default_run_name(dataset["name"], task), key="bench_name", max_chars=64,
+    sev = s1.multiselect("Severities", SEVS, key="bench_sev", **kept_list("bench_sev", SEVS, SEVS))
+    name = s2.text_input("Run name", key="bench_name", max_chars=64,
+                         **ui.initial("bench_name", value=bench.default_run_name(dataset["name"], task)),
                          help=f"{bench.RUN_NAME_RULE}. A folder under the runs folder; the same name again resumes "
                               "or extends it.")
     device = ui.spec_device()[1]

@@ -13,6 +13,7 @@ from robustlab.tasks.clavi import clavi_item, clavi_one
 from ui.clavi import MISSING, fine_table, metrics_table, question_table
 from ui.clavi_distance import distance_section
 from ui.inputs import upload
+from ui.multiselect_state import kept_list
 from ui.media import show_visual
 from ui.cache import shared
 
@@ -21,6 +22,8 @@ st.caption("CLAVI (Rawal et al.) swaps a video's two actions (with random bounda
            "kept) and asks the same 19 questions of the video V and its complement V′. Beginning/end and before/after "
            "answers must flip; a model that reads only the words and which actions occur is right on V and wrong on "
            "V′, so its consistent accuracy on the complement questions falls to zero.")
+st.caption("Its own input, not the sidebar's dataset: CLAVI needs videos of two timed actions (the built-in event "
+           "videos), or a video you upload here with the two actions' times.")
 METHOD_HELP = {"swap": "the paper's: the extended action segments swapped (V′ has two seams)",
                "render": "not in the paper: the built-in world re-rendered with the events exchanged (no seams)"}
 
@@ -47,16 +50,18 @@ spec, model = got
 device = ui.spec_device()[1]
 
 src = st.radio("Input", ["builtin", "upload"], key="cv_source", horizontal=True,
+               **ui.valid("cv_source", ["builtin", "upload"]),
                format_func={"builtin": "Built-in event video", "upload": "Upload a video"}.get)
 c1, c2 = st.columns([1, 3])
-seed = int(c1.number_input("Seed (extensions)", 0, 10_000, 0, key="cv_seed"))
+seed = int(c1.number_input("Seed (extensions)", 0, 10_000, key="cv_seed", **ui.initial("cv_seed", value=0)))
 try:
     if src == "builtin":
         ds = videos()
         ok = [i for i in range(len(ds)) if eligible(ds.scene(i))]
         i = c2.selectbox("Video (two events on different objects)", ok, key="cv_item", **ui.valid("cv_item", ok),
                          format_func=lambda j: f"#{j} · {ds.scene(j).caption}")
-        method = st.radio("Complement", METHODS, key="cv_method", horizontal=True, format_func=METHOD_HELP.get)
+        method = st.radio("Complement", METHODS, key="cv_method", horizontal=True, format_func=METHOD_HELP.get,
+                          **ui.valid("cv_method", METHODS))
         with st.spinner("Asking 38 questions…"):
             res = one_builtin(spec, device, int(i), seed, method)
         fps = ds.fps
@@ -70,14 +75,17 @@ try:
                    "(seconds, no overlap) and three action phrases as gerunds (\"opening a door\"); C must never "
                    "happen in the video.")
         t = st.columns(4)
-        a = (t[0].number_input("A from (s)", 0.0, dur, 0.0, key="cv_a0"),
-             t[1].number_input("A to (s)", 0.0, dur, min(dur, dur / 3), key="cv_a1"))
-        b = (t[2].number_input("B from (s)", 0.0, dur, dur / 2, key="cv_b0"),
-             t[3].number_input("B to (s)", 0.0, dur, dur, key="cv_b1"))
+        spans = {"cv_a0": ("A from (s)", 0.0), "cv_a1": ("A to (s)", min(dur, dur / 3)),
+                 "cv_b0": ("B from (s)", dur / 2), "cv_b1": ("B to (s)", dur)}
+        got = []
+        for col, (key, (text, start)) in zip(t, spans.items()):
+            ui.clamp(key, 0.0, dur)  # another upload: a shorter video
+            got.append(col.number_input(text, 0.0, dur, key=key, **ui.initial(key, value=start)))
+        a, b = tuple(got[:2]), tuple(got[2:])
         w = st.columns(3)
-        acts = (w[0].text_input("Action A", "opening a door", key="cv_act_a"),
-                w[1].text_input("Action B", "closing a door", key="cv_act_b"),
-                w[2].text_input("Negative control C", "washing a car", key="cv_act_c"))
+        acts = tuple(col.text_input(text, key=key, **ui.initial(key, value=start)) for col, (text, key, start) in
+                     zip(w, [("Action A", "cv_act_a", "opening a door"), ("Action B", "cv_act_b", "closing a door"),
+                             ("Negative control C", "cv_act_c", "washing a car")]))
         with st.spinner("Asking 38 questions…"):
             res = one_upload(spec, device, item.data, hash_value(item.data), a, b, acts, seed, fps)
 except (ClaviError, ValueError, RuntimeError) as e:
@@ -109,11 +117,12 @@ st.caption("✓/✗: right or wrong · video-consistent: right on V and on V′ 
 # ---- over the built-in videos -----------------------------------------------------------------------------------
 st.subheader("Over the built-in event videos")
 d1, d2 = st.columns([1, 3])
-n = int(d1.number_input("Pairs", 5, 1000, 50, step=5, key="cv_n"))
-methods = d2.multiselect("Complements", METHODS, default=["swap"], key="cv_run_methods", format_func=METHOD_HELP.get)
+n = int(d1.number_input("Pairs", 5, 1000, step=5, key="cv_n", **ui.initial("cv_n", value=50)))
+methods = d2.multiselect("Complements", METHODS, key="cv_run_methods", format_func=METHOD_HELP.get,
+                         **kept_list("cv_run_methods", METHODS, ["swap"]))
 if st.button("Run CLAVI", key="cv_run", type="primary", icon=":material/play_arrow:", disabled=not methods):
     bar = st.progress(0.0, text="CLAVI…")
-    try:
+    with ui.widgets.one_line_failure(bar, None, "CLAVI"):  # "CLAVI cannot run: ..." (ValueError, RuntimeError)
         ds = build("builtin-videos", split="test", n=3 * n)
         runs = {}
         for j, meth in enumerate(methods):
@@ -121,10 +130,6 @@ if st.button("Run CLAVI", key="cv_run", type="primary", icon=":material/play_arr
                 min((j + d / max(tot, 1)) / len(methods), 1.0), text=f"CLAVI ({meth})… {d}/{tot} pairs"))[0]
             runs[meth] = r.metrics
         st.session_state["cv_runs"] = (spec, n, runs)
-    except (ValueError, RuntimeError) as e:
-        st.error(f"CLAVI cannot run: {e}")
-    finally:
-        bar.empty()
 runs = st.session_state.get("cv_runs")
 if runs and runs[0] == spec:
     st.caption(f"{runs[1]} held-out pairs (world seed 1000) · chance balanced accuracy 0.5")

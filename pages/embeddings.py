@@ -42,6 +42,7 @@ if n_cap < 2 or len(ds) < 3:
 c1, c2, c3 = st.columns(3)
 with c1:
     method = st.radio("Projection", ["tsne", "pca"], key="emb_method", horizontal=True,
+                      **ui.valid("emb_method", ["tsne", "pca"]),
                       format_func=lambda m: "t-SNE" if m == "tsne" else "PCA (instant)")
     hi = min(MAX_ITEMS, n_cap)
     ui.clamp("emb_items", min(2, hi), hi, default_value=200)
@@ -53,7 +54,8 @@ with c1:
                                  help="Lowered automatically when there are few points (t-SNE needs more than 3 × "
                                       "perplexity)."))
 with c3:
-    color_by = st.radio("Colour by", ["condition", "modality", "k-occurrence"], key="emb_color", horizontal=True)
+    colours = ["condition", "modality", "k-occurrence"]
+    color_by = st.radio("Colour by", colours, key="emb_color", horizontal=True, **ui.valid("emb_color", colours))
     max_k = max(1, min(100, n_cap - 1))
     ui.clamp("emb_k", 1, max_k, default_value=15)
     k = int(st.number_input("k (for k-occurrence)", 1, max_k, key="emb_k", **ui.initial("emb_k", value=min(15, max_k))))

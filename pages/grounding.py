@@ -47,7 +47,7 @@ image, expr, gt, source, label, src = picked
 
 # ---- perturbations, the two boxes, IoU -----------------------------------------------------------------------
 p1, p2 = st.columns([6, 1])
-seed = int(p2.number_input("Seed", 0, 2**31 - 1, 0, key="gr_seed"))
+seed = int(p2.number_input("Seed", 0, 2**31 - 1, key="gr_seed", **ui.initial("gr_seed", value=0)))
 with p1:
     ic, tc = ui.condition_row("image", "gr_", seed, {"image": ("gaussian_noise", 3), "text": (None, 2)})
 image_hash = hash_value(image)

@@ -47,15 +47,16 @@ with c1:
     k = int(st.number_input("k", 1, max_k, key="hub_k", **ui.initial("hub_k", value=min(15, max_k))))
 with c2:
     pfmt = lambda p: p if p == ui.NONE else " · ".join(p.split(":", 1))  # noqa: E731
-    pdefault = f"{kind}:gaussian_noise" if f"{kind}:gaussian_noise" in perts else ui.NONE
-    pert = st.selectbox("Perturbation", perts, key="hub_pert", format_func=pfmt,
-                        **ui.valid("hub_pert", perts, pdefault, pfmt))
+    shared = ui.choice.one_side(kind, "hub_pert", "hub_sev", perts)  # the session's one perturbation choice
+    pert = st.selectbox("Perturbation", perts, key="hub_pert", format_func=pfmt, **shared,
+                        **ui.valid("hub_pert", perts, ui.NONE, pfmt))
 with c3:
-    sev = st.slider("Severity", 0, 5, key="hub_sev", disabled=pert == ui.NONE, **ui.initial("hub_sev", value=3))
+    sev = st.slider("Severity", 0, 5, key="hub_sev", disabled=pert == ui.NONE, **shared,
+                    **ui.initial("hub_sev", value=3))
 with c4:
     seed = int(st.number_input("Seed", 0, 2**31 - 1, key="hub_seed", **ui.initial("hub_seed", value=0),
                                help="Gallery item i is perturbed with seed + i."))
-    log_y = st.checkbox("Log y axis", key="hub_log")
+    log_y = st.checkbox("Log y axis", key="hub_log", **ui.initial("hub_log", value=False))
 mod, name = pert.split(":", 1) if pert != ui.NONE else (kind, None)
 cond = Condition(name, sev, seed)
 vcond, tcond = (cond, Condition()) if mod == kind else (Condition(), cond)

@@ -29,7 +29,8 @@ def mp4_bytes(_frames, frames_hash: str, fps: float) -> bytes:
     return write_mp4(_frames, fps)
 
 
-kind = st.radio("Input", list(KINDS), key="pt_kind", horizontal=True, format_func=KINDS.get)
+kind = st.radio("Input", list(KINDS), key="pt_kind", horizontal=True, format_func=KINDS.get,
+                **ui.valid("pt_kind", list(KINDS)))
 with st.container(border=True):
     item = choose_input(kind)
 if item is None:

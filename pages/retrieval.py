@@ -107,8 +107,7 @@ else:
 st.subheader("Gallery metrics")
 mets = ui.gallery_metrics(bench, vcond, tcond, failure=failed)
 if mets is not None:
-    r1 = mets["both perturbed"][d]["R@1"]
-    r1_slot.metric(f"Gallery {DIRECTION_LABELS[d]} R@1", f"{r1:.3f}", delta=f"{r1 - mets['clean'][d]['R@1']:+.3f}")
+    ui.widgets.headline_r1(r1_slot, mets, d, kind)  # labelled with the condition it is (from mets)
     ui.metrics_table(mets, "metrics_table")
     ui.recall_chart(mets, d, "metrics_chart")
 

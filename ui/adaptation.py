@@ -22,8 +22,9 @@ from robustlab import adapt
 from robustlab.diagnostics import embedding
 from robustlab.perturb.condition import Condition
 from robustlab.tasks.retrieval_bench import DIRECTION_LABELS
-from ui.state import Bench, valid
-from ui.widgets import NONE, perturbation_picker
+from ui.loaders import Bench
+from ui.widget_state import initial, valid
+from ui.widgets import NONE, one_line_failure, perturbation_picker
 from ui.cache import shared
 
 LAST = "ad_last"  # session key of the last run's outcome
@@ -58,6 +59,13 @@ def _step(v) -> float:
     return 10.0 ** math.floor(math.log10(v)) if v else 0.01
 
 
+def _declared(key: str, value) -> dict:
+    """:func:`initial` for a number box that may be empty (None: "auto"): an empty kept value is declared too, where
+    :func:`initial` would declare nothing and Streamlit would fill the box with its minimum."""
+    got = initial(key, value=value)
+    return {"value": None} if key in st.session_state and st.session_state[key] is None else got
+
+
 def param_widgets(method: dict, auto: dict) -> tuple[dict, dict]:
     """One widget per parameter of ``method`` (a :func:`robustlab.adapt.list_methods` entry), four a row; a None
     default is an empty box shown as "auto" (its value for this direction in ``auto``). -> (set params, widgets)."""
@@ -72,7 +80,7 @@ def param_widgets(method: dict, auto: dict) -> tuple[dict, dict]:
         default = _saved(key, p["default"])
         with cols[i % 4]:
             if p["type"] == "bool":
-                v = st.checkbox(p["name"], value=bool(default), key=key, help=p["help"])
+                v = st.checkbox(p["name"], key=key, help=p["help"], **initial(key, value=bool(default)))
             elif p["type"] == "choice":
                 v = st.selectbox(p["name"], p["choices"], key=key, help=p["help"],
                                  **valid(key, p["choices"], default))
@@ -81,7 +89,8 @@ def param_widgets(method: dict, auto: dict) -> tuple[dict, dict]:
                 lo, hi = (None if x is None else cast(x) for x in (p["min"], p["max"]))
                 a = auto.get(p["name"])
                 hint = f"auto ({a:.4g})" if p["default"] is None and a is not None else "auto"
-                v = st.number_input(p["name"], lo, hi, None if default is None else cast(default), key=key,
+                v = st.number_input(p["name"], lo, hi, key=key,
+                                    **_declared(key, None if default is None else cast(default)),
                                     placeholder=hint, help=p["help"] + (f". Empty: {hint}, chosen by direction."
                                                                         if p["default"] is None else ""),
                                     **({"step": 1} if cast is int else {"step": _step(default if default is not None
@@ -103,13 +112,15 @@ def controls(ctx: Bench) -> Setup:
                              **valid("ad_direction", dirs, d, DIRECTION_LABELS.get),
                              help=f"{DIRECTION_LABELS[dirs[0]]}: caption queries adapt the text tower; "
                                   f"{DIRECTION_LABELS[dirs[1]]}: {kind} queries adapt the {kind} tower.")
-        seed = int(st.number_input("Seed", 0, 2**31 - 1, int(_saved("ad_seed", 0)), key="ad_seed",
+        seed = int(st.number_input("Seed", 0, 2**31 - 1, key="ad_seed",
+                                   **initial("ad_seed", value=int(_saved("ad_seed", 0))),
                                    help="Query i is perturbed with seed + i."))
     side = "text" if direction[0] == "t" else kind
     with c2:
         pk, sk = f"ad_{SHORT[side]}_pert", f"ad_{SHORT[side]}_sev"
         name, sev = perturbation_picker(side, pk, sk, default=_saved(pk, DEFAULT_SHIFT[side]),
-                                        severity=int(_saved(sk, 3)), label=f"Query shift ({side})")
+                                        severity=int(_saved(sk, 3)), label=f"Query shift ({side})",
+                                        kind=kind)  # the session's one choice (ui.choice): a pick on any page
     cond = Condition(name, sev, seed)
     methods = {m["name"]: m for m in adapt.list_methods()}
     with c3:
@@ -144,7 +155,8 @@ def run(ctx: Bench, setup: Setup) -> None:
     def adapting(done, total):
         bar.progress(min(done / max(total, 1), 1.0), text=f"Adapting… batch {done}/{total}")
 
-    try:
+    # a model or setting that cannot adapt: one line (out["error"])
+    with one_line_failure(bar, out, "adaptation", (adapt.AdaptError, InputError, ValueError)):
         with st.spinner(f"Perturbing and encoding the {bench.kind}s and captions…"):
             bench.visuals(Condition(), progress=encoding)
             bench.texts(Condition())
@@ -156,12 +168,6 @@ def run(ctx: Bench, setup: Setup) -> None:
         with st.spinner(f"Adapting ({setup.method})…"):
             out["result"] = adapt.run(bench.model, ctx.dataset, setup.method, setup.direction, setup.cond,
                                       bench=bench, progress=adapting, **setup.params)
-    except (adapt.AdaptError, InputError, ValueError) as e:  # a model or setting that cannot adapt: one line
-        out["error"] = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
-    except Exception as e:  # noqa: BLE001 - a failing run must not take the page down
-        out["error"] = f"The adaptation failed ({type(e).__name__}: {e})".splitlines()[0]
-    finally:
-        bar.empty()
     st.session_state[LAST] = out
 
 

@@ -12,7 +12,9 @@ import streamlit as st
 from robustlab import adapt
 from ui.adaptation import ADAPTED, SHIFTED, Setup
 from ui.media import md_escape
-from ui.state import Bench, clamp, initial
+from ui.loaders import Bench
+from ui.widget_state import clamp, initial
+from ui.widgets import one_line_failure
 
 CURVE = "ad_curve"  # session key of the last severity curve
 SEVERITIES = (1, 2, 3, 4, 5)
@@ -125,7 +127,9 @@ def ranking_section(ctx: Bench, res) -> None:
     c1, c2 = st.columns([1, 4])
     clamp("ad_query", 0, res.n_queries - 1, default_value=0)
     q = int(c1.number_input("Query", 0, res.n_queries - 1, key="ad_query", **initial("ad_query", value=0)))
-    k = int(c1.slider("Top k", 1, max(1, min(20, res.n_gallery)), min(5, res.n_gallery), key="ad_topk"))
+    clamp("ad_topk", 1, max(1, min(20, res.n_gallery)))
+    k = int(c1.slider("Top k", 1, max(1, min(20, res.n_gallery)), key="ad_topk",
+                      **initial("ad_topk", value=max(1, min(5, res.n_gallery)))))
     before, after, t = topk_frames(res, q, k, ilab)
     c2.markdown(f"**{md_escape(qlab(q))}** · rank of the true item: before **{t['before']['gt_rank']}**, after "
                 f"**{t['after']['gt_rank']}**")
@@ -160,16 +164,10 @@ def run_curve(ctx: Bench, setup: Setup) -> None:
     out: dict = {"key": curve_key(ctx, setup)}
     name = setup.cond.name + (f"/{setup.cond.variant}" if setup.cond.variant else "")
     bar = st.progress(0.0, text="Adapting at each severity…")
-    try:
+    with one_line_failure(bar, out, "severity curve", (adapt.AdaptError, ValueError)):
         out["curve"] = adapt.severity_curve(
             ctx.bench.model, ctx.dataset, setup.method, setup.direction, name, SEVERITIES, perturb_seed=setup.cond.seed,
             bench=ctx.bench, progress=lambda d, t: bar.progress(d / t, text=f"Severity {d}/{t} done"), **setup.params)
-    except (adapt.AdaptError, ValueError) as e:
-        out["error"] = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
-    except Exception as e:  # noqa: BLE001 - a failing run must not take the page down
-        out["error"] = f"The severity curve failed ({type(e).__name__}: {e})".splitlines()[0]
-    finally:
-        bar.empty()
     st.session_state[CURVE] = out
 
 

@@ -6,8 +6,7 @@ owned by ``st.session_state``), and the report of a run folder (plots, tables, w
   plain folder name (no separators, no ``..``), anything else is one line on the page;
 - the sweep runs in a thread (:class:`Job`) so the page stays responsive; the page polls it with a fragment and a
   Cancel button sets its cancel Event (finished cells stay; Resume reruns the same spec into the same folder and
-  skips them). ``ROBUSTLAB_SYNC_SWEEP=1`` runs it in the script thread instead (tests: AppTest has no fragment
-  timers);
+  skips them). ``ROBUSTLAB_SYNC_SWEEP=1`` runs it in the script thread (tests: AppTest has no fragment timers);
 - the report is :mod:`robustlab.bench.report`'s (the same figures and tables as its report.html).
 """
 from __future__ import annotations
@@ -26,6 +25,8 @@ from robustlab.bench import SweepError, SweepSpec, run_sweep
 from robustlab.bench import report  # load_run, report_tables, report_figures, write_report, describe
 from ui.media import md_escape, safe_md
 from ui.server_guard import current_session_id as session_id  # the browser session of this run
+from ui.sidebar_panel import preset_grounding, preset_retrieval
+from ui.widget_state import valid
 
 OWNER_GRACE_S = 30.0  # a sweep whose browser session has been gone this long is cancelled
 
@@ -114,7 +115,7 @@ def sweep_dataset() -> tuple[dict, str] | None:
         st.info("A sweep reads its dataset again from a spec (name, folder, split), and your uploads live only in "
                 "this browser session: sweep a built-in dataset instead, or a local folder (sidebar).")
         choice = st.radio("Dataset for the sweep", list(BUILTIN), format_func=BUILTIN.get, key="bench_builtin",
-                          horizontal=True)
+                          horizontal=True, **valid("bench_builtin", list(BUILTIN)))
     if choice in BUILTIN:
         return {"name": choice, "split": "demo"}, get_entry(choice)["kind"]
     from ui.folders import choice as folder_choice
@@ -418,7 +419,8 @@ def worst_examples(run) -> None:
         return
     st.subheader("Worst examples")
     labels = [f"{r.model} · {r.task} · {cond_label(r.conditions)}" for r, _ in cells]
-    idx = st.selectbox("Cell", range(len(cells)), format_func=labels.__getitem__, key="bench_worst_cell")
+    idx = st.selectbox("Cell", range(len(cells)), format_func=labels.__getitem__, key="bench_worst_cell",
+                       **valid("bench_worst_cell", range(len(cells)), format_func=labels.__getitem__))
     r, worst = cells[idx if idx is not None and idx < len(cells) else 0]
     cols = st.columns(min(len(worst), 4))
     for j, w in enumerate(w for w in worst if isinstance(w, dict)):
@@ -440,8 +442,6 @@ def worst_examples(run) -> None:
 def open_example(sweep: dict, model: str, task: str, conditions: dict, w: dict) -> None:
     """Button callback (it runs before the script, so the sidebar's widgets can still be set): the preset of the
     Retrieval (or Grounding) page for this example."""
-    from ui.state import preset_grounding, preset_retrieval
-
     visual, text = (conditions.get(a) or {} for a in ("visual", "text"))
     dataset = sweep.get("dataset") if isinstance(sweep.get("dataset"), dict) else None
     if task == "grounding":

@@ -12,6 +12,7 @@ from robustlab.datasets.registry import get_entry
 from robustlab.bench.protocol import condition_rows, load_protocol, native_kind, shipped
 from robustlab.tasks.registry import get
 from ui import bench
+from ui.multiselect_state import kept_list
 
 
 def _runs_on(p, dataset: dict, kind: str) -> bool:
@@ -40,16 +41,20 @@ def configure() -> tuple[SweepSpec, str] | None:
     task = p.data["tasks"][0]
     models = ui.models_for("video-retrieval" if task == "retrieval" and kind == "video" else task)
     default = [m for m in p.data.get("models", []) if m in models] or models[:1]
-    chosen = c1.multiselect("Models", models, default=default, key=f"bench_protocol_models_{name}")
+    chosen = c1.multiselect("Models", models, key=f"bench_protocol_models_{name}",
+                            **kept_list(f"bench_protocol_models_{name}", models, default))
     if dataset["name"] in bench.BUILTIN:
         hi = ui.DEMO_N if kind == "image" else ui.VIDEO_DEMO_N
         ui.clamp("bench_protocol_n", 2, hi, default_value=50)
         n = int(c2.number_input("Items", 2, hi, key="bench_protocol_n", **ui.initial("bench_protocol_n", value=50)))
     else:
-        n = int(c2.number_input("Items (0 = all)", 0, 10**7, 0, step=100, key="bench_protocol_n")) or None
-    pairs = c3.checkbox("Combinations", value=True, key="bench_protocol_pairs",
+        ui.clamp("bench_protocol_n", 0, 10**7)
+        n = int(c2.number_input("Items (0 = all)", 0, 10**7, step=100, key="bench_protocol_n",
+                                **ui.initial("bench_protocol_n", value=0))) or None
+    pairs = c3.checkbox("Combinations", key="bench_protocol_pairs", **ui.initial("bench_protocol_pairs", value=True),
                         help="The protocol's visual × text pairs (Schiappa et al.'s 66).") if p.pairs() else False
-    run_name = st.text_input("Run name", bench.default_run_name(dataset["name"], name), key="bench_protocol_run",
+    run_name = st.text_input("Run name", key="bench_protocol_run",
+                             **ui.initial("bench_protocol_run", value=bench.default_run_name(dataset["name"], name)),
                              max_chars=64, help=f"{bench.RUN_NAME_RULE}. The same name again resumes the run.")
     device = ui.spec_device()[1]
     if not chosen:

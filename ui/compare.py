@@ -14,15 +14,16 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from robustlab.tasks.retrieval_bench import DIRECTION_LABELS
+from ui.follow import KEEP_BASELINE, counterpart, follow_data, mismatch
+from ui.loaders import can_do, get_bench, load, models_for, offered_models
 from ui.media import safe_md
+from ui.widget_state import valid
 
 NONE = "none"
 
 
 def picker(models: list[str]) -> None:
     """The sidebar's baseline choice (any offered model but the main one)."""
-    from ui.state import valid
-
     main = st.session_state.get("model_choice")
     options = [NONE] + [m for m in models if m != main]
     st.selectbox("Compare with (baseline)", options, key="baseline", **valid("baseline", options),
@@ -41,8 +42,6 @@ def baseline(ctx) -> Baseline | None:
     said). The baseline follows the data as the page's model does (:func:`ui.state.follow_data`: a built-in made for
     the other kind of data is replaced by its counterpart, with one line and an undo), unless that counterpart is
     the page's own model: then the chosen baseline is kept, and one line says what its scores mean."""
-    from ui.state import KEEP_BASELINE, counterpart, follow_data, get_bench, load, mismatch
-
     chosen = st.session_state.get("baseline") or NONE
     if chosen == NONE:
         return None
@@ -68,20 +67,23 @@ def baseline(ctx) -> Baseline | None:
 
 
 def _r1(mets: dict, direction: str) -> dict:
-    clean = mets["clean"][direction]["R@1"]
-    return {cond: mets[cond][direction]["R@1"] for cond in mets} | \
-        {"γʳ (both perturbed / clean)": (mets["both perturbed"][direction]["R@1"] / clean) if clean else float("nan")}
+    """R@1 of each condition in ``mets`` (ui.widgets.applied: the sides that something perturbs) and γʳ of the most
+    perturbed one (none when nothing is)."""
+    clean, last = mets["clean"][direction]["R@1"], list(mets)[-1]
+    return {cond: mets[cond][direction]["R@1"] for cond in mets} | ({} if last == "clean" else {
+        f"γʳ ({last} / clean)": (mets[last][direction]["R@1"] / clean) if clean else float("nan")})
 
 
 def retrieval_panel(ctx, base: Baseline, vcond, tcond, direction: str, query: dict, ours_metrics: dict | None,
                     ours_cmp) -> None:
     """The baseline beside ours on the Retrieval page: the query's ground-truth ranks and the gallery R@1."""
-    from ui.widgets import compute
+    from ui.widgets import applied, compute
 
     st.subheader(f"Ours vs baseline ({vcond.label()} / {tcond.label()})")
     got = compute(base.bench, vcond, tcond, lambda: (
         base.bench.compare(vcond, tcond, direction=direction, metrics=False, **query),
-        base.bench.condition_metrics(vcond, tcond)), msg="Scoring the baseline…",
+        applied(base.bench.condition_metrics(vcond, tcond), base.bench.kind, vcond, tcond)),
+        msg="Scoring the baseline…",
         failure=f"{vcond.label()} / {tcond.label()} failed for {base.spec}")
     if got is None:
         return
@@ -128,8 +130,6 @@ def hubness_panel(ctx, base: Baseline, direction: str, vcond, tcond, k: int, our
 
 def grounding_panel(spec: str, res: dict, run, gt) -> None:
     """Another grounding model on the same perturbed image and expression (``run(spec) -> result``), beside ours."""
-    from ui.state import can_do, load, models_for, offered_models, valid
-
     others = [m for m in dict.fromkeys(models_for("grounding")
                                        + [m for m in offered_models() if can_do(m, "grounding")])
               if m != spec]

@@ -23,7 +23,7 @@ from robustlab.datasets.registry import discover, get_entry, list_datasets, need
 from robustlab.io.access import AccessDenied, resolve_inside
 from ui import operator
 from ui.media import safe_md
-from ui.widget_state import initial
+from ui.widget_state import initial, valid
 from ui.cache import shared
 
 ANOTHER = "another folder under a data root…"
@@ -98,9 +98,8 @@ def _apply_request(req, entries: list[dict], names: dict, roots) -> None:
 
 
 def sidebar_section() -> None:
-    """The Local folder widgets (app.py's sidebar)."""
-    from ui.state import valid
-
+    """The Local folder widgets (app.py's sidebar), each drawn with its kept value (:mod:`ui.widget_state`: the
+    first pick in a box used to be dropped on a fresh server)."""
     cfg = operator.config()
     if not cfg.data_roots:
         st.caption(OFF)
@@ -112,17 +111,15 @@ def sidebar_section() -> None:
     if req:
         _apply_request(req, entries, names, roots)
     labels = [label(e, names) for e in entries] + [ANOTHER]
-    valid("folder_pick", labels)
-    pick = st.selectbox("Dataset under the data roots", labels, key="folder_pick",
+    pick = st.selectbox("Dataset under the data roots", labels, key="folder_pick", **valid("folder_pick", labels),
                         help=f"Datasets found under {', '.join(names.values())} (the operator's data roots).")
     if pick == ANOTHER:
-        valid("folder_base", roots)
-        st.selectbox("Data root", roots, key="folder_base", format_func=names.get)
-        st.text_input("Folder under it", key="folder_sub", max_chars=1024,
+        st.selectbox("Data root", roots, key="folder_base", format_func=names.get,
+                     **valid("folder_base", roots, format_func=names.get))
+        st.text_input("Folder under it", key="folder_sub", max_chars=1024, **initial("folder_sub", value=""),
                       placeholder="e.g. coco2014 or videos/msrvtt")
         fmts = folder_formats()
-        valid("folder_fmt", fmts)
-        name = st.selectbox("Format", fmts, key="folder_fmt")
+        name = st.selectbox("Format", fmts, key="folder_fmt", **valid("folder_fmt", fmts))
     else:
         hit = entries[labels.index(pick)]
         if hit.get("convert"):  # nothing to choose until the operator has converted it (the page says so)
@@ -130,9 +127,7 @@ def sidebar_section() -> None:
         name = hit["name"]
     e = get_entry(name)
     st.caption(f"{e['description']}. Needs: {e['needs']}.")
-    valid("folder_split", e["splits"])
-    st.selectbox("Split", e["splits"], key="folder_split",
-                 index=e["splits"].index(e["default_split"]) if e["default_split"] in e["splits"] else 0)
+    st.selectbox("Split", e["splits"], key="folder_split", **valid("folder_split", e["splits"], e["default_split"]))
     st.number_input("Max items (0 = all)", 0, 10**7, step=100, key="folder_max", **initial("folder_max", value=0),
                     help="Use only the first N items (faster on a large dataset).")
 

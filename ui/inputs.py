@@ -10,8 +10,8 @@ from robustlab.export.basket import LoadedInput, builtin_source, load_upload, ty
 from robustlab.io.files import InputError, clean_caption, uploaded_bytes
 from ui.media import safe_md
 from ui.server_guard import arrived, current_session_id
-from ui.state import DEMO_N, current_dataset, get_builtin_gallery
-from ui.widget_state import clamp, initial
+from ui.loaders import DEMO_N, current_dataset, get_builtin_gallery
+from ui.widget_state import clamp, initial, valid
 from ui.cache import shared
 
 VIDEO_MAX_FRAMES, VIDEO_MAX_SIDE = 300, 320  # uploads are bounded so that every severity stays interactive
@@ -34,19 +34,52 @@ def builtin_video(seed: int, index: int, size: int):
 
 def choose_input(kind: str) -> LoadedInput | None:
     """The input of ``kind`` ("image", "video", "text") the user picks, or None after saying what is missing."""
-    sources = ["builtin", "upload"] + (["typed"] if kind == "text" else [])
-    labels = {"builtin": "Built-in world", "upload": "Upload", "typed": "Type a caption"}
-    src = st.radio("From", sources, key=f"pt_source_{kind}", horizontal=True, format_func=labels.get)
+    sources = ["dataset", "builtin", "upload"] + (["typed"] if kind == "text" else [])
+    labels = {"dataset": "From the sidebar's dataset", "builtin": "Built-in world", "upload": "Upload",
+              "typed": "Type a caption"}
+    d, g = st.session_state.get("dataset", "builtin"), st.session_state.get("upload_gallery")
+    held = {"builtin": "image", "builtin-videos": "video", "upload": getattr(g, "kind", None)}.get(d, kind)
+    first = "dataset" if kind in ("text", held) else "builtin"  # the sidebar's dataset, where it holds this kind
+    src = st.radio("From", sources, key=f"pt_source_{kind}", horizontal=True, format_func=labels.get,
+                   **valid(f"pt_source_{kind}", sources, first))
+    if src == "dataset":
+        return _sidebar_item(kind)
     if src == "builtin":
         return _builtin(kind)
     if src == "typed":
-        typed = st.text_area("Caption", "a small red circle at the top left on a gray background", key="pt_typed")
+        typed = st.text_area("Caption", key="pt_typed",
+                             **initial("pt_typed", value="a small red circle at the top left on a gray background"))
         try:
             return LoadedInput("text", [clean_caption(typed, "caption")], typed_source(), "typed")
         except InputError as e:
             st.error(str(e))
             return None
     return upload(kind)
+
+
+def _sidebar_item(kind: str) -> LoadedInput | None:
+    """An item of the sidebar's dataset (built-in, uploads or a local folder): its image or video, or its caption;
+    None after one line when the dataset holds the other kind of visual."""
+    from robustlab.export.selection import gallery_source
+
+    got = current_dataset()
+    if got is None:
+        return None
+    _, ds = got
+    if kind != "text" and ds.kind != kind:
+        st.info(f"The sidebar's dataset holds {ds.kind}s: pick the built-in world or upload a {KINDS[kind].lower()}.")
+        return None
+    clamp("pt_ds_item", 0, len(ds) - 1)
+    i = int(st.number_input(f"Item of the sidebar's dataset (of {len(ds)})", 0, len(ds) - 1, key="pt_ds_item",
+                            **initial("pt_ds_item", value=0)))
+    item = ds.item(i)
+    if kind == "text":
+        caption = next((t for t in item.texts if t and t.strip()), "")
+        st.text(f"#{i} · {item.id} · “{caption}”")  # dataset text: literal
+        return LoadedInput("text", [caption], gallery_source(ds, i, field="caption"), item.id) if caption else None
+    st.text(f"#{i} · {item.id}" + (f" · “{item.texts[0]}”" if item.texts else ""))
+    fps = float(getattr(ds, "fps", None) or BUILTIN_VIDEO_FPS) if kind == "video" else None
+    return LoadedInput(kind, ds.visual(i), gallery_source(ds, i), item.id, fps=fps)
 
 
 def _builtin(kind: str) -> LoadedInput:
@@ -65,8 +98,9 @@ def _builtin(kind: str) -> LoadedInput:
         st.caption(f"#{i} · “{safe_md(g.captions[i])}”")
         return LoadedInput("image", g.images[i], builtin_source("gallery", g.meta[i]["seed"], i, g.names[i]),
                            g.names[i])
-    i = st.selectbox("Built-in caption", range(len(g)), key="pt_caption_idx",
-                     format_func=lambda j: f"#{j} · {g.captions[j]}")
+    cap = lambda j: f"#{j} · {g.captions[j]}"  # noqa: E731
+    i = st.selectbox("Built-in caption", range(len(g)), key="pt_caption_idx", format_func=cap,
+                     **valid("pt_caption_idx", range(len(g)), format_func=cap))
     return LoadedInput("text", [g.captions[i]], builtin_source("gallery", g.meta[i]["seed"], i, g.names[i],
                                                                field="caption"), g.names[i])
 
@@ -98,8 +132,9 @@ def upload(kind: str) -> LoadedInput | None:
     if item.note:
         st.caption(f"{safe_md(item.label)}: {safe_md(item.note)}")
     if kind == "text":
-        j = st.selectbox("Caption from the file", range(len(item.data)), key="pt_upload_caption_idx",
-                         format_func=lambda k: f"line {k + 1} · {item.data[k]}")
+        line = lambda k: f"line {k + 1} · {item.data[k]}"  # noqa: E731
+        j = st.selectbox("Caption from the file", range(len(item.data)), key="pt_upload_caption_idx", format_func=line,
+                         **valid("pt_upload_caption_idx", range(len(item.data)), format_func=line))
         j = min(j or 0, len(item.data) - 1)
         return LoadedInput("text", [item.data[j]], {**item.source, "line": j}, item.label)
     return item
@@ -110,6 +145,7 @@ def grounding_input():
     what is missing: an item of the sidebar's dataset, or one uploaded image, and an expression."""
     with st.container(border=True):
         src = st.radio("Image", ["dataset", "upload"], key="gr_source", horizontal=True,
+                       **valid("gr_source", ["dataset", "upload"]),
                        format_func=lambda s: "Upload" if s == "upload" else "From the sidebar's dataset")
         got = _dataset_target() if src == "dataset" else _uploaded_image()
         if got is None:
@@ -154,18 +190,21 @@ def _dataset_target():
         ds = get_builtin_gallery(DEMO_N)
         ds_id = ds.id
     i1, i2 = st.columns([1, 3])
-    i = int(i1.number_input(f"Item (of {len(ds)})", 0, len(ds) - 1, 0, key="gr_scene"))
+    clamp("gr_scene", 0, len(ds) - 1)
+    i = int(i1.number_input(f"Item (of {len(ds)})", 0, len(ds) - 1, key="gr_scene", **initial("gr_scene", value=0)))
     item, source, gt, t = ds.item(i), gallery_source(ds, i), None, 0
     expr = next((x for x in item.texts if x and x.strip()), "")  # no referring expression: the item's caption
     if hasattr(ds, "scene"):
         scene = ds.scene(i)
-        t = int(i2.selectbox("Target object", range(len(scene.objects)), key=f"gr_target_{i}",
-                             format_func=lambda j: scene.objects[j].phrase()))
+        phrase = lambda j: scene.objects[j].phrase()  # noqa: E731
+        t = int(i2.selectbox("Target object", range(len(scene.objects)), key=f"gr_target_{i}", format_func=phrase,
+                             **valid(f"gr_target_{i}", range(len(scene.objects)), format_func=phrase)))
         ref = world.referring_expression(scene, t, int(getattr(ds, "size", 128)))
         expr, gt, source = ref["expression"], tuple(float(v) for v in ref["box"]), {**source, "target": t}
     elif item.refs:
-        t = int(i2.selectbox("Expression", range(len(item.refs)), key=f"gr_ref_{i}",
-                             format_func=lambda j: item.refs[j].expression))
+        said = lambda j: item.refs[j].expression  # noqa: E731
+        t = int(i2.selectbox("Expression", range(len(item.refs)), key=f"gr_ref_{i}", format_func=said,
+                             **valid(f"gr_ref_{i}", range(len(item.refs)), format_func=said)))
         expr, gt = item.refs[t].expression, tuple(float(v) for v in item.refs[t].box)
     st.text(f"#{i} · {item.id}" + (f" · “{item.texts[0]}”" if item.texts else ""))  # user text: literal
     expr = _expression_input(f"gr_expr_{i}_{t}", (ds_id, item.id, t, expr), expr,

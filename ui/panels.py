@@ -10,6 +10,7 @@ import streamlit as st
 from robustlab.diagnostics import views
 from ui.charts import occurrence_histogram
 from ui.media import safe_md
+from ui.widget_state import valid
 from ui.widgets import param_inputs
 from ui.cache import shared
 
@@ -30,6 +31,7 @@ def reduction_panel(view: views.HubnessView, key: tuple, log_y: bool) -> None:
         st.info(f"Hubness reduction is not available in this robustlab: {e}")
         return
     method = st.selectbox("Method", ["none"] + list(methods), key="hub_reduction",
+                          **valid("hub_reduction", ["none"] + list(methods)),
                           format_func=lambda n: "none" if n == "none" else methods[n].label,
                           help="Re-scores the query × gallery similarities (no model change), applied to the clean "
                                "and the perturbed scores alike.")
@@ -187,6 +189,7 @@ def caption_diff(x: str, out: str, left, right) -> None:
     left.text(x)
     with right:
         level = st.radio("Diff", ["word", "char"], key="pt_diff_level", horizontal=True,
+                         **valid("pt_diff_level", ["word", "char"]),
                          format_func=lambda v: "by word" if v == "word" else "by character")
         st.markdown(diff_markdown(x, out, level))
         st.caption("red: removed · green: inserted · ␣: a changed space")

@@ -16,8 +16,8 @@ from robustlab.export.basket import peeling_example
 from robustlab.io.files import InputError, uploaded_bytes
 from robustlab.models import ModelUnavailable
 from ui.media import CLEAN, PERT, boxed, md_escape
-from ui.state import current_dataset, get_model
-from ui.widget_state import clamp, initial
+from ui.loaders import current_dataset, get_model
+from ui.widget_state import clamp, initial, valid
 from ui.widgets import basket
 from ui.cache import shared
 from ui.server_guard import arrived, current_session_id
@@ -74,6 +74,7 @@ def _typed_box(image, where: str = "this input", owner=None):
             st.session_state["gr_pl_box"] = ""  # a box typed for another image
         st.session_state["_gr_pl_box_owner"] = owner
     txt = st.text_input("Ground-truth box for PEELING (x0, y0, x1, y1 in pixels)", key="gr_pl_box",
+                        **initial("gr_pl_box", value=""),
                         placeholder="e.g. 10, 12, 54, 60", help="The box of the object the expression names.")
     if not txt.strip():
         st.info(f"PEELING needs a ground-truth box: type the object's box above to run it on {where}.")
@@ -111,13 +112,15 @@ def _controls(seed: int) -> dict:
     on = []
     for col, (stage, (name, key, what)) in zip(st.columns(3), STAGES.items()):
         off = stage == "back_translation" and bool(reason)
-        if col.checkbox(f"P2 · {name}", not off, key=key, disabled=off, help=f"P2: {what}.") and not off:
+        if col.checkbox(f"P2 · {name}", key=key, disabled=off, help=f"P2: {what}.",
+                        **initial(key, value=not off)) and not off:
             on.append(stage)
     cols = st.columns(2)
-    wide = cols[0].checkbox("Wider candidate subsets", False, key="gr_pl_wide",
+    wide = cols[0].checkbox("Wider candidate subsets", key="gr_pl_wide", **initial("gr_pl_wide", value=False),
                             help="Also the object with any larger proper subset of its properties (the paper's "
                                  "wording), not only the object alone and the object with one property.")
-    compat = cols[1].checkbox("Released-code answer parsing", False, key="gr_pl_compat",
+    compat = cols[1].checkbox("Released-code answer parsing", key="gr_pl_compat",
+                              **initial("gr_pl_compat", value=False),
                               help="The released code's substring tests ('someone' counts as one, 'snow' as no) "
                                    "and its third question string.")
     if reason:
@@ -277,6 +280,7 @@ def extraction_view() -> None:
                                "object, properties (separated by |). Optional pred_object / pred_properties are "
                                "scored instead of running the extractor. Without a file: the shipped 40 expressions.")
     match = c2.radio("Property match", list(P.MATCHES), key="gr_ex_match", horizontal=True,
+                     **valid("gr_ex_match", list(P.MATCHES)),
                      help="exact: equal after lower-casing and dropping a leading article and end punctuation; "
                           "overlap: also when one's words are a run of the other's ('hat' for 'in a hat').")
     if up is not None:
@@ -375,7 +379,8 @@ def _label_one(t, image, store: dict) -> None:
                                    {"step": "test (P2)", "expression": t.MRtext}]),
                      hide_index=True, width="stretch", key=f"gr_at_exprs_{t.uniq_id}")
         c2.radio(f"Test {md_escape(t.uniq_id)}: does the test expression still name this object, and only it?", CHOICES,
-                 index=CHOICES.index(store.get(t.uniq_id, "unlabelled")), key=f"gr_at_lab_{t.uniq_id}",
+                 key=f"gr_at_lab_{t.uniq_id}",
+                 **valid(f"gr_at_lab_{t.uniq_id}", CHOICES, store.get(t.uniq_id, "unlabelled")),
                  horizontal=True, on_change=_set_label, args=(store, t.uniq_id))
 
 
@@ -392,10 +397,12 @@ def atcr_view(spec: str, device: str, model) -> None:
                           "built-in over-specified expressions otherwise), cached per models, items and seed."):
         return
     c1, c2, c3 = st.columns(3)
-    n = int(c1.number_input("Items", 1, 500, 20, key="gr_at_n", help="PEELING runs on the first N items."))
-    size = int(c2.number_input("Tests to label", 1, 1000, P.SAMPLE, key="gr_at_size",
+    n = int(c1.number_input("Items", 1, 500, key="gr_at_n", help="PEELING runs on the first N items.",
+                            **initial("gr_at_n", value=20)))
+    size = int(c2.number_input("Tests to label", 1, 1000, key="gr_at_size", **initial("gr_at_size", value=P.SAMPLE),
                                help="A random sample of the generated tests (the paper: 100)."))
-    seed = int(c3.number_input("Seed", 0, 2**31 - 1, 0, key="gr_at_seed", help="PEELING's seed and the sample's."))
+    seed = int(c3.number_input("Seed", 0, 2**31 - 1, key="gr_at_seed", help="PEELING's seed and the sample's.",
+                               **initial("gr_at_seed", value=0)))
     vqa_spec = _vqa_spec(spec, model, device)
     if vqa_spec is None:
         return

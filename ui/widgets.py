@@ -13,10 +13,11 @@ import streamlit as st
 from robustlab.perturb import list_perturbations
 from robustlab.perturb.condition import Condition
 from robustlab.tasks.retrieval_bench import DIRECTION_LABELS
+from ui import choice
 from ui.media import show_visual
-from ui.state import clamp, initial, valid
+from ui.widget_state import clamp, initial, valid
 
-NONE = "(none)"
+NONE = choice.NONE
 SHORT = {"image": "img", "video": "vid", "text": "txt"}
 
 
@@ -31,28 +32,45 @@ def perturbation_names(modality: str) -> tuple[list[str], dict]:
 
 
 def perturbation_picker(modality: str, key: str, sev_key: str, default: str | None = None, severity: int = 3,
-                        label: str | None = None) -> tuple[str | None, int]:
-    """A perturbation of ``modality`` (grouped by category) and its severity -> (name or None, severity)."""
+                        label: str | None = None, kind: str | None = None) -> tuple[str | None, int]:
+    """A perturbation of ``modality`` (grouped by category) and its severity -> (name or None, severity). With
+    ``kind`` (the kind of data, "image" or "video"), the session's one choice (:mod:`ui.choice`): the box starts
+    from the pick made on any page (else ``default``/``severity``) and a pick here is that choice for every page."""
     names, cat = perturbation_names(modality)
     fmt = lambda n: n if n == NONE else f"{cat[n]} · {n}"  # noqa: E731
     label = label or {"image": "Image", "video": "Video", "text": "Text"}[modality]
+    shared = {}
+    if kind is not None:
+        st.session_state[choice.KIND] = kind
+        default, severity = choice.picked(modality, kind, (default, severity))
+        if key not in st.session_state:  # (a perturbation set for this page alone keeps the page's severity)
+            choice.seed(key, default if default in names else NONE)
+            choice.seed(sev_key, int(severity))
+        s = st.session_state
+
+        def pick():
+            choice.remember(modality, kind, None if s.get(key, NONE) == NONE else s[key], s.get(sev_key))
+        shared = {"on_change": pick}
     name = st.selectbox(f"{label} perturbation", names, key=key, format_func=fmt,
-                        **valid(key, names, default if default in names else NONE, fmt))
+                        **valid(key, names, default if default in names else NONE, fmt), **shared)
     clamp(sev_key, 0, 5)
-    sev = st.slider(f"{label} severity", 0, 5, key=sev_key, disabled=name == NONE, **initial(sev_key, value=severity))
+    sev = st.slider(f"{label} severity", 0, 5, key=sev_key, disabled=name == NONE, **initial(sev_key, value=severity),
+                    **shared)
     return (None if name == NONE else name), int(sev)
 
 
 def condition_row(kind: str, prefix: str, seed: int, defaults: dict, stacked: bool = False):
     """The visual (``kind``) and text perturbation pickers, side by side (or stacked in the current column) ->
     (visual condition, text condition). Keys: ``{prefix}img_pert``/``{prefix}vid_pert`` and ``{prefix}txt_pert``
-    (and ``_sev``); ``defaults``: modality -> (name, severity)."""
+    (and ``_sev``); ``defaults``: modality -> (name, severity), the page's first choice (else
+    :data:`ui.choice.DEFAULTS`). Both pickers are the session's one choice (:mod:`ui.choice`)."""
+    defaults = {kind: choice.default(kind, kind), **defaults}
     cols = [st.container(), st.container()] if stacked else st.columns(2)
     out = []
     for col, mod in zip(cols, (kind, "text")):
         with col:
             name, sev = perturbation_picker(mod, f"{prefix}{SHORT[mod]}_pert", f"{prefix}{SHORT[mod]}_sev",
-                                            *defaults.get(mod, (None, 3)))
+                                            *defaults.get(mod, (None, 3)), kind=kind)
             out.append(Condition(name, sev, int(seed)))
     return tuple(out)
 
@@ -143,7 +161,7 @@ def gallery_metrics(bench, visual_cond, text_cond, *, failure: str):
         with _turn(bench, "text", text_cond, bar, "Perturbing and encoding the captions"):
             bench.texts(text_cond, progress=progress_of("Perturbing and encoding the captions"))
         with st.spinner("Scoring the gallery…"):
-            return bench.condition_metrics(visual_cond, text_cond)
+            return applied(bench.condition_metrics(visual_cond, text_cond), bench.kind, visual_cond, text_cond)
     except (InputError, ValueError) as e:
         st.warning(str(e))
     except Exception as e:  # noqa: BLE001 - as compute(): the page stays up
@@ -151,6 +169,39 @@ def gallery_metrics(bench, visual_cond, text_cond, *, failure: str):
     finally:
         bar.empty()
     return None
+
+
+def applied(metrics: dict, kind: str, visual_cond, text_cond) -> dict:
+    """``condition_metrics`` without the rows of a side that nothing perturbs: with the text perturbation at none,
+    "text perturbed" is the clean score again and "both perturbed" the visual one (shown twice, they read as two
+    results); the same for the visual side. Clean stays."""
+    drop = set()
+    if visual_cond.clean:
+        drop |= {f"{kind} perturbed", "both perturbed"}
+    if text_cond.clean:
+        drop |= {"text perturbed", "both perturbed"}
+    return {c: m for c, m in metrics.items() if c not in drop}
+
+
+def condition_name(cond: str, kind: str) -> str:
+    """A ``condition_metrics`` key as a headline says it ("both perturbed": "image and text perturbed")."""
+    return f"{kind} and text perturbed" if cond == "both perturbed" else cond
+
+
+def headline_r1(slot, metrics: dict, direction: str, kind: str) -> None:
+    """The gallery R@1 of the most perturbed condition in ``metrics`` (:func:`applied`), labelled with that
+    condition, and its change from clean; a change that rounds to 0.000 shows no arrow (no colour for no change)."""
+    cond = list(metrics)[-1]
+    r1, clean = metrics[cond][direction]["R@1"], metrics["clean"][direction]["R@1"]
+    label = f"Gallery {DIRECTION_LABELS[direction]} R@1, {condition_name(cond, kind)}"
+    if cond == "clean":
+        slot.metric(label + " (nothing perturbed)", f"{r1:.3f}")
+        return
+    change = round(r1 - clean, 3)
+    if change == 0:  # also -0.000: no arrow, no colour
+        slot.metric(label, f"{r1:.3f}", delta="±0.000", delta_color="off", delta_arrow="off")
+    else:
+        slot.metric(label, f"{r1:.3f}", delta=f"{change:+.3f}")
 
 
 def ranked_grid(title: str, key: str, ranked, visuals, gt, *, kind: str, gid: str, cond: Condition,
@@ -207,6 +258,27 @@ def int_slider(label: str, lo: int, hi: int, value: int, key: str, **kw) -> int:
     return int(st.slider(label, lo, hi, key=key, **initial(key, value=min(max(value, lo), hi)), **kw))
 
 
+@contextlib.contextmanager
+def one_line_failure(bar, out: dict | None, what: str, expected=(ValueError, RuntimeError)):
+    """A page's long run under ``bar`` (emptied at the end), its failure as one line: an ``expected`` error by its
+    message's first line, anything else as "The ``what`` failed (type: message)"; kept in ``out["error"]``, or,
+    without ``out``, shown (an unexpected error then propagates, as Streamlit shows it)."""
+    try:
+        yield
+    except expected as e:
+        line = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        if out is None:
+            st.error(f"{what[0].upper()}{what[1:]} cannot run: {line}")
+        else:
+            out["error"] = line
+    except Exception as e:  # noqa: BLE001 - a failing run must not take the page down
+        if out is None:
+            raise
+        out["error"] = f"The {what} failed ({type(e).__name__}: {e})".splitlines()[0]
+    finally:
+        bar.empty()
+
+
 def basket():
     """The session's basket of perturbed examples (created on first use)."""
     from robustlab.export.basket import Basket
@@ -227,9 +299,33 @@ def param_inputs(params, key: str) -> dict:
         cast = int if p.kind == "int" else float
         lo, hi = (None if v is None else cast(v) for v in (p.min, p.max))
         with col:
-            out[p.name] = cast(st.number_input(p.name, lo, hi, cast(p.default), key=f"{key}_{p.name}", help=p.help,
+            if lo is not None and hi is not None:  # (an open range: nothing to keep it inside)
+                clamp(f"{key}_{p.name}", lo, hi)
+            out[p.name] = cast(st.number_input(p.name, lo, hi, key=f"{key}_{p.name}", help=p.help,
+                                               **initial(f"{key}_{p.name}", value=cast(p.default)),
                                                **({"step": 1} if p.kind == "int" else {"format": "%.4g"})))
     return out
+
+
+def _catalogue_choice(kind: str, by_name: dict) -> dict:
+    """The Perturb page's catalogue as the session's one choice (:mod:`ui.choice`): it starts from the perturbation
+    picked for ``kind`` on any page (``name`` or ``name/variant``) and a pick here is that choice. -> the widgets'
+    ``on_change``."""
+    data = choice.data_kind()
+    name, _ = choice.picked(kind, data)
+    base, _, variant = (name or "").partition("/")
+    if base in by_name and f"pt_name_{kind}" not in st.session_state:
+        choice.seed(f"pt_group_{kind}", "all")
+        choice.seed(f"pt_name_{kind}", base)
+        choice.seed(f"pt_variant_{base}", variant or by_name[base].default_variant)
+    s = st.session_state
+
+    def pick():
+        n = s.get(f"pt_name_{kind}")
+        if n in by_name:
+            v = s.get(f"pt_variant_{n}", by_name[n].default_variant)
+            choice.remember(kind, data, n if v == by_name[n].default_variant else f"{n}/{v}")
+    return {"on_change": pick}
 
 
 def _group(spec) -> str:
@@ -249,20 +345,22 @@ def perturbation_catalogue(kind: str):
                    next((s.name for s in specs if s.available), specs[0].name))
     specs.sort(key=lambda s: (s.modality != kind, _group(s), s.name))
     by_name = {s.name: s for s in specs}
+    shared = _catalogue_choice(kind, by_name)
     c1, c2, c3, c4 = st.columns([2, 3, 2, 1])
     groups = ["all"] + list(dict.fromkeys(_group(s) for s in specs))
-    grp = c1.selectbox("Category", groups, key=f"pt_group_{kind}", format_func=lambda g: f"all ({len(specs)})"
-                       if g == "all" else f"{g} ({sum(_group(s) == g for s in specs)})")
+    count = lambda g: f"all ({len(specs)})" if g == "all" else f"{g} ({sum(_group(s) == g for s in specs)})"  # noqa: E731
+    grp = c1.selectbox("Category", groups, key=f"pt_group_{kind}", format_func=count,
+                       **valid(f"pt_group_{kind}", groups, format_func=count))
     names = [s.name for s in specs if grp == "all" or _group(s) == grp]
-    spec = by_name[c2.selectbox("Perturbation (type to search)", names, key=f"pt_name_{kind}",
-                                index=names.index(default) if default in names else 0,
+    spec = by_name[c2.selectbox("Perturbation (type to search)", names, key=f"pt_name_{kind}", **shared,
+                                **valid(f"pt_name_{kind}", names, default),
                                 format_func=lambda n: f"{_group(by_name[n])} › {n}"
                                 + ("" if by_name[n].available else "  — unavailable"))]
     variants = list(spec.variants)
-    variant = c3.selectbox("Variant", variants, index=variants.index(spec.default_variant),
-                           key=f"pt_variant_{spec.name}",
+    variant = c3.selectbox("Variant", variants, key=f"pt_variant_{spec.name}", **shared,
+                           **valid(f"pt_variant_{spec.name}", variants, spec.default_variant),
                            format_func=lambda v: f"{v} (default)" if v == spec.default_variant else v)
-    seed = int(c4.number_input("Seed", 0, 2**31 - 1, 0, key="pt_seed"))
+    seed = int(c4.number_input("Seed", 0, 2**31 - 1, key="pt_seed", **initial("pt_seed", value=0)))
     note = spec.variant_notes.get(variant, "")
     st.caption(f"**{spec.name}** — {(spec.description or spec.category).rstrip('. ')}. Source: {spec.source}."
                + (f" Variant: {note}" if note else "")

@@ -376,7 +376,32 @@ def test_monkey(server, browser, tmp_path):
         main = _shown_select(page, "model_choice")
         return pick("baseline", [m for m in options or ["none"] + images_m + videos_m if m != main])
 
+    def failures():
+        """The Failures page on whatever the sidebar holds: a small map run to its end (or one line saying why
+        not); the map's heading names the model and dataset it ran on, whatever the form shows since."""
+        _goto(page, "Failures")
+        page.get_by_text("Failures — where each example breaks").wait_for()
+        box = page.locator(".st-key-fail_n input")
+        if box.count():
+            box.fill("6")
+            box.press("Enter")
+            settle(page)
+        go = page.locator(".st-key-fail_go button")
+        if not (go.count() and go.is_enabled()):
+            return []
+        go.click()
+        for _ in range(600):  # the map runs in a thread the page polls: its end reruns the page
+            page.wait_for_timeout(500)
+            if page.get_by_text("Where it breaks", exact=True).count() or page.locator(
+                    '[data-testid="stAlertContentError"]').count():
+                break
+        settle(page)
+        errors = page.locator('[data-testid="stAlertContentError"]')
+        return [f"failures: {errors.first.inner_text()}"] if errors.count() and not page.get_by_text(
+            "Where it breaks", exact=True).count() else []
+
     actions = {
+        "failures": failures,
         "images": lambda: _dataset(page, "Built-in images"),
         "videos": lambda: _dataset(page, "Built-in videos"),
         "upload": upload,
@@ -400,6 +425,11 @@ def test_monkey(server, browser, tmp_path):
         settle(page)
         problems += check(page)
         log.append((i, what, problems))
+        assert page.locator('[data-testid="stException"]').count() == 0, log
+        assert problems == [], log
+    if not any(what == "failures" for _, what, _ in log):  # the Failures page is visited at least once
+        problems = failures() + check(page)
+        log.append((len(log), "failures", problems))
         assert page.locator('[data-testid="stException"]').count() == 0, log
         assert problems == [], log
     print("monkey:", [(i, what) for i, what, _ in log])

@@ -39,12 +39,12 @@ def fresh_models():
 @pytest.mark.slow
 @pytest.mark.parametrize("exc", FAILURES, ids=lambda e: type(e).__name__)
 def test_a_model_that_fails_to_load_leaves_every_page_usable_with_a_banner(monkeypatch, fresh_models, exc):
-    import ui.state
+    import ui.loaders
 
     def broken(spec, device=None, **kw):
         raise exc
 
-    monkeypatch.setattr(ui.state, "load_model", broken)
+    monkeypatch.setattr(ui.loaders, "load_model", broken)  # (ui.state re-exports ui.loaders' names)
     at = AppTest.from_file("../../app.py", default_timeout=TIMEOUT)
     at.run()
     assert not at.exception, at.exception

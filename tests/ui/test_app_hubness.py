@@ -189,8 +189,8 @@ def test_video_gallery_text_to_video():
     at = open_page(dataset="builtin-videos")
     assert not at.error and not at.warning
     assert at.radio(key="hub_direction").value == "t2v"
-    assert at.selectbox(key="hub_pert").value == "video:gaussian_noise"
-    label = "gaussian_noise s3 (video)"
+    assert at.selectbox(key="hub_pert").value == "video:reverse_sampling"  # the video default of every page
+    label = "reverse_sampling s1 (video)"
     assert any(f"perturbed: {label}" in c.value for c in at.caption)
 
     # every gallery video counted once, Σ N_k = k · |queries| (every caption queries the videos)

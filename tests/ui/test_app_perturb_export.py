@@ -41,7 +41,8 @@ def table(at, column):
 def test_loads_with_defaults_on_a_builtin_image(perturb_page):
     at = perturb_page
     assert not at.error
-    assert at.radio(key="pt_kind").value == "image" and at.radio(key="pt_source_image").value == "builtin"
+    # the sidebar's dataset (built-in images) by default: the Perturb page follows the sidebar (issue 45)
+    assert at.radio(key="pt_kind").value == "image" and at.radio(key="pt_source_image").value == "dataset"
     assert at.selectbox(key="pt_name_image").value == "gaussian_noise"
     assert at.slider(key="pt_severity").value == 3
     assert any(s.value == "Severities 1–5" for s in at.subheader)
@@ -61,7 +62,7 @@ def test_change_perturbation_variant_severity_and_add_to_basket(perturb_page):
     assert not at.exception
     assert any("clean pass-through" in str(j.value) for j in at.json)
     at.slider(key="pt_severity").set_value(2).run()
-    at.number_input(key="pt_image_idx").set_value(4).run()
+    at.number_input(key="pt_ds_item").set_value(4).run()
     at.number_input(key="pt_seed").set_value(9).run()
     at.button(key="pt_add").click().run()
     assert not at.exception

@@ -84,7 +84,7 @@ def test_retrieval_ranks_the_uploaded_videos(app):
     assert len(at.get("video")) == 2 * 3  # clean and perturbed top-3, each a player
     df = at.dataframe[-1].value
     assert set(df["direction"]) == {"text→video", "video→text"}
-    assert set(df["condition"]) == {"clean", "video perturbed", "text perturbed", "both perturbed"}
+    assert set(df["condition"]) == {"clean", "video perturbed"}  # no text perturbation on videos by default
     at.radio(key="direction").set_value("v2t").run()
     assert not at.exception and not at.error
     assert len(at.get("video")) == 2 and len(at.dataframe) == 3  # the query video; two caption tables + metrics
@@ -92,7 +92,7 @@ def test_retrieval_ranks_the_uploaded_videos(app):
 
 def test_hubness_on_the_uploaded_videos(app):
     at = open_page(app, "pages/hubness.py")
-    assert at.selectbox(key="hub_pert").value == "video:gaussian_noise"
+    assert at.selectbox(key="hub_pert").value == "video:reverse_sampling"  # the video default of every page
     assert at.number_input(key="hub_k").value == 2  # k < 3 videos
     figs = [json.loads(c.proto.spec) for c in at.get("plotly_chart")]
     (fig,) = [f for f in figs if "gallery videos" in str(f["layout"].get("title"))]

@@ -33,7 +33,7 @@ def check_nothing_shared_changed(out: dict) -> None:
     before, after = out["before"], out["after"]
     assert after["jobs_registry"] == before["jobs_registry"] and after["running"] == before["running"] == ["sweep-of-a"]
     assert after["limit"] == before["limit"] == 1
-    assert "ui/state.py:get_model" in before["pools"]["models"]
+    assert "ui/loaders.py:get_model" in before["pools"]["models"]  # the loaders moved out of ui/state (issue 46)
     assert after["pools"] == before["pools"]  # models, galleries, benches: still there
     assert out["loads_before"] == out["loads_after"] == 1, out["model_load_lines"]  # one line per real load
     assert out["model_load_lines"] == ["model load: builtin:tiny-vit-clip on auto"]
