@@ -21,6 +21,7 @@ HERE = Path(__file__).resolve().parent
 VIEWS = [
     ("pages/retrieval.py", "Retrieval", ":material/search:"),
     ("pages/grounding.py", "Grounding", ":material/my_location:"),
+    ("pages/failures.py", "Failures", ":material/broken_image:"),
     ("pages/attention.py", "Attention", ":material/psychology:"),
     ("pages/clavi.py", "CLAVI", ":material/swap_horiz:"),
     ("pages/hubness.py", "Hubness", ":material/hub:"),

@@ -14,7 +14,12 @@ environment variable that overrides it (docs/security.md lists them with their d
     allow_custom_models  ROBUSTLAB_ALLOW_CUSTOM_MODELS  free-text model specs (any backend); default off
     allow_hub            ROBUSTLAB_ALLOW_HUB            downloads from the model hub; default off (the process
                                                         runs with HF_HUB_OFFLINE=1: no connection is attempted)
-    max_sweeps           ROBUSTLAB_MAX_SWEEPS           sweeps running at once on this server; default 2
+    max_sweeps           ROBUSTLAB_MAX_SWEEPS           sweeps running at once on this server; default 2 (a
+                                                        failure map started on the Failures page counts as one)
+    failure_max_cells    ROBUSTLAB_FAILURE_MAX_CELLS    the largest failure map the Failures page runs: items ×
+                                                        perturbations × severities × models; default 20000
+    failure_search_budget ROBUSTLAB_FAILURE_SEARCH_BUDGET the most model evaluations a search on the Failures
+                                                        page may spend; default 5000
     model_cache_mb       ROBUSTLAB_MODEL_CACHE_MB       bytes the shared models, datasets and benches may hold
                                                         (least recently used first out); default 4096
     result_cache_mb      ROBUSTLAB_RESULT_CACHE_MB      bytes the shared results (perturbed inputs, media, views)
@@ -43,6 +48,8 @@ CONFIG_FILE = Path(__file__).resolve().parents[1] / "robustlab.toml"
 _TRUE, _FALSE = {"1", "true", "yes", "on"}, {"0", "false", "no", "off", ""}
 HUB_ENV = ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "HF_DATASETS_OFFLINE")
 LOOPBACK = {"127.0.0.1", "localhost", "::1"}
+FAILURE_MAX_CELLS = 20_000  # failure_max_cells' default
+FAILURE_SEARCH_BUDGET = 5_000  # failure_search_budget's default
 log = logging.getLogger("robustlab.ui")
 
 
@@ -61,6 +68,8 @@ class OperatorConfig:
     model_cache_mb: int = 4096
     result_cache_mb: int = 512
     runs_dir: Path | None = None  # the operator's runs folder; None: default_runs_dir()
+    failure_max_cells: int = FAILURE_MAX_CELLS  # the Failures page's budget: items × perturbations × severities
+    failure_search_budget: int = FAILURE_SEARCH_BUDGET  # the most model evaluations a search may spend
 
     @property
     def runs_root(self) -> Path:
@@ -179,7 +188,8 @@ def load_config(env: dict | None = None, path: Path | None = None, address: str 
         return env[var] if var in env else table.get(key, default)
 
     known = {"data_roots", "model_root", "ui_models", "allow_custom_models", "allow_hub", "max_sweeps", "personal",
-             "default_model", "warm_up", "model_cache_mb", "result_cache_mb", "runs_dir"}
+             "default_model", "warm_up", "model_cache_mb", "result_cache_mb", "runs_dir", "failure_max_cells",
+             "failure_search_budget"}
     problems += [f"robustlab.toml: unknown key {k!r} in [dashboard] (ignored)" for k in table if k not in known]
     personal = _flag(get("personal", "ROBUSTLAB_PERSONAL", False), "personal", problems)
     if personal:
@@ -216,8 +226,25 @@ def load_config(env: dict | None = None, path: Path | None = None, address: str 
               for key, var, default in (("model_cache_mb", "ROBUSTLAB_MODEL_CACHE_MB", 4096),
                                         ("result_cache_mb", "ROBUSTLAB_RESULT_CACHE_MB", 512))}
     runs = _runs_dir(get("runs_dir", "ROBUSTLAB_RUNS", None), problems)
+    limits = {key: _whole(get(key, var, default), key, default, problems)
+              for key, var, default in (("failure_max_cells", "ROBUSTLAB_FAILURE_MAX_CELLS", FAILURE_MAX_CELLS),
+                                        ("failure_search_budget", "ROBUSTLAB_FAILURE_SEARCH_BUDGET",
+                                         FAILURE_SEARCH_BUDGET))}
     return OperatorConfig(roots, mroots[0] if mroots else None, models, custom, hub, sweeps, personal,
-                          tuple(problems), default.strip() if default else None, warm, **caches, runs_dir=runs)
+                          tuple(problems), default.strip() if default else None, warm, **caches, runs_dir=runs,
+                          **limits)
+
+
+def _whole(raw, key: str, default: int, problems: list, top: int = 10**8) -> int:
+    """A whole number from 1 to ``top`` (else ``default`` and one line)."""
+    try:
+        v = int(str(raw).strip())
+        if not 1 <= v <= top:
+            raise ValueError
+        return v
+    except ValueError:
+        problems.append(f"{key}={raw!r} is not a whole number from 1 to {top} (using {default})")
+        return default
 
 
 def _megabytes(raw, key: str, default: int, problems: list) -> int:

@@ -247,6 +247,13 @@ def test_walk_every_page(runs_root, server, browser, tmp_path):
     page.get_by_text("Added to the basket (1 example(s)).").wait_for()
     w.shot("grounding")
 
+    # ---- 2b. Failures: the form on the built-in images, nothing computed before Run (tests/browser/
+    # test_browser_failures.py runs a map and sends a cell to the basket; the basket here stays as the walk counts it)
+    w.open("Failures", "Failures — where each example breaks")
+    page.get_by_text("No failure map yet: choose above and press Run.").wait_for()
+    page.get_by_text(re.compile(r"^\d[\d,]* cells \(items × perturbations × severities\)")).wait_for()
+    w.shot("failures")
+
     # ---- 3. Attention: QUAG before/after heatmaps on a built-in scene, the answers -------------------------------
     w.open("Attention", "Attention — does the model fuse the modalities?")
     heat = page.locator(".st-key-at_heat .js-plotly-plot")
@@ -488,9 +495,9 @@ def test_walk_every_page(runs_root, server, browser, tmp_path):
     app_py = (Path(__file__).resolve().parents[2] / "app.py").read_text(encoding="utf-8")
     assert w.visited == set(re.findall(r'\("pages/\w+\.py", "([^"]+)"', app_py)), w.visited
     assert [p.name for p in w.taken] == [
-        "01-retrieval.png", "02-grounding.png", "03-attention.png", "04-clavi.png", "05-retrieval-uploads.png",
-        "06-hubness.png", "07-adaptation.png", "08-embeddings.png", "09-perturb-image.png", "10-perturb-video.png",
-        "11-perturb-caption.png", "12-benchmark.png", "13-export.png"]
+        "01-retrieval.png", "02-grounding.png", "03-failures.png", "04-attention.png", "05-clavi.png",
+        "06-retrieval-uploads.png", "07-hubness.png", "08-adaptation.png", "09-embeddings.png", "10-perturb-image.png",
+        "11-perturb-video.png", "12-perturb-caption.png", "13-benchmark.png", "14-export.png"]
     for p in w.taken:
         assert p.stat().st_size > 1000 and p.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n", p
     print("[walk] " + ", ".join(f"{n} {s:.0f}s" for n, s in w.times), file=sys.stderr)
