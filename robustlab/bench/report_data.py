@@ -257,6 +257,9 @@ def _row(r: Result, file: str) -> dict:
     # a task's own metric named like a column the report computes (PEELING's "mmi" against the original
     # expressions, not γ's MMI against the clean cell) keeps its value under the task's name: "peeling_mmi"
     row.update({(f"{r.task}_{k}" if k in REPORT_COLUMNS or k in row else k): v for k, v in flat.items()})
+    mult = r.extra.get("multiplications")  # QUAG-attention's measured saving of multiplications (Table 1)
+    if isinstance(mult, dict) and _numeric(mult.get("saving")):
+        row["mult_ops_saving"] = float(mult["saving"])
     for d in directions(r.metrics):  # Qiu et al.'s per-direction "Mean" = (R@1 + R@5 + R@10) / 3
         with contextlib.suppress(KeyError, ValueError, TypeError):
             row[f"{d}_mean_recall"] = mean_recall(r.metrics[d])

@@ -108,6 +108,8 @@ def intervention_table(df: pd.DataFrame) -> pd.DataFrame:
                    "score": r["score"], "delta": 0.0 if name == "baseline" else delta,
                    "drop": "↓" if name != "baseline" and _numeric(delta) and -delta >= DROP_FLAG * scale - 1e-12
                    else "", "n": r["n"]}
+            if _numeric(r.get("mult_ops_saving")):  # measured on one forward (QUAG-attention only)
+                row["mult_ops_saving"] = float(r["mult_ops_saving"])
             row.update({f"type: {ty}": r.get(f"per_type_{ty}_acc") for ty in types})
             out.append(row)
     return pd.DataFrame(out)

@@ -187,6 +187,29 @@ def applied(model, cond) -> Iterator[object]:
         yield model
 
 
+def count_multiplications(run) -> int:
+    """The multiplications of every matrix product ``run()`` performs, counted by torch's ``FlopCounterMode``
+    (mm, bmm, addmm, baddbmm, convolutions, scaled-dot-product attention; its FLOPs / 2): a measured count, not a
+    formula."""
+    from torch.utils.flop_counter import FlopCounterMode  # torch: kept out of `import robustlab`
+
+    with FlopCounterMode(display=False) as fc:
+        run()
+    return int(fc.get_total_flops() // 2)
+
+
+def multiplications(model, cond, call) -> dict:
+    """Measured multiplications of ``call(m)`` (one forward of a batch) with the model as it is and under the
+    intervention ``cond``: ``{"baseline", "intervened", "saving", "scope"}``, ``saving`` = 1 − intervened / baseline
+    (QUAG's "Δ multiplication ops"; the paper gives no formula, digest §1.9: this counts every matrix product of the
+    whole forward, where :func:`robustlab.models.quag.multiplications` counts one fusion layer analytically)."""
+    base = count_multiplications(lambda: call(model))
+    with applied(model, cond) as m:
+        new = count_multiplications(lambda: call(m))
+    return {"baseline": base, "intervened": new, "saving": (base - new) / base if base else 0.0,
+            "scope": "every matrix product of one forward (torch FlopCounterMode), measured"}
+
+
 def replace_for(text, layers=None):
     """The attention hook of a QUAG or QUAG-attention intervention (``layers``: QUAG on those layers only)."""
     iv = parse(text)
@@ -198,4 +221,4 @@ def replace_for(text, layers=None):
 
 
 __all__ = ["Intervention", "InterventionError", "KINDS", "INPUTS", "names", "parse", "as_condition", "check",
-           "applied", "replace_for"]
+           "applied", "replace_for", "count_multiplications", "multiplications"]

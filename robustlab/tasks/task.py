@@ -108,8 +108,17 @@ class Task:
             with iv.applied(model, c.get(INTERVENTION)) as mod:
                 count, metrics, extra = self.run(mod, dataset, c.get("visual", Condition()),
                                                  c.get("text", Condition()), m, prog, **options)
+            if INTERVENTION in c and iv.check(c[INTERVENTION], model).kind == "quag-attention":
+                probe = self.forward_probe(dataset, m)  # QUAG's "Δ multiplication ops", measured
+                if probe is not None:
+                    extra["multiplications"] = iv.multiplications(model, c[INTERVENTION], probe)
             out.append(make_result(self.name, model, dataset, c, count, metrics, **extra))
         return out
+
+    def forward_probe(self, dataset, m: int):
+        """``call(model)``: one forward of a few of the first ``m`` clean items, through which a QUAG-attention
+        cell measures its multiplications against the model's own (None: the task has none)."""
+        return None
 
     def check_interventions(self, conds: list, model) -> None:
         """Refuse (one line) a model intervention this task cannot run or this model cannot take."""

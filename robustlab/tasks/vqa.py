@@ -65,6 +65,16 @@ class VQATask(Task):
             {"questions": len(right), "correct": right, "answers": given}
 
 
+    def forward_probe(self, dataset, m: int, size: int = 8):
+        """One batch of the first ``size`` items that have questions (their first question each)."""
+        idx = [i for i in range(min(m, 4 * size)) if dataset.item(i).questions][:size]
+        if not idx:
+            return None
+        visuals = [dataset.visual(i) for i in idx]
+        questions = [dataset.item(i).questions[0].question for i in idx]
+        return lambda model: answer_many(model, visuals, questions)
+
+
 TASK = VQATask()  # its entry in the task table (robustlab.tasks.registry.TASKS)
 
 __all__ = ["VQATask", "answer_many", "TASK"]

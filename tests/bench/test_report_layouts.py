@@ -63,6 +63,19 @@ def test_quag_rows_in_the_papers_order():
     assert list(t["accuracy"]) == [60.0, 30.0, 20.0, 10.0, 59.0] and list(t["↓"]) == ["", "↓", "↓", "↓", ""]
 
 
+def test_quag_delta_multiplication_ops_row_from_the_measured_count():
+    p = load_protocol("quag-table1")
+    spec = p.build_spec(dataset={"name": "builtin-videos", "n": 10})
+    qa = _res({"intervention": {"name": "quag-attention:video-avg", "severity": 1, "seed": 0}}, 0, task="vqa",
+              metrics={"accuracy": 0.59})
+    qa.extra["multiplications"] = {"baseline": 1000, "intervened": 864, "saving": 0.136, "scope": "measured"}
+    cells = [_res({}, 0, task="vqa", metrics={"accuracy": 0.6}), qa]
+    t = next(d for title, _, d in report_tables(_run(spec, cells))["protocol"] if title.startswith("QUAG"))
+    assert list(t["configuration"]) == ["baseline", "quag-attention:video-avg",
+                                        "Δ multiplication ops (quag-attention:video-avg)"]
+    assert t["accuracy"].iloc[-1] == "−13.6% (measured: 864 of 1,000)"
+
+
 def test_results_carry_qius_mean_recall_per_direction():
     p = load_protocol("mlvp")
     spec = p.build_spec(dataset={"name": "builtin-videos", "n": 10}, perturbations="mlvp_fog",
