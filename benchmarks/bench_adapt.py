@@ -2,7 +2,8 @@
 
 For each model: v2t with shifted video queries under every available MLVP video perturbation at the chosen
 severities, and t2v with shifted text queries under every available text shift of the HAT-VTR text benchmark
-(Qiu et al.'s 15), each run with no adaptation, Tent, TCR and HAT-VTR (their defaults). Writes one JSON with every
+(Qiu et al.'s 15), each run with no adaptation, Tent, TCR, HAT-VTR, READ, SAR and EATA (their defaults; the
+oracle and variants with --methods). Writes one JSON with every
 run's clean / shifted / adapted R@1, R@5, R@10, the adaptation's wall time per 1,000 queries, and the means per
 (model, direction, severity, method). Resumes: runs already in the output file are skipped.
 
@@ -24,7 +25,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 MODELS = ("builtin:tiny-clip-video-seqtransf", "builtin:tiny-clip-video-meanp")
-METHODS = ("none", "tent", "tcr", "hat-vtr")
+METHODS = ("none", "tent", "tcr", "hat-vtr", "read", "sar", "eata")
 
 
 def shifts():

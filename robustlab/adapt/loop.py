@@ -175,7 +175,7 @@ def run(model, dataset, method: str = "hat-vtr", direction: str = "t2v", conditi
             seconds["prepare"] += time.perf_counter() - ts
             phase["prepare"] += time.perf_counter() - ts
         sync = (lambda: torch.cuda.synchronize(dev)) if dev.type == "cuda" else None
-        runner = Runner(method, p, gallery, g_frames, side, sync=sync)
+        runner = Runner(method, p, gallery, g_frames, side, sync=sync, weights=tower.parameters())
         tick = sync or (lambda: None)
         first_pos = torch.tensor([int(np.atleast_1d(x)[0]) for x in positives], dtype=torch.long, device=dev)
         opt = torch.optim.AdamW(tower.parameters(), lr=p["lr"], weight_decay=p["weight_decay"])
@@ -197,22 +197,28 @@ def run(model, dataset, method: str = "hat-vtr", direction: str = "t2v", conditi
             t1 = time.perf_counter()
             seconds["prepare"] += t1 - ts
             phase["prepare"] += t1 - ts
+            def forward(prepared=prepared):  # the batch's forward: (features, pooled, scores)
+                q = tower.encode(prepared)
+                qg = tower.pool(q)
+                return q, qg, qg @ gallery.t()
+
             for step in range(int(p["steps"])):
                 with torch.enable_grad():
                     ta = time.perf_counter()
-                    q = tower.encode(prepared)
-                    qg = tower.pool(q)
-                    s = qg @ gallery.t()
+                    q, qg, s = forward()
                     tick()
                     tb = time.perf_counter()
                     inner = runner.timer["hsm"] + runner.timer["memory"]
                     so = runner.step(q if q.dim() == 3 else qg, s, step, b,
-                                     targets=first_pos[torch.as_tensor(idx, dtype=torch.long)], truth=truth)
+                                     targets=first_pos[torch.as_tensor(idx, dtype=torch.long)], truth=truth,
+                                     again=lambda: forward()[1:])  # a second pass (SAR's sharpness-aware step)
                     tick()
                     tc = time.perf_counter()
                     opt.zero_grad(set_to_none=True)
                     so.loss.backward()
+                    runner.before_update()
                     opt.step()
+                    runner.after_update(opt, so)
                     tick()
                     td = time.perf_counter()
                 phase["forward"] += tb - ta

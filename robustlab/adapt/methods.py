@@ -2,15 +2,17 @@
 
 Each method turns one step's query features and scores into a loss (and, for HAT-VTR, chooses the pseudo-positives
 and refines the output scores). Defaults are the papers' where they state them and otherwise the released HAT-VTR
-configs (``bingqingzhang/vtr_tta``, MIT licence, ``config_tta/msrvtt/{v2t,t2v}/clip4clip_{tent,tcr,vtr}.json``):
-batch 16, 3 steps per batch, AdamW with weight decay 1e-4, τ = 0.02, t = 0.1, con_ratio 0.3; lr 3e-5 for Tent,
-3e-4 for TCR, and for HAT-VTR 3e-4 on visual queries (v2t) and 3e-5 on text queries (t2v); the Reliable Memory holds
-100 pairs for text queries (the t2v config's ``max_queue_size``) and a batch's worth, 16, for visual queries (the v2t
-config sets none and the code falls back to the batch size; the paper's App. C.1 says 16).
+configs (``bingqingzhang/vtr_tta``, MIT licence, ``config_tta/msrvtt/{v2t,t2v}/clip4clip_{tent,tcr,vtr,read,sar,
+eata}.json``): batch 16, 3 steps per batch, AdamW with weight decay 1e-4, τ = 0.02, t = 0.1, con_ratio 0.3; lr 3e-5
+for Tent, READ and SAR, 3e-4 for TCR and EATA, and for HAT-VTR 3e-4 on visual queries (v2t) and 3e-5 on text queries
+(t2v); the Reliable Memory holds 100 pairs for text queries (the t2v config's ``max_queue_size``) and a batch's
+worth, 16, for visual queries (the v2t config sets none and the code falls back to the batch size; the paper's App.
+C.1 says 16). READ, SAR and EATA: :mod:`robustlab.adapt.baselines`.
 """
 from __future__ import annotations
 
 import fnmatch
+import math
 import time
 from dataclasses import dataclass, field
 from typing import Callable, Optional
@@ -18,6 +20,7 @@ from typing import Callable, Optional
 import torch
 import torch.nn.functional as F
 
+from robustlab.adapt import baselines as B
 from robustlab.adapt import losses as L
 from robustlab.adapt.towers import AdaptError
 from robustlab.io.params import BoundedParam as Param
@@ -86,6 +89,41 @@ METHODS: dict[str, Method] = {
                                              "code, which made the paper's tables) or the whole gallery (Eq. 3 "
                                              "as written); the Reliable Memory's entropies follow",
                choices=("batch", "gallery")))),
+    "read": Method(
+        "read", "READ", "Yang et al. 2024, ICLR (test-time adaptation against multi-modal reliability bias)",
+        "Confidence-aware loss over each query's softmax over the gallery: confident queries (top probability above "
+        "γ) are made more confident, the noisy ones are pushed down instead of fitted. READ's reliability-aware "
+        "fusion adapts a fusion transformer's attention, which a dual-encoder retrieval model does not have: as in "
+        "the HAT-VTR authors' code, the query tower's LayerNorms adapt instead. Its balance term is off by default "
+        "(that code's setting; READ's own is 1).",
+        (Param("gamma", 0.36787944117144233, "float", "γ: the confidence above which a query is sharpened "
+                                                      "(READ: e⁻¹)", 1e-6, 1.0),
+         Param("balance", 0.0, "float", "weight of READ's balance term (entropy of the batch's mean softmax, "
+                                        "subtracted); 0: off, as the HAT-VTR authors' code", 0.0, 100.0))),
+    "sar": Method(
+        "sar", "SAR", "Niu et al. 2023, ICLR (sharpness-aware and reliable entropy minimisation)",
+        "Reliable entropy (queries with entropy below E0) minimised with sharpness-aware minimisation: two forward "
+        "and backward passes per step, the gradient taken at the weights perturbed by ρ along the first gradient; "
+        "model recovery (the adapted LayerNorms and the optimiser reset when the moving average of the loss "
+        "collapses below reset_em) is off by default: see reset_em.",
+        (Param("e_margin", None, "float", "E0 in nats (default: SAR's 0.4·ln C with the gallery's N_G items as the "
+                                          "C classes)", 0.0, 100.0),
+         Param("rho", 0.05, "float", "SAM's neighbourhood radius ρ", 0.0, 10.0),
+         Param("reset_em", 0.0, "float", "model recovery: reset when the loss's moving average (0.9) falls below "
+                                         "this. SAR's 0.2 resets almost at once here (the unadapted loss over "
+                                         "the gallery at τ = 0.02 is already near or below it); default 0: off, "
+                                         "as the HAT-VTR authors' code",
+               0.0, 100.0))),
+    "eata": Method(
+        "eata", "EATA", "Niu et al. 2022, ICML (efficient test-time model adaptation without forgetting)",
+        "Entropy minimised on reliable queries (entropy below E0) that are not redundant (the cosine of their "
+        "softmax to the moving average of the queries kept so far below d_margin), each weighted by 1/exp(E − E0). "
+        "No Fisher anti-forgetting term: it needs in-distribution samples the query stream does not have (the "
+        "HAT-VTR authors' code passes none).",
+        (Param("e_margin", None, "float", "E0 in nats (default: EATA's 0.4·ln C with the gallery's N_G items as the "
+                                          "C classes; the HAT-VTR authors' code uses 0.40)", 0.0, 100.0),
+         Param("d_margin", 0.05, "float", "ε: a query whose softmax has |cosine| ≥ ε to the moving average is "
+                                          "redundant", 0.0, 1.0))),
     "oracle": Method(
         "oracle", "Supervised LayerNorm ceiling (diagnostic)", "robustlab (not in the papers)",
         "Not test-time adaptation: the same LayerNorms trained online with the ground truth (cross-entropy to each "
@@ -95,7 +133,9 @@ METHODS: dict[str, Method] = {
 
 LR = {("oracle", "text"): 3e-4, ("oracle", "visual"): 3e-4, ("tent", "text"): 3e-5, ("tent", "visual"): 3e-5,
       ("tcr", "text"): 3e-4, ("tcr", "visual"): 3e-4,
-      ("hat-vtr", "text"): 3e-5, ("hat-vtr", "visual"): 3e-4}
+      ("hat-vtr", "text"): 3e-5, ("hat-vtr", "visual"): 3e-4,
+      ("read", "text"): 3e-5, ("read", "visual"): 3e-5, ("sar", "text"): 3e-5, ("sar", "visual"): 3e-5,
+      ("eata", "text"): 3e-4, ("eata", "visual"): 3e-4}
 
 
 def list_methods(pattern: str | None = None) -> list[dict]:
@@ -141,6 +181,8 @@ def resolve(method: str, side: str, n_gallery: int, params: dict) -> dict:
         out["lr"] = LR[(method, side)]
     if "capacity" in out and out["capacity"] is None:
         out["capacity"] = 100 if (method == "hat-vtr" and side == "text") else int(out["batch_size"])
+    if "e_margin" in out and out["e_margin"] is None:  # EATA's and SAR's E0 = 0.4·ln C, the gallery's items as C
+        out["e_margin"] = 0.4 * math.log(max(2, n_gallery))
     if "memory" in out and out["memory"] is None:
         out["memory"] = max(1, int(0.1 * n_gallery))
     return out
@@ -157,8 +199,9 @@ class Runner:
     """One method's state over one run (memories), reset by making a new one."""
 
     def __init__(self, method: str, params: dict, gallery: torch.Tensor, gallery_frames: Optional[torch.Tensor],
-                 query_side: str, sync: Optional[Callable[[], None]] = None):
+                 query_side: str, sync: Optional[Callable[[], None]] = None, weights: Optional[list] = None):
         self.method, self.p, self.side = method, params, query_side
+        self.weights = list(weights or ())  # the adapted parameters (SAR perturbs and resets them)
         # seconds in HSM (target selection and output reranking) and in the Reliable Memory's update (HAT-VTR
         # §5.5's breakdown); ``sync`` waits for the device before each clock reading (CUDA runs asynchronously)
         self.timer = {"hsm": 0.0, "memory": 0.0}
@@ -172,6 +215,10 @@ class Runner:
             self.rm = L.ReliableMemory(int(params["capacity"]), params["ratio"], "diversity", params["temperature"])
             self.hsm = L.HubnessMemory(int(params["memory"]), params["alpha"], params["beta"], params["m"])
         self.rm_sizes: list[int] = []
+        self.avg = None  # EATA: moving average of the kept queries' softmax
+        self.ema, self.eps, self.resets = None, None, 0  # SAR: the loss's moving average, SAM's ε̂, resets so far
+        if method == "sar":
+            self.initial = [w.detach().clone() for w in self.weights]
 
     def _clock(self, key: str, t0: float) -> float:
         self.sync()
@@ -198,11 +245,15 @@ class Runner:
                 "accuracy": self.rm.accuracy()})
 
     def step(self, q: torch.Tensor, scores: torch.Tensor, step: int, batch: int,
-             targets: Optional[torch.Tensor] = None, truth: Optional[list] = None) -> StepOut:
+             targets: Optional[torch.Tensor] = None, truth: Optional[list] = None,
+             again: Optional[Callable[[], tuple]] = None) -> StepOut:
         """The loss of one step from the batch's features ``q`` (B×D or B×T×D) and scores (B×N_G); ``targets``:
         the true gallery index per query (the oracle only); ``truth``: per query, its true gallery items (the
-        Reliable Memory's accuracy log only; no method sees it)."""
+        Reliable Memory's accuracy log only; no method sees it); ``again()``: the same batch's forward once more
+        -> (features, scores) (SAR's second pass, at the perturbed weights)."""
         tau = self.p["temperature"]
+        if self.method in ("read", "sar", "eata"):
+            return self._baseline_step(scores, step, again)
         if self.method == "oracle":
             loss = F.cross_entropy(scores / tau, targets)
             return StepOut(loss, {"ce": float(loss.detach())})
@@ -245,6 +296,46 @@ class Runner:
         cm = L.cross_modal_multigranular(video, text, mem_video, mem_text)
         return StepOut(na + uni + cm, {"na": float(na.detach()), "mguni": float(uni.detach()),
                                        "mgcm": float(cm.detach())})
+
+    def _baseline_step(self, scores: torch.Tensor, step: int, again) -> StepOut:
+        tau, p = self.p["temperature"], self.p
+        if self.method == "read":
+            loss, parts = B.read_loss(scores, tau, p["gamma"], p["balance"])
+            return StepOut(loss, parts)
+        if self.method == "eata":
+            loss, parts, _, kept_mean = B.eata_loss(scores, tau, p["e_margin"], p["d_margin"], self.avg)
+            if step == 0:  # each batch enters the moving average once (the paper's one update per batch)
+                self.avg = B.moving_average(self.avg, kept_mean)
+            return StepOut(loss, parts)
+        # SAR: the first pass's reliable entropy gives ε̂; the loss returned is the second pass's, at Θ + ε̂, on the
+        # queries reliable in both; :meth:`before_update` goes back to Θ before the optimiser's step
+        first, keep, ent = B.reliable_entropy(scores, tau, p["e_margin"])
+        self.eps = B.sam_perturbation(first, self.weights, p["rho"])
+        _, s2 = again()
+        second, keep2, _ = B.reliable_entropy(s2, tau, p["e_margin"], among=keep)
+        if bool(keep2.any()):
+            self.ema = B.ema(self.ema, float(second.detach()))
+        return StepOut(second, {"entropy": float(ent.detach().mean()), "first": float(first.detach()),
+                                "reliable": int(keep.sum()), "reliable_second": int(keep2.sum())})
+
+    def before_update(self) -> None:
+        """After backward, before the optimiser's step: SAR goes back from Θ + ε̂ to Θ."""
+        if self.eps is not None:
+            B.sam_restore(self.weights, self.eps)
+            self.eps = None
+
+    def after_update(self, opt, out: StepOut) -> None:
+        """After the optimiser's step: SAR's model recovery -- the adapted weights back to their initial values and
+        the optimiser's state cleared when the loss's moving average has collapsed (``out.parts["reset"]``)."""
+        if self.method != "sar":
+            return
+        out.parts["reset"] = 0
+        if self.ema is not None and self.ema < self.p["reset_em"]:
+            with torch.no_grad():
+                for w, w0 in zip(self.weights, self.initial):
+                    w.copy_(w0)
+            opt.state.clear()
+            self.ema, self.resets, out.parts["reset"] = None, self.resets + 1, 1
 
     def output(self, scores: torch.Tensor) -> torch.Tensor:
         """The batch's final scores (from the last step's forward): HSM-refined for HAT-VTR, as they are else."""

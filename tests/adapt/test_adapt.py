@@ -255,7 +255,7 @@ def test_one_line_refusals(videos):
         with pytest.raises(AdaptError, match=msg):
             adapt.run(seq, videos, **args)
     methods = adapt.list_methods()
-    assert [m["name"] for m in methods] == ["none", "tent", "tcr", "hat-vtr", "oracle"]
+    assert [m["name"] for m in methods] == ["none", "tent", "tcr", "hat-vtr", "read", "sar", "eata", "oracle"]
     assert [m["name"] for m in methods if m["diagnostic"]] == ["oracle"]  # uses the ground truth: kept apart
 
 

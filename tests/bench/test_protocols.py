@@ -224,8 +224,9 @@ def test_hat_vtr_adapts_every_shift_and_quag_lists_table1():
     spec = load_protocol("hat-vtr").build_spec(dataset={"name": "builtin-videos", "n": 8})
     shifted = [c for c in spec.conditions if c and "adapt" not in c]
     adapted = [c for c in spec.conditions if "adapt" in c]
-    assert {c["adapt"].name for c in adapted} == {"tent", "tcr", "hat-vtr", "oracle"}
-    assert len(adapted) == 4 * len(shifted)
+    # the paper's five baselines (Tent, READ, SAR, EATA, TCR), HAT-VTR and the oracle (issue 48)
+    assert {c["adapt"].name for c in adapted} == {"tent", "read", "sar", "eata", "tcr", "hat-vtr", "oracle"}
+    assert len(adapted) == 7 * len(shifted)
     assert {c["visual"].severity for c in shifted if "visual" in c} == {5}
     q = load_protocol("quag-table1").build_spec()
     assert len(q.conditions) == 1 + 9 and q.tasks == ["vqa"]
@@ -333,5 +334,5 @@ def test_mlvp_mixed_settings_tables_17_18():
     assert len(rows) == len(mixed)
     hat = load_protocol("hat-vtr").build_spec(dataset={"name": "builtin-videos", "n": 10})
     adapted_mixes = [c for c in hat.conditions if "adapt" in c and "visual" in c and c["visual"].mix is not None]
-    assert len(adapted_mixes) == 4 * len([c for c in hat.conditions if "adapt" not in c and "visual" in c
+    assert len(adapted_mixes) == 7 * len([c for c in hat.conditions if "adapt" not in c and "visual" in c
                                           and c["visual"].mix is not None])
