@@ -87,19 +87,10 @@ def world(n: int, split: str):
     """(captions, attributes {name: per-item list of value sets}) of the built-in world's items."""
     from robustlab.datasets import build
 
+    from robustlab.failures.slicing import dataset_attributes  # the library's own reading of the scene attributes
+
     ds = build("builtin", split=split, n=n)
-    caps = ds.captions
-    attrs = {"background": [], "objects": [], "color": [], "shape": [], "size": [], "texture": []}
-    for sc in ds.scenes:
-        objs = sc.objects
-        attrs["background"].append({sc.background})
-        attrs["objects"].append({len(objs)})
-        attrs["color"].append({o.color for o in objs})
-        attrs["shape"].append({o.shape for o in objs})
-        sizes = {o.size for o in objs}
-        attrs["size"].append(sizes if len(sizes) == 1 else set())
-        attrs["texture"].append({"striped"} if any(o.texture == "striped" for o in objs) else {"solid"})
-    return caps, attrs
+    return ds.captions, dataset_attributes(ds)
 
 
 def breaking_severity(data: dict, p: str) -> np.ndarray:

@@ -4,11 +4,9 @@ owned by ``st.session_state``), and the report of a run folder (plots, tables, w
 - runs live under one root: the operator's ``runs_dir`` / ``ROBUSTLAB_RUNS``, else ``<cache>/runs`` (the user's
   robustlab cache: ``ROBUSTLAB_CACHE`` or ``~/.cache/robustlab``), never the dashboard's own folder; a run name is a
   plain folder name (no separators, no ``..``), anything else is one line on the page;
-- the sweep runs in a thread (:class:`Job`) so the page stays responsive; the page polls it with a fragment and a
-  Cancel button sets its cancel Event (finished cells stay; Resume reruns the same spec into the same folder and
-  skips them). ``ROBUSTLAB_SYNC_SWEEP=1`` runs it in the script thread (tests: AppTest has no fragment timers);
-- the report is :mod:`robustlab.bench.report`'s (the same figures and tables as its report.html).
-"""
+- the sweep runs in a thread (:class:`Job`), polled by a fragment; Cancel sets its Event (finished cells stay;
+  Resume skips them). ``ROBUSTLAB_SYNC_SWEEP=1`` runs it in the script thread (AppTest has no fragment timers);
+- the report is :mod:`robustlab.bench.report`'s (its report.html's figures and tables)."""
 from __future__ import annotations
 
 import json
@@ -130,8 +128,7 @@ def sweep_dataset() -> tuple[dict, str] | None:
 # ---- the sweep job ----------------------------------------------------------------------------------------
 @dataclass
 class Job:
-    """One sweep into one folder. ``run()`` does the work (in a thread or not); the page reads ``progress``,
-    ``status`` and ``error``."""
+    """One sweep into one folder; ``run()`` works (in a thread or not), the page reads progress, status, error."""
 
     spec: SweepSpec
     out: Path
@@ -149,13 +146,18 @@ class Job:
     def running(self) -> bool:
         return self.thread is not None and self.thread.is_alive()
 
-    def run(self, on_progress=None) -> None:
+    def progress_fn(self, on_progress=None):
+        """The work's progress callback: keeps and passes on each report; cancels once the session has gone."""
         def progress(p):
             self.progress = dict(p)
             if on_progress:
                 on_progress(p)
             if self.owner_gone():
-                self.cancel.set()  # its browser session has ended: nobody can see or cancel it any more
+                self.cancel.set()
+        return progress
+
+    def run(self, on_progress=None) -> None:
+        progress = self.progress_fn(on_progress)
         try:
             self.status = run_sweep(self.spec, self.out, progress=progress, cancel=self.cancel)
         except (SweepError, ValueError, OSError) as e:
@@ -164,14 +166,12 @@ class Job:
             self.error = self.shown(f"{type(e).__name__}: {e}")
 
     def shown(self, text: str) -> str:
-        """A sweep's message as a viewer sees it: the run folder by its run name, the runs folder by those words,
-        never by the server's path (the runner's messages name paths in full, for the CLI)."""
+        """A sweep's message as a viewer sees it: run folders by their names, never the server's path."""
         root = str(self.out.parent)
         return text.replace(root + os.sep, "").replace(root, "the runs folder") if len(root) > 1 else text
 
     def owner_gone(self, grace_s: float = OWNER_GRACE_S) -> bool:
-        """Whether the session that started the sweep has been gone for ``grace_s`` (a reload or a closed tab; a
-        short network drop reconnects within the grace)."""
+        """Whether the starting session has been gone for ``grace_s`` (a network drop reconnects within it)."""
         if not self.owner:
             return False
         try:

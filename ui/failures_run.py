@@ -175,13 +175,7 @@ class FailureJob(bench.Job):
 
     def run(self, on_progress=None) -> None:
         t0 = time.perf_counter()
-
-        def progress(p):
-            self.progress = dict(p)
-            if on_progress:
-                on_progress(p)
-            if self.owner_gone():
-                self.cancel.set()  # its browser session has ended: nobody can see or cancel it any more
+        progress = self.progress_fn(on_progress)  # cancels the map once its browser session has gone
         req = self.request
         try:
             self.phase = "Running the cells, then the slices"

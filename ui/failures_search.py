@@ -39,13 +39,11 @@ class SearchJob(bench.Job):
     cancelled: bool = False
 
     def run(self, on_progress=None) -> None:
+        report = self.progress_fn(on_progress)  # cancels once the browser session has gone
+
         def progress(p):
-            self.progress = {"fraction": p["candidate"] / max(p["candidates"], 1), "done": p["evaluations"],
-                             "total": p["budget"]}
-            if on_progress:
-                on_progress(self.progress)
-            if self.owner_gone():
-                self.cancel.set()
+            report({"fraction": p["candidate"] / max(p["candidates"], 1), "done": p["evaluations"],
+                    "total": p["budget"]})
             if self.cancel.is_set():
                 raise SweepCancelled("cancelled")  # the search takes no cancel event: stop it from its callback
         try:
