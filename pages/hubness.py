@@ -48,8 +48,10 @@ with c1:
 with c2:
     pfmt = lambda p: p if p == ui.NONE else " · ".join(p.split(":", 1))  # noqa: E731
     shared = ui.choice.one_side(kind, "hub_pert", "hub_sev", perts)  # the session's one perturbation choice
+    vis = ui.choice.picked(kind, kind)[0]  # a pick gone with the data falls back to the session's choice
+    back = f"{kind}:{vis}" if vis and f"{kind}:{vis}" in perts else ui.NONE
     pert = st.selectbox("Perturbation", perts, key="hub_pert", format_func=pfmt, **shared,
-                        **ui.valid("hub_pert", perts, ui.NONE, pfmt))
+                        **ui.valid("hub_pert", perts, back, pfmt))
 with c3:
     sev = st.slider("Severity", 0, 5, key="hub_sev", disabled=pert == ui.NONE, **shared,
                     **ui.initial("hub_sev", value=3))

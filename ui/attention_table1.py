@@ -8,18 +8,21 @@ from robustlab.bench.report import quag_table1 as table1
 from robustlab.datasets import build
 from robustlab.models.interventions import names as intervention_names
 from ui.attention import MISSING, PP, table1_display
+from ui.multiselect_state import kept_list
+from ui.widget_state import initial, valid
 
 
 def table1_section(model, spec) -> None:
     st.subheader("Table 1 over the dataset")
     d1, d2, d3 = st.columns([2, 1, 3])
     which = d1.radio("Items", ["builtin", "builtin-videos"], key="at_t1_ds", horizontal=True,
-                     format_func=lambda d: "Built-in scenes" if d == "builtin" else "Built-in videos")
-    n = int(d2.number_input("Items", 10, 1000, 100, step=10, key="at_t1_n"))
-    ivs = d3.multiselect("Rows", [x for x in intervention_names() if x.startswith(("input:", "quag:"))
-                                  or getattr(model, "supports_quag_attention", False)],
-                         default=[x for x in intervention_names() if not x.startswith("quag-attention:")],
-                         key="at_t1_iv")
+                     format_func=lambda d: "Built-in scenes" if d == "builtin" else "Built-in videos",
+                     **valid("at_t1_ds", ["builtin", "builtin-videos"]))
+    n = int(d2.number_input("Items", 10, 1000, step=10, key="at_t1_n", **initial("at_t1_n", value=100)))
+    rows = [x for x in intervention_names() if x.startswith(("input:", "quag:"))
+            or getattr(model, "supports_quag_attention", False)]
+    ivs = d3.multiselect("Rows", rows, key="at_t1_iv", **kept_list(
+        "at_t1_iv", rows, [x for x in intervention_names() if not x.startswith("quag-attention:")]))
     if st.button("Run Table 1", key="at_t1_run", type="primary", icon=":material/play_arrow:"):
         bar = st.progress(0.0, text="Table 1…")
         try:

@@ -9,6 +9,8 @@ from plotly.subplots import make_subplots
 
 from robustlab.diagnostics import clavi_distance as cd
 from robustlab.diagnostics.clavi import COMPLEMENT, ClaviError
+from ui.multiselect_state import kept_list
+from ui.widget_state import initial
 
 KEY = "cv_dist"
 COLOURS = {"correct": "#2ca02c", "incorrect": "#d62728"}  # Fig. 8: green consistently correct, red at least one wrong
@@ -53,9 +55,11 @@ def distance_section(model, spec: str, build_videos) -> None:
         st.info(f"{spec} exposes no fusion attention: pick builtin:tiny-vilt or an hf-vilt model for this analysis.")
         return
     c1, c2, c3 = st.columns([1, 2, 2])
-    n = int(c1.number_input("Pairs", 1, 500, 10, key="cv_dist_n"))
-    qtypes = c2.multiselect("Question types", list(COMPLEMENT), default=["BA"], key="cv_dist_q")
-    same = c3.checkbox("Match text only with text (not in the paper)", key="cv_dist_same")
+    n = int(c1.number_input("Pairs", 1, 500, key="cv_dist_n", **initial("cv_dist_n", value=10)))
+    qtypes = c2.multiselect("Question types", list(COMPLEMENT), key="cv_dist_q",
+                            **kept_list("cv_dist_q", list(COMPLEMENT), ["BA"]))
+    same = c3.checkbox("Match text only with text (not in the paper)", key="cv_dist_same",
+                       **initial("cv_dist_same", value=False))
     if st.button("Measure the distances", key="cv_dist_run", icon=":material/play_arrow:", disabled=not qtypes):
         bar = st.progress(0.0, text="Attention of each complement pair…")
         try:

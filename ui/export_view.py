@@ -6,7 +6,8 @@ import math
 
 import streamlit as st
 
-from ui.widget_state import clamp
+from ui.multiselect_state import kept_list
+from ui.widget_state import clamp, initial, valid
 
 PAGE = 10  # examples shown at once
 
@@ -66,9 +67,12 @@ def shown_examples(basket) -> list:
     """The examples the list shows: filtered by kind and by text (a perturbation, a source), sorted, one page."""
     items = list(basket)
     f1, f2, f3 = st.columns([2, 3, 2])
-    kinds = f1.multiselect("Kind", sorted({ex.kind for ex in items}), key="ex_kinds", placeholder="all kinds")
-    text = f2.text_input("Filter (perturbation or source contains)", key="ex_filter", max_chars=200).strip().lower()
-    order = f3.selectbox("Sort by", list(SORTS), key="ex_sort")
+    kind_options = sorted({ex.kind for ex in items})
+    kinds = f1.multiselect("Kind", kind_options, key="ex_kinds", placeholder="all kinds",
+                           **kept_list("ex_kinds", kind_options))
+    text = f2.text_input("Filter (perturbation or source contains)", key="ex_filter", max_chars=200,
+                         **initial("ex_filter", value="")).strip().lower()
+    order = f3.selectbox("Sort by", list(SORTS), key="ex_sort", **valid("ex_sort", list(SORTS)))
     items = [ex for ex in items if (not kinds or ex.kind in kinds)
              and (not text or text in ex.title().lower() or text in describe_source(ex.source).lower())]
     if SORTS[order] is not None:
@@ -76,7 +80,8 @@ def shown_examples(basket) -> list:
     pages = max(1, math.ceil(len(items) / PAGE))
     if pages > 1:
         clamp("ex_page", 1, pages)
-        page = int(st.number_input(f"Page (of {pages}, {PAGE} examples each)", 1, pages, key="ex_page"))
+        page = int(st.number_input(f"Page (of {pages}, {PAGE} examples each)", 1, pages, key="ex_page",
+                                   **initial("ex_page", value=1)))
     else:
         page = 1
     out = items[(page - 1) * PAGE: page * PAGE]

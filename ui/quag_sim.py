@@ -7,6 +7,8 @@ import plotly.graph_objects as go
 
 from robustlab.diagnostics import quag_simulation as qs
 from robustlab.diagnostics.quag import PRESETS
+from ui.multiselect_state import kept_list
+from ui.widget_state import initial
 
 KEY = "at_sim"
 
@@ -48,11 +50,13 @@ def simulation_section() -> None:
                    "the crossmodal short-circuit should hurt more as α grows. The quick setting is smaller than "
                    "the paper's (App. A.5: 15 tokens × 100 features, 4 layers, 40,000 samples, 2,000 epochs).")
         c1, c2, c3, c4 = st.columns([3, 1, 1, 2])
-        alphas = c1.text_input("α values (in [0, 0.5))", ", ".join(f"{a:g}" for a in qs.DEFAULT_ALPHAS),
-                               key="at_sim_alphas")
-        epochs = int(c2.number_input("Epochs", 1, 2000, qs.QUICK.epochs, key="at_sim_epochs"))
-        seed = int(c3.number_input("Seed", 0, 10_000, 0, key="at_sim_seed"))
-        scs = c4.multiselect("Short-circuits", list(PRESETS), default=["crossmodal"], key="at_sim_sc")
+        alphas = c1.text_input("α values (in [0, 0.5))", key="at_sim_alphas",
+                               **initial("at_sim_alphas", value=", ".join(f"{a:g}" for a in qs.DEFAULT_ALPHAS)))
+        epochs = int(c2.number_input("Epochs", 1, 2000, key="at_sim_epochs",
+                                     **initial("at_sim_epochs", value=qs.QUICK.epochs)))
+        seed = int(c3.number_input("Seed", 0, 10_000, key="at_sim_seed", **initial("at_sim_seed", value=0)))
+        scs = c4.multiselect("Short-circuits", list(PRESETS), key="at_sim_sc",
+                             **kept_list("at_sim_sc", list(PRESETS), ["crossmodal"]))
         if st.button("Run the simulation", key="at_sim_run", icon=":material/play_arrow:", disabled=not scs):
             bar = st.progress(0.0, text="Training one model per α…")
             try:

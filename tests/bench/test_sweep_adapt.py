@@ -18,7 +18,8 @@ def test_parse_adapt_and_the_grid():
     tent, hat = parse_adapt("none,tent,hat-vtr", ["steps=1", "hat-vtr.capacity=8"])
     assert (tent.name, tent.severity, tent.variant) == ("tent", 1, "steps=1")
     assert hat.variant == "capacity=8,steps=1"
-    assert [c.name for c in parse_adapt("all")] == ["tent", "tcr", "hat-vtr"]  # no diagnostic method in "all"
+    # no diagnostic method in "all"; the paper's other baselines (READ, SAR, EATA: issue 48) are in it
+    assert [c.name for c in parse_adapt("all")] == ["tent", "tcr", "hat-vtr", "read", "sar", "eata"]
     assert parse_adapt("none") == [] and parse_adapt(None) == []
     # parameters are checked and canonical: the same setting is the same cell
     assert adapt_condition("tcr", {"lr": "3e-4"}) == adapt_condition("tcr", {"lr": 0.0003})

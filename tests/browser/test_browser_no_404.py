@@ -173,6 +173,8 @@ def test_video_pages_request_no_missing_media(server, browser):
     sidebar.get_by_role("link", name="Perturb", exact=True).click()
     page.get_by_text("Perturb — see exactly what a perturbation does").wait_for()
     choose_radio(page, "Video", scope=page.locator(".st-key-pt_kind"))
+    # Perturb starts from the sidebar's dataset when it holds videos (issue 45): the built-in world's videos here
+    choose_radio(page, "Built-in world", scope=page.locator(".st-key-pt_source_video"))
     _players_ok(page, 2)
     net.check("Perturb, a video")
     # a new severity (held back); another built-in video (its five severities computed before the players)

@@ -298,7 +298,9 @@ def test_hubness_k_and_controls_follow_the_dataset(server, browser, tmp_path):
     _dataset(page, "Built-in videos")
     page.get_by_text(re.compile(r"k = \d+; perturbed: .*video")).first.wait_for()
     assert check_hubness(page) == [] and len(_selected_radio(page, "hub_direction")) == 1
-    assert _shown_select(page, "hub_pert") == "video · gaussian_noise"
+    # the image pick is gone with the data: the box falls back to the session's video choice, the same default on
+    # every page (ui.choice.DEFAULTS, issue 45), not to "none"
+    assert _shown_select(page, "hub_pert") == "video · reverse_sampling"
 
 
 # reproduction 4 (captions of a rejected upload): tests/io/test_upload_pairing.py::

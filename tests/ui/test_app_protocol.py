@@ -55,5 +55,10 @@ def test_a_protocol_run_shows_the_papers_table(runs):
     assert not at.exception, at.exception
     assert not at.error, [e.value for e in at.error]
     t1 = next(d for d in at.dataframe if "configuration" in d.value.columns).value
-    assert list(t1["configuration"])[0] == "baseline" and len(t1) == 10
+    # the baseline and 9 configurations, then the paper's "Δ multiplication ops" row for each of the 3
+    # QUAG-attention modes, measured (issue 48)
+    rows = list(t1["configuration"])
+    assert rows[0] == "baseline" and len(rows) == 13
+    assert [r for r in rows if r.startswith("Δ multiplication ops")] == [
+        f"Δ multiplication ops ({m})" for m in rows if m.startswith("quag-attention:")]
     assert set(t1["↓"]) <= {"", "↓"}
