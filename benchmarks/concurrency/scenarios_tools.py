@@ -161,8 +161,34 @@ class Export(Scenario):
                             re.compile(rf"^Download zip \({n} example\(s\), "), where=p.get_by_role("button"))
 
 
+class Failures(Scenario):
+    """A small failure map of its own (the page's default perturbations and severities on the first n built-in
+    images): the map shown is the one this session asked for (its n, in the heading computed from the result)."""
+    title = "Failures"
+    switch_every = 2  # a map is a server job: fewer page switches while it runs
+
+    def __init__(self, items):
+        self.choices = [(n,) for n in items]
+
+    async def apply(self, s, choice):
+        (n,) = choice
+        p = s.page
+        _count(s, await set_number(p, "fail_n", n))
+        await click(p, p.locator(".st-key-fail_go").get_by_role("button"))
+        s.stats.actions += 1
+
+    async def check(self, s, choice):
+        (n,) = choice
+        heading = re.compile(rf" · builtin \([a-z]+, {n} items, \d+ examples\) · ")  # the dashboard's split
+        if await s.expect_text("the map is this session's (its items)", heading, timeout=240_000):
+            s.record((n,), {"heading": (await s.page.get_by_text(heading).first.inner_text())[:200]})
+        await s.expect_text("the map's summary is shown", "Where it breaks")
+        await s.expect_text("one example of the map is shown in detail",
+                            re.compile(rf"^#[0-{n - 1}] · scene-\d+-\d+ · caption \d+ under "))
+
+
 def plan(sessions: int = 16, videos: bool = False) -> list[Scenario]:
-    """The sessions' pages and choices: every page of the app, six of them twice with other choices. ``videos``: the
+    """The sessions' pages and choices: every page of the app, five of them twice with other choices. ``videos``: the
     second Hubness session works on the built-in videos with a video model (a third model, video galleries)."""
     base = [RetrievalT2I([5, 17, 42, 123], [3, 1]),
             Grounding([3, 11, 25, 40], [3, 5]),
@@ -179,5 +205,5 @@ def plan(sessions: int = 16, videos: bool = False) -> list[Scenario]:
             HubnessVideos([5, 10, 15, 8], [2, 4]) if videos else Hubness("i2t", [3, 8, 12, 6], [2, 4]),
             Embeddings("tsne", [3, 5]),
             PerturbText([1, 6, 40, 99], [1, 3, 5, 2]),
-            Export([201, 202, 203, 204], [5, 1, 2, 3])]
+            Failures([6, 8, 6, 10])]
     return [base[i % len(base)] for i in range(sessions)]
