@@ -48,6 +48,7 @@ ROOT = HERE.parent
 sys.path.insert(0, str(ROOT))
 
 from robustlab.failures import slices as S  # noqa: E402
+from robustlab.failures.slicing import memo_encoder  # noqa: E402
 
 PERTURBATIONS = ("gaussian_noise", "fog", "contrast", "static_rotate", "snow", "brightness")
 MODELS = ("builtin:tiny-clip", "builtin:tiny-vit-clip")
@@ -172,18 +173,6 @@ VARIANTS = {
     "concept gate: none": {"concept_gate": "none"},
     "no bare-word sets": {"bare_words": False},
 }
-
-
-def memo_encoder(model):
-    """``model.encode_texts`` remembered per list (the same phrases are embedded once per model)."""
-    memo: dict = {}
-
-    def enc(texts):
-        key = tuple(texts)
-        if key not in memo:
-            memo[key] = np.asarray(model.encode_texts(list(texts)), np.float32)
-        return memo[key]
-    return enc
 
 
 def methods(failed, sev, clean, pert, caps, enc, k: int, variants: dict | None = None) -> dict:

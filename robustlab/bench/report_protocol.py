@@ -28,6 +28,7 @@ import pandas as pd
 from robustlab.perturb.condition import Condition
 from robustlab.perturb.share import same_as
 from robustlab.perturb.specs import split_variant
+from robustlab.tasks.conditions import intervention_label
 
 from robustlab.bench.protocol import Protocol
 from robustlab.bench.report_layouts import TABLE1_ORDER, clavi_table, peeling_table
@@ -276,7 +277,7 @@ def _multiplications(run) -> dict:
         c = (r.conditions or {}).get("intervention") if isinstance(r.conditions, dict) else None
         c = Condition.from_dict(c) if isinstance(c, dict) else c
         if isinstance(mult, dict) and c is not None and not getattr(c, "clean", True):
-            out[(r.model, c.name + (f"/{c.variant}" if c.variant else ""))] = mult
+            out[(r.model, intervention_label(c))] = mult
     return out
 
 

@@ -99,6 +99,18 @@ def _embedder(model, kind: str, device=None):
     return load_model(spec, device=device), spec
 
 
+def memo_encoder(model):
+    """``model.encode_texts`` remembered per list of texts (the same phrases are embedded once per model)."""
+    memo: dict = {}
+
+    def encode(texts):
+        key = tuple(texts)
+        if key not in memo:
+            memo[key] = np.asarray(model.encode_texts(list(texts)), np.float32)
+        return memo[key]
+    return encode
+
+
 def failure_slices(fmap, dataset, model, *, k: int = 5, min_size: Optional[int] = None, seed: int = 0,
                    n_boot: int = 1000, cache: Optional[EmbeddingCache] = None, metadata: bool = True) -> list[dict]:
     """The ``"slices"`` of a failure map (module docstring): per perturbation (``null`` first: all of them), the
@@ -110,18 +122,11 @@ def failure_slices(fmap, dataset, model, *, k: int = 5, min_size: Optional[int] 
     min_size = int(min_size or min(10, max(3, n // 10)))
     if pop.size < 2 * min_size:
         return []
-    bench = None
     emb_model, emb_spec = _embedder(model, dataset.kind)
     bench = RetrievalBench(emb_model, dataset, cache=cache if cache is not None else EmbeddingCache(), lazy=True)
     clean = bench.visuals()[2][pop]
     captions = [_caption(dataset, int(i)) for i in pop]
-    memo: dict = {}
-
-    def encode(texts):
-        key = tuple(texts)
-        if key not in memo:
-            memo[key] = np.asarray(emb_model.encode_texts(list(texts)), np.float32)
-        return memo[key]
+    encode = memo_encoder(emb_model)
 
     attrs = dataset_attributes(dataset) if metadata else None
     if attrs is not None:
@@ -170,4 +175,4 @@ def _dict(s, pop: np.ndarray, common: dict, kind: str, embedder) -> dict:
     return d
 
 
-__all__ = ["failure_slices", "dataset_attributes", "slice_severity", "TARGET_RATE", "EMBEDDERS"]
+__all__ = ["failure_slices", "memo_encoder", "dataset_attributes", "slice_severity", "TARGET_RATE", "EMBEDDERS"]
