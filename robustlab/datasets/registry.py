@@ -34,6 +34,11 @@ DATASET_MODULES = (
     "robustlab.datasets.refcoco",             # refcoco, refcoco+, refcocog
     "robustlab.datasets.snli_ve",             # snli-ve (visual entailment)
     "robustlab.datasets.nlvr2",               # nlvr2 (visual reasoning, two images)
+    "robustlab.datasets.msvd",                # msvd (1,200 / 100 / 670 split)
+    "robustlab.datasets.didemo",              # didemo (paragraph-to-video)
+    "robustlab.datasets.activitynet",         # activitynet (ActivityNet Captions, paragraph-to-video)
+    "robustlab.datasets.lsmdc",               # lsmdc (1,000-clip test)
+    "robustlab.datasets.video_qa",            # msrvtt-qa, activitynet-qa, next-qa (video QA)
 )
 
 

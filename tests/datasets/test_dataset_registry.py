@@ -56,6 +56,6 @@ def test_no_dataset_class_body_repeats_the_registration():
 def test_list_patterns_are_wildcards_first_and_case_insensitive():
     assert [e["name"] for e in R.list_datasets("REF*")] == [e["name"] for e in R.list_datasets("ref*")] == \
         ["refcoco", "refcoco+", "refcocog"]
-    assert [e["name"] for e in R.list_datasets("ms*", task="retrieval", kind="video")] == ["msrvtt"]
+    assert [e["name"] for e in R.list_datasets("ms*", task="retrieval", kind="video")] == ["msrvtt", "msvd"]
     assert [t["name"] for t in list_tasks("RET*")] == [t["name"] for t in list_tasks("ret*")] == ["retrieval"]
     assert list_tasks("no-such-*") == [] and R.list_datasets("no-such-*") == []
