@@ -45,6 +45,9 @@ ABOVE = {
     "adaptation": {"methods": "robustlab.adapt"},
     # mlvp_event_insertion's corpus of event clips (robustlab.perturb.video.mlvp.content): the synthetic world's
     "event_clips": {"world": "robustlab.datasets.synthetic.datasets:event_clip"},
+    # where mlvp_event_insertion's records find their donor video again, by dataset name: the built-in videos
+    # render any of theirs from its id (other datasets' donors come from the bench that used them)
+    "event_donors": {"builtin-videos": "robustlab.datasets.synthetic.datasets:event_donor"},
 }
 for _registry, _entries in ABOVE.items():
     declare_above(_registry, _entries)

@@ -268,8 +268,25 @@ def dropped_reason(record: Optional[dict]) -> Optional[str]:
     return str(gate.get("reason") or "dropped") if gate.get("dropped") else None
 
 
+# a caller's per-item side information: ``context(index, name, params) -> params or None`` gives item ``index``'s
+# parameters for perturbation ``name`` whose table's are ``params`` (None: the table's as they are); e.g.
+# :class:`robustlab.perturb.video.mlvp.ItemContext` (MLVP's main-object boxes and event donors)
+ItemParams = Optional[Callable[[int, str, dict], Optional[dict]]]
+
+
+def item_params(context: ItemParams, index: int, p: dict) -> Optional[dict]:
+    """Item ``index``'s parameters under ``context`` for its draw ``p`` (:func:`item_plan`), or None: the table's."""
+    if context is None or not p["name"] or int(p["severity"]) == 0:
+        return None
+    applies = getattr(context, "applies", None)
+    if applies is not None and not applies(p["name"]):
+        return None
+    return context(int(index), p["name"], get_perturbation(p["name"]).params(int(p["severity"]), p["variant"]))
+
+
 def perturb_many(items: Sequence, cond: Condition, kind: str, progress: ProgressFn = None,
-                 offset: int = 0, total: Optional[int] = None) -> tuple[list, Optional[list[dict]]]:
+                 offset: int = 0, total: Optional[int] = None,
+                 context: ItemParams = None) -> tuple[list, Optional[list[dict]]]:
     """(outputs, records) of every item under ``cond``; item ``i`` gets seed ``cond.seed + offset + i``.
 
     Clean: the items themselves and ``None`` records. ``kind`` ("image", "video", "text") is checked against what
@@ -287,7 +304,8 @@ def perturb_many(items: Sequence, cond: Condition, kind: str, progress: Progress
     outs, recs = [], []
     for i, x in enumerate(items):
         p = plan[offset + i]
-        r = perturb(x, p["name"], p["severity"], seed=p["seed"], variant=p["variant"])
+        r = perturb(x, p["name"], p["severity"], seed=p["seed"], variant=p["variant"],
+                    params=item_params(context, offset + i, p))
         outs.append(r.output)
         recs.append(mix_record(r.record, cond, offset + i, len(plan)))
         if progress:
@@ -313,5 +331,5 @@ def mix_record(record: dict, cond: Condition, index: int, total: int) -> dict:
                              "corrupted": int(record.get("severity", 0)) > 0})
 
 
-__all__ = ["Condition", "Mix", "check", "dropped_reason", "item_plan", "mix_plan", "mix_pool", "mix_record",
-           "mixed_severities", "perturb_many", "random_types", "RANDOM_TYPES"]
+__all__ = ["Condition", "Mix", "ItemParams", "check", "dropped_reason", "item_params", "item_plan", "mix_plan",
+           "mix_pool", "mix_record", "mixed_severities", "perturb_many", "random_types", "RANDOM_TYPES"]

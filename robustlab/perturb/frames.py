@@ -102,7 +102,8 @@ def whole_clip_reason(spec: PerturbationSpec) -> str:
     if "codec" in spec.tags:
         return "a codec's frames depend on the whole encoded stream (motion prediction, rate control)"
     if spec.name == "mlvp_event_insertion":
-        return "the inserted event is chosen by similarity to the whole clip and changes its length"
+        return ("the inserted clip is chosen by similarity to the whole clip and the kept frames are resampled over "
+                "all of it")
     return "this perturbation has no per-frame plan: it is applied to the whole clip"
 
 

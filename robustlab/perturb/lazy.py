@@ -17,6 +17,11 @@ file decoded on demand, or an array) and renders them:
 * codecs (codec1, codec2, mlvp_h264) and MLVP event insertion need the whole clip: the whole clip is read and
   perturbed, then sampled, and the record says so (``"sampled": {"lazy": false, "why": …}``).
 
+A video op run with per-item parameters (MLVP's main-object boxes or event donor,
+:mod:`robustlab.perturb.video.mlvp.context`) plans from them the same way (:func:`plan_for` takes the parameters);
+:func:`perturb_sampled` itself runs the severity table's, so the retrieval bench perturbs such an item whole and
+samples it (its record is the whole clip's plus ``"sampled_frames"``, the indices taken).
+
 The output is bit for bit the sampled frames of :func:`robustlab.perturb.perturb` on the whole clip (tested for
 every video-capable perturbation). A lazy record is an ordinary record plus ``"sampled"``: the output indices, the
 output length, the input frames read (its ``input_hash`` is theirs); ``regenerate(record, clip)`` returns the

@@ -16,7 +16,8 @@ from typing import Any, Iterable, Mapping, Optional
 
 from robustlab.io import entries
 from robustlab.models import interventions as iv
-from robustlab.perturb.condition import Condition, check, perturb_many
+from robustlab.perturb.condition import Condition, ItemParams, check, perturb_many
+from robustlab.perturb.video.mlvp.context import DonorPool, ItemContext
 
 AXES = ("visual", "text")  # perturbation axes (of the input)
 INTERVENTION = "intervention"  # the model-intervention axis (robustlab.models.interventions)
@@ -201,9 +202,29 @@ def check_conditions(conds: list, visual_kind: str) -> None:
             adaptation().resolve(c[ADAPT].name, side, 1000, adapt_params(c[ADAPT]))
 
 
-def perturb_one(x, cond: Condition, index: int, kind: str):
-    """Item ``index`` of a dataset under ``cond`` (seed ``cond.seed + index``, as :func:`perturb_many` gives it)."""
-    outs, _ = perturb_many([x], cond, kind, offset=int(index))
+def mlvp_context(dataset, embeddings=None, matched_by: str = "") -> Optional[ItemContext]:
+    """MLVP's per-item side information for a video ``dataset`` (:mod:`robustlab.perturb.video.mlvp.context`): its
+    main-object boxes where it knows them (``dataset.main_object_boxes(i)``: the built-in event videos) for
+    mlvp_occlusion, and, given ``embeddings`` (a callable returning the evaluated model's clean video embeddings,
+    one row per item, computed on first use), its own videos as mlvp_event_insertion's donors, matched by cosine.
+    None for image datasets (MLVP is video-only) or when there is nothing to give."""
+    if getattr(dataset, "kind", "") != "video":
+        return None
+    boxes = getattr(dataset, "main_object_boxes", None)
+    boxes = boxes if callable(boxes) else None
+    pool = None
+    if embeddings is not None and len(dataset) > 1:
+        pool = DonorPool(getattr(dataset, "name", "") or "dataset", len(dataset), dataset.visual, embeddings,
+                         id_of=lambda j: dataset.item(j).id, matched_by=matched_by)
+    if boxes is None and pool is None:
+        return None
+    return ItemContext(boxes, str(getattr(dataset, "main_object_note", "") or "the dataset's boxes"), pool)
+
+
+def perturb_one(x, cond: Condition, index: int, kind: str, context: ItemParams = None):
+    """Item ``index`` of a dataset under ``cond`` (seed ``cond.seed + index``, as :func:`perturb_many` gives it);
+    ``context``: per-item side information (:func:`mlvp_context`)."""
+    outs, _ = perturb_many([x], cond, kind, offset=int(index), context=context)
     return outs[0]
 
 
@@ -214,6 +235,6 @@ def perturb_text(text: str, cond: Condition, index: int) -> str:
 
 
 __all__ = ["Condition", "Conditions", "grid", "as_conditions", "normalize", "conditions_json", "label",
-           "check_conditions", "perturb_one", "perturb_text", "AXES", "ALL_AXES", "INTERVENTION",
+           "check_conditions", "mlvp_context", "perturb_one", "perturb_text", "AXES", "ALL_AXES", "INTERVENTION",
            "intervention_label", "ADAPT", "adapt_condition", "adapt_params", "adapt_label", "adapt_side", "as_adapt",
            "QUERY_SIDE", "adaptation"]

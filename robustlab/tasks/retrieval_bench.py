@@ -16,6 +16,11 @@ same caption, for the built-in event videos).
 Seeds: visual ``i`` is perturbed with ``condition.seed + i``, text ``j`` with ``condition.seed + j``
 (:func:`robustlab.perturb.condition.perturb_many`), a typed query with ``condition.seed``; every perturbed item
 keeps its record, so anything on screen can be regenerated exactly.
+
+MLVP's content shifts on a video dataset get the bench's per-item side information (:meth:`RetrievalBench.context`,
+:func:`robustlab.tasks.conditions.mlvp_context`): mlvp_occlusion occludes each video's main-object boxes where the
+dataset knows them (the built-in event videos), mlvp_event_insertion inserts the most similar other video of the
+same dataset by the model's own clean video embeddings; their records keep the boxes and name the donor.
 """
 from __future__ import annotations
 
@@ -32,8 +37,12 @@ from robustlab.engine.cache import (
 )
 from robustlab.io.files import clean_caption
 from robustlab.metrics.retrieval import ranks, retrieval, summarize_ranks
-from robustlab.perturb.condition import Condition, check, dropped_reason, item_plan, mix_record, perturb_many
+from robustlab.perturb.condition import (
+    Condition, check, dropped_reason, item_params, item_plan, mix_record, perturb_many,
+)
 from robustlab.perturb.lazy import ArraySource, perturb_sampled
+from robustlab.perturb.registry import perturb
+from robustlab.tasks.conditions import mlvp_context
 from robustlab.tasks.task import ProgressFn
 
 DIRECTIONS = {"image": ("t2i", "i2t"), "video": ("t2v", "v2t")}
@@ -138,6 +147,17 @@ class RetrievalBench:
         self.sampler = sampler if lazy and self.kind == "video" and callable(sampler) else None
         self._visuals: dict = {}
         self._texts: dict = {}
+        self._context = None
+
+    def context(self):
+        """MLVP's per-item side information for this dataset and model (None for image datasets): the dataset's
+        main-object boxes (mlvp_occlusion) and its own videos as event-insertion donors, matched by this model's
+        clean video embeddings (computed at the first event insertion)."""
+        if self._context is None and self.kind == "video":
+            mid = getattr(self.model, "model_id", "") or type(self.model).__name__
+            self._context = mlvp_context(self.dataset, lambda: self.visuals(Condition())[2],
+                                         matched_by=f"{mid} clean video embeddings, cosine") or False
+        return self._context or None
 
     # ---- the dataset under a condition ------------------------------------------------------------------
     @property
@@ -155,7 +175,8 @@ class RetrievalBench:
             if self.sampler is not None:
                 outs, recs = self._sampled(cond, self.sampler, progress=half(0) if half else None)
             else:
-                outs, recs = perturb_many(items, cond, self.kind, progress=half(0) if half else None)
+                outs, recs = perturb_many(items, cond, self.kind, progress=half(0) if half else None,
+                                          context=self.context())
             enc = cached_encode_videos if self.kind == "video" else cached_encode_images
             emb = enc(self.model, outs, cache=self.cache, records=recs, progress=half(n) if half else progress)
             self._visuals[key] = (outs, recs, np.asarray(emb, np.float32))
@@ -180,10 +201,24 @@ class RetrievalBench:
         items = None if from_files else ds.visuals()
         outs, recs = [], []
         plan = None if cond.clean else item_plan(cond, len(ds))  # a mixed condition draws per video
+        ctx = None if cond.clean else self.context()
         for i in range(len(ds)):
             src = ds.frame_source(i) if from_files else ArraySource(items[i])
+            params = None if cond.clean else item_params(ctx, i, plan[i])
             if cond.clean:
                 outs.append(src.read(sampler(int(src.n_frames))))
+            elif params is not None:  # the item's own parameters (MLVP's boxes, a donor): perturb_sampled takes the
+                # severity table's only, so the whole clip is perturbed as perturb_many does, then sampled; the
+                # record is that whole clip's (it regenerates it) plus the indices taken from it
+                p = plan[i]
+                r = perturb(src.read(np.arange(int(src.n_frames))), p["name"], p["severity"], seed=p["seed"],
+                            variant=p["variant"], params=params)
+                idx = np.asarray(sampler(int(r.output.shape[0])), dtype=np.int64)
+                outs.append(np.ascontiguousarray(r.output[idx]))
+                recs.append(mix_record(dict(r.record, sampled_frames={
+                    "indices": idx.tolist(), "n_out": int(r.output.shape[0]),
+                    "why": "per-item parameters: the whole clip perturbed (regenerate gives it), then sampled"}),
+                    cond, i, len(ds)))
             else:
                 p = plan[i]
                 r = perturb_sampled(src, p["name"], p["severity"], seed=p["seed"], variant=p["variant"],

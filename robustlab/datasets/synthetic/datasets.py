@@ -240,6 +240,13 @@ class SyntheticVideos(_Synthetic):
     def reversed_captions(self) -> list[str]:
         return [v.reversed_caption for v in self.scenes]
 
+    main_object_note = world.MAIN_OBJECT_NOTE
+
+    def main_object_boxes(self, i: int) -> list:
+        """Video i's main-object box on every frame (``[x_min, y_min, x_max, y_max]`` in pixels, None where none
+        is visible): what mlvp_occlusion occludes (:func:`robustlab.datasets.synthetic.world.main_object_boxes`)."""
+        return world.main_object_boxes(self.scenes[i], self.size)
+
     def _render(self, progress):
         lengths = np.array([v.n_frames for v in self.scenes], np.int64)
         path = _cache_root(self._cache_dir) / \
@@ -285,5 +292,19 @@ def event_clip(seed: int, index: int, px: int) -> np.ndarray:
     return world.render_video(world.sample_video(seed, index), size=px)
 
 
+def event_donor(ref: dict) -> np.ndarray | None:
+    """The built-in event video a record of mlvp_event_insertion names as its donor (``id`` "video-SEED-INDEX",
+    ``shape`` T×H×W×3), rendered again; None when the id is not one of the built-in videos' (declared in
+    :data:`robustlab.ABOVE`: regeneration finds the donor without building the dataset)."""
+    parts = str(ref.get("id", "")).split("-")
+    shape = ref.get("shape") or []
+    if len(parts) != 3 or parts[0] != "video" or not all(p.isdigit() for p in parts[1:]) or len(shape) != 4:
+        return None
+    size = int(shape[1])
+    if not 1 <= size <= 1024:
+        return None
+    return world.render_video(world.sample_video(int(parts[1]), int(parts[2])), size=size)
+
+
 __all__ = ["SyntheticScenes", "SyntheticRefs", "SyntheticVideos", "builtin_gallery", "builtin_video_gallery",
-           "SPLIT_SEEDS", "BUILTIN_VIDEO_FPS", "BUILTIN_MAX_N", "event_clip"]
+           "SPLIT_SEEDS", "BUILTIN_VIDEO_FPS", "BUILTIN_MAX_N", "event_clip", "event_donor"]

@@ -17,7 +17,9 @@ there, here on the frames given. Where the paper and the released code disagree 
 
 The package registers the perturbations in the paper's order of listing: :mod:`.appearance` (noise, fog, elastic,
 style, snow, H.264), :mod:`.motion` (motion blur, defocus), :mod:`.content` (occlusion, event insertion,
-scrambling), then :mod:`.plans` (their lazy frame plans); :mod:`.common` holds what they share.
+scrambling), then :mod:`.plans` (their lazy frame plans); :mod:`.common` holds what they share, and
+:mod:`.context` the per-item side information a caller supplies for occlusion (the main object's boxes) and event
+insertion (a donor pool of the dataset's own videos, matched by the model's embeddings).
 """
 from __future__ import annotations
 
@@ -30,10 +32,14 @@ from robustlab.perturb.video.mlvp.motion import (  # noqa: F401
     N_DIRECTIONS, linear_motion_kernel, mlvp_defocus, mlvp_disk_kernel, mlvp_motion_blur, optical_flows,
 )
 from robustlab.perturb.video.mlvp.content import (  # noqa: F401
-    CORPUS_PX, CORPUS_SEED, CORPUS_SIZE, centre_box, embed, event_corpus, mlvp_event_insertion, mlvp_occlusion,
-    mlvp_temporal_scrambling, occlude, occluder_rects, scramble_indices, set_event_clips,
+    BOX_CENTRE, BOX_FALLBACK, BOX_OBJECT, CORPUS_FALLBACK, CORPUS_OWN, CORPUS_PX, CORPUS_SEED, CORPUS_SIZE,
+    CORPUS_SYNTHETIC, add_donor_source, centre_box, donor_clip, embed, event_corpus, mlvp_event_insertion,
+    mlvp_occlusion, mlvp_temporal_scrambling, occlude, occluder_rects, occlusion_boxes, scramble_indices,
+    set_event_clips,
 )
+from robustlab.perturb.video.mlvp.context import DonorPool, ItemContext  # noqa: F401
 from robustlab.perturb.video.mlvp import plans  # noqa: F401,E402  (registers the lazy plans, after the perturbations)
 
 __all__ = ["occlude", "occluder_rects", "centre_box", "embed", "event_corpus", "optical_flows", "linear_motion_kernel",
-           "mlvp_disk_kernel", "scramble_indices", "image_op_params", "set_event_clips"]
+           "mlvp_disk_kernel", "scramble_indices", "image_op_params", "set_event_clips", "occlusion_boxes",
+           "add_donor_source", "donor_clip", "DonorPool", "ItemContext"]

@@ -9,6 +9,7 @@ from collections.abc import Callable
 import numpy as np
 
 from robustlab.io import entries
+from robustlab.perturb import record as _rec
 from robustlab.perturb.registry import register
 from robustlab.perturb.video._common import frames_of, take
 from robustlab.perturb.video.mlvp.common import SRC, _tags
@@ -80,28 +81,65 @@ def centre_box(h: int, w: int, frac: float) -> tuple[int, int, int, int]:
     return x0, y0, x0 + bw, y0 + bh
 
 
+# The ``box`` parameter says which box is occluded: BOX_OBJECT, the main object's per-frame boxes supplied by the
+# caller (``boxes``; :mod:`robustlab.perturb.video.mlvp.context`), BOX_CENTRE, the fixed centred box of
+# ``box_fraction`` of the frame (the ``centre`` variant), or BOX_FALLBACK, the same centred box because no boxes
+# were known (the default variants' tables, which a caller with boxes replaces per item).
+BOX_OBJECT, BOX_CENTRE, BOX_FALLBACK = "object", "centre", "centre (no boxes known)"
+_OCC_PAPER = [0.30, 0.40, 0.50, 0.60, 0.80]
+_OCC_CODE = [float(r) for r in np.linspace(0.3, 0.8, 5)]
+
+
+def _occ_table(ratios, box: str) -> dict:
+    return {s: {"ratio": float(r), "box": box, "box_fraction": 0.5} for s, r in enumerate(ratios, 1)}
+
+
+def occlusion_boxes(t: int, h: int, w: int, params: dict) -> list:
+    """The box occluded on each of ``t`` frames: the ``boxes`` given (``box`` "object"; None where the object was
+    not seen) or the centred box of ``box_fraction`` of the frame on every frame."""
+    if params.get("box") == BOX_OBJECT:
+        boxes = params.get("boxes")
+        if not isinstance(boxes, (list, tuple)) or len(boxes) != t:
+            n = len(boxes) if isinstance(boxes, (list, tuple)) else "no"
+            raise ValueError(f"mlvp_occlusion with box 'object' needs one box (or None) per frame in params "
+                             f"'boxes': the clip has {t} frames, got {n} boxes")
+        out = []
+        for b in boxes:
+            if b is not None and (not isinstance(b, (list, tuple)) or len(b) != 4):
+                raise ValueError(f"mlvp_occlusion: a box is [x_min, y_min, x_max, y_max] or null, got {b!r}")
+            out.append(None if b is None else tuple(int(c) for c in b))
+        return out
+    return [centre_box(h, w, float(params["box_fraction"]))] * t
+
+
 @register(
     "mlvp_occlusion", modality="video", category="occlusion", source=SRC,
-    severity_table={s: {"ratio": r, "box": "centre", "box_fraction": 0.5}
-                    for s, r in enumerate([0.30, 0.40, 0.50, 0.60, 0.80], 1)},
-    variants={"code": {s: {"ratio": float(r), "box": "centre", "box_fraction": 0.5}
-                       for s, r in enumerate(np.linspace(0.3, 0.8, 5), 1)}},
+    severity_table=_occ_table(_OCC_PAPER, BOX_FALLBACK),
+    variants={"code": _occ_table(_OCC_CODE, BOX_FALLBACK), "centre": _occ_table(_OCC_PAPER, BOX_CENTRE)},
     default_variant="paper",
     variant_notes={
-        "paper": "occluder area / object box area = 30/40/50/60/80% (Table 37)",
-        "code": "np.linspace(0.3, 0.8, 5) = 30/42.5/55/67.5/80% (released code)",
+        "paper": "occluder area / main-object box area = 30/40/50/60/80% (Table 37). The box: the main object's "
+                 "per-frame box where the data knows it (the built-in event videos: among the objects the caption "
+                 "names, the one of highest MLVP rank score 0.5·persistence + 0.3·area + 0.2·confidence, from the "
+                 "world's geometry; frames where it is hidden take MLVP's no-detection fallback); elsewhere the "
+                 "centred box of half the frame, and the record says box 'centre (no boxes known)'",
+        "code": "released code's ratios np.linspace(0.3, 0.8, 5) = 30/42.5/55/67.5/80%; the box as 'paper'",
+        "centre": "Table 37's ratios on the fixed centred box of half the frame's width and height on every frame, "
+                  "whatever boxes are known (a centre-bias prior; the default before issue 48)",
     },
     description="Main-object occlusion: a black rectangle with sides √ratio × the main object's box sides, at a "
-                "random position inside the box, on every frame. SUBSTITUTE box: MLVP finds the main object with "
-                "Qwen2.5-VL captions + OWLv2 detection + tracking (Algorithm 3), weights we do not ship; here the "
-                "'main object' is the centred box of half the frame's width and height (a centre-bias prior). "
-                "Callers with real boxes use robustlab.perturb.video.mlvp.occlude(frames, boxes, ratio, rng).",
+                "random position inside the box, on every frame (MLVP Algorithm 3 finds the object with "
+                "Qwen2.5-VL captions + OWLv2 detection + tracking, weights we do not ship). The box comes from the "
+                "caller, per item: the built-in event videos know their objects' positions on every frame (the "
+                "sweeps, tasks and benches pass them); without boxes (an uploaded video, a dataset without boxes) "
+                "it is the SUBSTITUTE centred box of half the frame, named in the record "
+                "(box 'centre (no boxes known)'). Boxes are parameters (params 'boxes'), so the record regenerates "
+                "bit for bit; robustlab.perturb.video.mlvp.occlude(frames, boxes, ratio, rng) is the occluder alone.",
     tags=_tags("mid", "random", "substitute"),
 )
 def mlvp_occlusion(x: np.ndarray, params: dict, rng: np.random.Generator) -> np.ndarray:
     v = frames_of(x)
-    box = centre_box(v.shape[1], v.shape[2], float(params["box_fraction"]))
-    return occlude(v, [box] * len(v), float(params["ratio"]), rng)
+    return occlude(v, occlusion_boxes(v.shape[0], v.shape[1], v.shape[2], params), float(params["ratio"]), rng)
 
 
 # ------------------------------------------------------------------------------------ 11: event insertion
@@ -163,23 +201,76 @@ def _resize_clip(frames: np.ndarray, h: int, w: int) -> np.ndarray:
 
 _EVENT_RATIOS = [0.30, 0.40, 0.50, 0.60, 0.70]
 _CORPUS = {"corpus_seed": CORPUS_SEED, "corpus_size": CORPUS_SIZE, "corpus_px": CORPUS_PX}
+# The ``corpus`` parameter says where the inserted clip comes from: CORPUS_OWN, the donor a caller picked from the
+# same dataset's other videos (``donor``: which one, and the hash of its frames; see
+# :mod:`robustlab.perturb.video.mlvp.context`), CORPUS_SYNTHETIC, the 32 built-in synthetic clips (the
+# ``synthetic`` variant), or CORPUS_FALLBACK, the same 32 clips because no donor pool was given (the default
+# variants' tables, which a caller with a pool replaces per item). Records without it (before issue 48): synthetic.
+CORPUS_OWN, CORPUS_SYNTHETIC, CORPUS_FALLBACK = "own dataset", "synthetic", "synthetic (no donor pool given)"
+
+
+def _event_table(position: str, corpus: str) -> dict:
+    return {s: {"ratio": r, "position": position, "corpus": corpus, **_CORPUS} for s, r in enumerate(_EVENT_RATIOS, 1)}
+
+
+# Where a record's donor clip is found again: the sources callers added in this process (most recent first; a
+# task's bench adds its dataset's), then the resolvers the facade declares per dataset name
+# (robustlab.ABOVE["event_donors"]: the built-in videos render any of theirs from its id). A source answers
+# ``clip(ref) -> frames or None``; the frames must hash to ``ref["hash"]``.
+_DONOR_SOURCES: list[tuple[str, Callable[[dict], np.ndarray | None]]] = []
+MAX_DONOR_SOURCES = 4
+
+
+def add_donor_source(dataset: str, clip: Callable[[dict], np.ndarray | None]) -> None:
+    """Make ``clip(ref)`` (the frames of the donor video ``ref`` names, or None) a place where
+    :func:`donor_clip` looks for the donors of dataset ``dataset``; the last :data:`MAX_DONOR_SOURCES` are kept."""
+    _DONOR_SOURCES.insert(0, (str(dataset), clip))
+    del _DONOR_SOURCES[MAX_DONOR_SOURCES:]
+
+
+def donor_clip(ref: dict) -> np.ndarray:
+    """The frames of the donor video a record names (``{"dataset", "id", "hash", ...}``), checked against its
+    hash; a ValueError (one line) when neither a source added here nor a declared resolver has it."""
+    if not isinstance(ref, dict) or not ref.get("hash") or not ref.get("dataset"):
+        raise ValueError(f"mlvp_event_insertion with corpus {CORPUS_OWN!r} needs params 'donor' naming the dataset, "
+                         f"the item and the hash of its frames, got {ref!r}")
+    name = str(ref["dataset"])
+    found = [fn for n, fn in _DONOR_SOURCES if n == name]
+    declared = entries.above("event_donors").get(name)
+    if declared:
+        found.append(entries.load(declared))
+    for fn in found:
+        frames = fn(ref)
+        if frames is not None and _rec.matches(np.asarray(frames), ref["hash"]):
+            return np.asarray(frames)
+    raise ValueError(f"mlvp_event_insertion's donor clip {ref.get('id')!r} of dataset {name!r} (frames "
+                     f"{ref['hash']}) is not available here: build that dataset and add it with "
+                     "robustlab.perturb.video.mlvp.add_donor_source (a task's bench does), then regenerate")
 
 
 @register(
     "mlvp_event_insertion", modality="video", category="temporal", source=SRC,
-    severity_table={s: {"ratio": r, "position": "middle", **_CORPUS} for s, r in enumerate(_EVENT_RATIOS, 1)},
-    variants={"code": {s: {"ratio": r, "position": "tail", **_CORPUS} for s, r in enumerate(_EVENT_RATIOS, 1)}},
+    severity_table=_event_table("middle", CORPUS_FALLBACK),
+    variants={"code": _event_table("tail", CORPUS_FALLBACK), "synthetic": _event_table("middle", CORPUS_SYNTHETIC)},
     default_variant="paper",
     variant_notes={
         "paper": "the retrieved clip is spliced into the MIDDLE: T−k original frames sampled uniformly over the "
-                 "whole video, split in half, k inserted frames between the halves",
-        "code": "released code: the first T−k original frames, then the k inserted frames at the TAIL",
+                 "whole video, split in half, k inserted frames between the halves. The clip: where the caller gives "
+                 "a donor pool (tasks, benches and sweeps on a video dataset), the most similar OTHER video of the "
+                 "same dataset by the evaluated model's own clean video embeddings (cosine); elsewhere the most "
+                 "similar of the 32 synthetic clips, and the record says corpus 'synthetic (no donor pool given)'",
+        "code": "released code: the first T−k original frames, then the k inserted frames at the TAIL; the clip as "
+                "'paper'",
+        "synthetic": "spliced into the middle as 'paper', the clip always from the 32 built-in synthetic event clips "
+                     "by a 16×16 thumbnail embedding, whatever pool is given (the default before issue 48)",
     },
-    description="Event insertion: k = max(1, min(T−1, round(T·ratio))) frames, ratio = 30/40/50/60/70%, of the "
-                "most similar clip of a corpus, sampled uniformly and bilinearly resized, replace original frames; "
-                "the length stays T. SUBSTITUTES: the corpus is 32 built-in synthetic event clips (MLVP: ~3k "
-                "MSRVTT training clips) and similarity is a 16×16 colour-thumbnail embedding (MLVP: CLIP "
-                "ViT-B/32; the code matches the video's generated caption instead). Deterministic.",
+    description="Event insertion: k = max(1, min(T−1, round(T·ratio))) frames, ratio = 30/40/50/60/70%, of a "
+                "retrieved clip, sampled uniformly and bilinearly resized, replace original frames; the length "
+                "stays T. The clip (MLVP: the most similar of ~3k MSRVTT training clips by CLIP ViT-B/32): with a "
+                "donor pool from the caller, the most similar other video of the item's own dataset by the "
+                "evaluated model's video embeddings, named in the record (dataset, id and the hash of its frames, so "
+                "regeneration finds it again); without one, the SUBSTITUTE corpus of 32 built-in synthetic clips "
+                "matched by a 16×16 colour-thumbnail embedding, named in the record. Deterministic.",
     tags=_tags("high", "deterministic", "substitute"), requires=("opencv",),
 )
 def mlvp_event_insertion(x: np.ndarray, params: dict, rng: np.random.Generator) -> np.ndarray:
@@ -190,9 +281,11 @@ def mlvp_event_insertion(x: np.ndarray, params: dict, rng: np.random.Generator) 
                          "at least 1, and keeps at least 1 original frame)")
     k = max(1, min(t - 1, int(round(t * float(params["ratio"])))))
     keep = t - k
-    clips, emb = event_corpus(int(params["corpus_seed"]), int(params["corpus_size"]), int(params["corpus_px"]))
-    best = int(np.argmax(emb @ embed(v)))
-    clip = clips[best]
+    if params.get("corpus") == CORPUS_OWN:
+        clip = frames_of(donor_clip(params.get("donor")))
+    else:
+        clips, emb = event_corpus(int(params["corpus_seed"]), int(params["corpus_size"]), int(params["corpus_px"]))
+        clip = clips[int(np.argmax(emb @ embed(v)))]
     ins = _resize_clip(take(clip, np.linspace(0, len(clip) - 1, k).round().astype(int)), h, w)
     if params["position"] == "tail":
         return np.concatenate([v[:keep], ins])

@@ -11,7 +11,7 @@ from robustlab.perturb.video.mlvp.appearance import (
     ELASTIC_OPS, FOG_OPS, STYLE_OPS, _snow_curtain, _snow_frames, image_op_params,
 )
 from robustlab.perturb.video.mlvp.common import _to_uint8
-from robustlab.perturb.video.mlvp.content import _blacken, centre_box, occluder_rects, scramble_indices
+from robustlab.perturb.video.mlvp.content import _blacken, occluder_rects, occlusion_boxes, scramble_indices
 from robustlab.perturb.video.mlvp.motion import _motion_blur_frame, _motion_mask, mlvp_disk_kernel
 
 # ---------------------------------------------------------------------------------------------- lazy plans
@@ -64,8 +64,7 @@ def _snow_plan(shape, params, rng):
 @lazy_plan("mlvp_occlusion")
 def _occlusion_plan(shape, params, rng):
     t, h, w = shape[:3]
-    box = centre_box(h, w, float(params["box_fraction"]))
-    rects = occluder_rects(t, h, w, [box] * t, float(params["ratio"]), rng)
+    rects = occluder_rects(t, h, w, occlusion_boxes(t, h, w, params), float(params["ratio"]), rng)
     return per_frame_plan(t, lambda f, i: _blacken(f.copy(), rects[i]))
 
 
