@@ -23,33 +23,14 @@ import argparse
 import json
 import os
 import platform
-import resource
 import statistics
-import subprocess
 import sys
 import tempfile
-import time
 from collections import Counter
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
-from robustlab.failures.adversarial import TEXT, VISUAL  # noqa: E402
-
-
-def _run(args: list, cache: Path, threads: int) -> tuple[float, float, str]:
-    env = dict(os.environ, PYTHONPATH=str(ROOT), ROBUSTLAB_CACHE=str(cache), OMP_NUM_THREADS=str(threads),
-               MKL_NUM_THREADS=str(threads))
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    t0 = time.perf_counter()
-    r = subprocess.run([sys.executable, "-m", "robustlab.cli", *args], capture_output=True, text=True, env=env,
-                       cwd=ROOT)
-    wall = time.perf_counter() - t0
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    if r.returncode != 0:
-        raise SystemExit(f"{' '.join(args)} failed:\n{r.stderr}")
-    return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime), r.stdout
+from _harness import ROOT, run_cli, write_results  # this folder; it puts the checkout on sys.path
+from robustlab.failures.adversarial import TEXT, VISUAL
 
 
 def main(argv=None) -> int:
@@ -74,7 +55,7 @@ def main(argv=None) -> int:
         tmp = Path(tempfile.mkdtemp(prefix="bench_search_"))
         for which in (list(cmds) if rep % 2 == 0 else list(cmds)[::-1]):
             extra = ["--out", str(tmp / which)] if which == "sweep" else []
-            w, c, out = _run(cmds[which] + extra, tmp / f"cache_{which}", args.threads)
+            w, c, out = run_cli(cmds[which] + extra, tmp / f"cache_{which}", args.threads)
             wall[which].append(round(w, 2))
             cpu[which].append(round(c, 2))
             print(f"repeat {rep}: {which} {w:.1f} s wall, {c:.1f} s CPU", flush=True)
@@ -101,10 +82,7 @@ def main(argv=None) -> int:
             "weakness": {",".join(map(str, w)): c for w, c in sorted(weak.items())},
             "parts": {str(p): c for p, c in sorted(Counter(len(r["change"]) for r in results
                                                           if r["status"] == "broken").items())}}
-    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-    Path(args.out).write_text(json.dumps(res, indent=1) + "\n")
-    print(json.dumps(res, indent=1))
-    return 0
+    return write_results(res, args.out)
 
 
 if __name__ == "__main__":

@@ -20,18 +20,14 @@ medians per command, ``ratio = failures / bench`` of the median CPU seconds (sli
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import platform
-import resource
 import statistics
-import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+from _harness import ROOT, run_cli, write_results  # this folder (python benchmarks/bench_x.py puts it on sys.path)
 
 CONFIGS = {
     "images": {"model": "builtin:tiny-clip", "dataset": "builtin", "visual": "gaussian_noise,defocus_blur",
@@ -51,21 +47,6 @@ def _commands(cfg: dict, n: int, out: Path) -> dict:
             "bench": ["bench", "--models", cfg["model"], *common, "--perturbations", cfg["visual"],
                       *(["--text-perturbations", cfg["text"]] if cfg["text"] else []), "--combine", "none",
                       "--out", str(out / "bench")]}
-
-
-def _run(args: list, cache: Path, threads: int) -> tuple[float, float]:
-    """(wall seconds, CPU seconds: user + system of the command's process and its children)."""
-    env = dict(os.environ, PYTHONPATH=str(ROOT), ROBUSTLAB_CACHE=str(cache), OMP_NUM_THREADS=str(threads),
-               MKL_NUM_THREADS=str(threads))
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    t0 = time.perf_counter()
-    r = subprocess.run([sys.executable, "-m", "robustlab.cli", *args], capture_output=True, text=True, env=env,
-                       cwd=ROOT)
-    wall = time.perf_counter() - t0
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    if r.returncode != 0:
-        raise SystemExit(f"{' '.join(args)} failed:\n{r.stderr}")
-    return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
 
 
 def main(argv=None) -> int:
@@ -91,7 +72,7 @@ def main(argv=None) -> int:
             tmp = Path(tempfile.mkdtemp(prefix=f"bench_failures_{name}_"))
             cmds = _commands(cfg, n, tmp)
             for which in order:
-                wall, c = _run(cmds[which], tmp / f"cache_{which}", args.threads)
+                wall, c, _ = run_cli(cmds[which], tmp / f"cache_{which}", args.threads)
                 secs[which].append(round(wall, 2))
                 cpu[which].append(round(c, 2))
                 print(f"{name} repeat {rep}: {which} {wall:.1f} s wall, {c:.1f} s CPU", flush=True)
@@ -112,10 +93,7 @@ def main(argv=None) -> int:
     res["ratio_max"] = max(c["ratio"] for c in res["configs"].values())
     res["target"] = 1.5
     res["met"] = res["ratio_max"] <= res["target"]
-    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-    Path(args.out).write_text(json.dumps(res, indent=1) + "\n")
-    print(json.dumps(res, indent=1))
-    return 0
+    return write_results(res, args.out)
 
 
 if __name__ == "__main__":

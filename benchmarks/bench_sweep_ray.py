@@ -11,15 +11,13 @@ Results: benchmarks/results/sweep_ray.json.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+from _harness import ROOT, write_results  # this folder; it puts the checkout on sys.path
 
 
 def main(argv=None) -> int:
@@ -59,10 +57,7 @@ def main(argv=None) -> int:
            "best_s": {k: round(v, 2) for k, v in best.items()},
            "overhead": round(best["ray"] / best["local"] - 1, 3),
            "overhead_with_startup": round((best["ray"] + best["ray_start"]) / best["local"] - 1, 3)}
-    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-    Path(args.out).write_text(json.dumps(res, indent=1) + "\n")
-    print(json.dumps(res, indent=1))
-    return 0
+    return write_results(res, args.out)
 
 
 if __name__ == "__main__":

@@ -23,12 +23,23 @@ GUIDE = (ROOT / "docs" / "architecture.md").read_text()
 PERTURBATION = '''
 from robustlab.perturb.registry import register
 
-@register("guide_invert", modality="image", category="digital", source="tests/test_guide.py",
-          severity_table={s: {"amount": s / 5} for s in range(1, 6)})
+@register("guide_invert", batched=True)
 def guide_invert(x, params, rng):
     """Blends each pixel towards its inverse."""
     a = float(params["amount"])
     return (x * (1 - a) + (255 - x.astype("float64")) * a).round().clip(0, 255).astype("uint8")
+'''
+
+PERTURBATION_CARD = '''
+[guide_invert]
+modality = "image"
+category = "digital"
+source = "tests/test_guide.py"
+tags = ["deterministic"]
+
+[guide_invert.variants.default]
+note = "amount = .2/.4/.6/.8/1"
+amount = [0.2, 0.4, 0.6, 0.8, 1.0]
 '''
 
 DATASET = '''
@@ -98,7 +109,8 @@ def _add_entry(path: Path, opening: str, entry: str) -> None:
 @pytest.fixture(scope="module")
 def repo(tmp_path_factory) -> Path:
     """A scratch copy of the repository with the four things added as the guide says."""
-    for words in ("`PERTURBATIONS` (`robustlab/perturb/table.py`)", "`DATASET_MODULES` in that file",
+    for words in ("`PERTURBATIONS` (`robustlab/perturb/table.py`)", "a `[name]` table of `MODULE.toml` beside",
+                  "`[name.variants.VARIANT]`", "`DATASET_MODULES` in that file",
                   "`TASKS` (`robustlab/tasks/registry.py`)", "`VIEWS` in `app.py`", "`TASK = MyTask()`"):
         assert words in GUIDE, f"the guide no longer says {words}"
     tmp = tmp_path_factory.mktemp("guide")
@@ -109,6 +121,7 @@ def repo(tmp_path_factory) -> Path:
     shutil.copy2(ROOT / "app.py", tmp / "app.py")
     (tmp / "assets").symlink_to(ROOT / "assets")  # the built-in weights, read only
     (tmp / "robustlab/perturb/image/guide_invert.py").write_text(PERTURBATION)
+    (tmp / "robustlab/perturb/image/guide_invert.toml").write_text(PERTURBATION_CARD)
     _add_entry(tmp / "robustlab/perturb/table.py", "PERTURBATIONS: dict[str, str] = {",
                '"guide_invert": "robustlab.perturb.image.guide_invert",')
     (tmp / "robustlab/datasets/guide_pairs.py").write_text(DATASET)

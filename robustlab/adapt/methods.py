@@ -54,6 +54,12 @@ class Method(BaseMethod):
         return {"adapts": self.adapts, "diagnostic": self.diagnostic}
 
 
+def _e_margin(paper: str, note: str = "") -> Param:
+    """E0, the entropy below which SAR and EATA call a query reliable; its default (None) is set by :func:`resolve`."""
+    return Param("e_margin", None, "float", f"E0 in nats (default: {paper}'s 0.4·ln C with the gallery's N_G items as "
+                                            f"the C classes{note})", 0.0, 100.0)
+
+
 METHODS: dict[str, Method] = {
     "none": Method("none", "No adaptation", "—", "The shifted queries through the unadapted model (the baseline).",
                    adapts=False),
@@ -106,8 +112,7 @@ METHODS: dict[str, Method] = {
         "and backward passes per step, the gradient taken at the weights perturbed by ρ along the first gradient; "
         "model recovery (the adapted LayerNorms and the optimiser reset when the moving average of the loss "
         "collapses below reset_em) is off by default: see reset_em.",
-        (Param("e_margin", None, "float", "E0 in nats (default: SAR's 0.4·ln C with the gallery's N_G items as the "
-                                          "C classes)", 0.0, 100.0),
+        (_e_margin("SAR"),
          Param("rho", 0.05, "float", "SAM's neighbourhood radius ρ", 0.0, 10.0),
          Param("reset_em", 0.0, "float", "model recovery: reset when the loss's moving average (0.9) falls below "
                                          "this. SAR's 0.2 resets almost at once here (the unadapted loss over "
@@ -120,8 +125,7 @@ METHODS: dict[str, Method] = {
         "softmax to the moving average of the queries kept so far below d_margin), each weighted by 1/exp(E − E0). "
         "No Fisher anti-forgetting term: it needs in-distribution samples the query stream does not have (the "
         "HAT-VTR authors' code passes none).",
-        (Param("e_margin", None, "float", "E0 in nats (default: EATA's 0.4·ln C with the gallery's N_G items as the "
-                                          "C classes; the HAT-VTR authors' code uses 0.40)", 0.0, 100.0),
+        (_e_margin("EATA", "; the HAT-VTR authors' code uses 0.40"),
          Param("d_margin", 0.05, "float", "ε: a query whose softmax has |cosine| ≥ ε to the moving average is "
                                           "redundant", 0.0, 1.0))),
     "oracle": Method(

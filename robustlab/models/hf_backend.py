@@ -26,7 +26,25 @@ from robustlab.models.hub import (PROBE_TIMEOUT_S, hub_access, offline_alternati
 from robustlab.models.registry import register_backend
 
 
-class HFClipModel(HFParts, EmbeddingModel):
+class HFDualEncoder(HFParts):
+    """The constructor of the transformers dual encoders (CLIP/SigLIP here, X-CLIP in :mod:`robustlab.models.hf_video`):
+    the embedding model's own set-up (``device``, ``half``), the parts held, what the config says read by
+    ``_read_config``, then the model placed. Mixed in before the embedding model's base class."""
+
+    def __init__(self, model, image_processor, tokenizer, *, model_id: str, device=None, half: bool | None = None,
+                 random_init: bool = False, description: str = ""):
+        super().__init__(device, half)
+        self._hold(model, image_processor, tokenizer, model_id=model_id, random_init=random_init,
+                   description=description)
+        self._read_config(model.config)
+        self._place()
+
+    def _read_config(self, cfg) -> None:
+        """Set the embedding size, image size, context length... from the model's config."""
+        raise NotImplementedError
+
+
+class HFClipModel(HFDualEncoder, EmbeddingModel):
     """A transformers CLIP/SigLIP model, its image processor and tokenizer."""
 
     backend = "hf"
@@ -34,12 +52,7 @@ class HFClipModel(HFParts, EmbeddingModel):
     UNSUPPORTED_BY = "by the hf backend"
     NAME_RESOLVED = True
 
-    def __init__(self, model, image_processor, tokenizer, *, model_id: str, device=None, half: bool | None = None,
-                 random_init: bool = False, description: str = ""):
-        super().__init__(device, half)
-        self._hold(model, image_processor, tokenizer, model_id=model_id, random_init=random_init,
-                   description=description)
-        cfg = model.config
+    def _read_config(self, cfg) -> None:
         self.model_type = cfg.model_type
         tcfg, vcfg = cfg.text_config, cfg.vision_config
         if self.model_type == "clip":
@@ -48,7 +61,6 @@ class HFClipModel(HFParts, EmbeddingModel):
             self.embed_dim = int(getattr(tcfg, "projection_size", None) or tcfg.hidden_size)
         self.image_size = config_image_size(vcfg.image_size)
         self.context_length = int(getattr(tcfg, "max_position_embeddings", 77))
-        self._place()
 
     # ---- constructors -----------------------------------------------------------------------------
     @classmethod

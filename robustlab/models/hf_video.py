@@ -21,7 +21,8 @@ import torch
 
 from robustlab.io.convert import to_uint8_rgb
 from robustlab.models.base import VideoRetrievalModel
-from robustlab.models.hf_base import HFParts, config_image_size, features, processor_pixels, random_init_model
+from robustlab.models.hf_backend import HFDualEncoder
+from robustlab.models.hf_base import config_image_size, features, processor_pixels, random_init_model
 from robustlab.models.protocols import sample_frames
 from robustlab.models.registry import register_backend
 
@@ -31,23 +32,17 @@ def _normalise(x: torch.Tensor) -> np.ndarray:
     return (x / x.norm(dim=-1, keepdim=True).clamp_min(1e-12)).cpu().numpy().astype(np.float32)
 
 
-class HFXClipModel(HFParts, VideoRetrievalModel):
+class HFXClipModel(HFDualEncoder, VideoRetrievalModel):
     backend = "hf-xclip"
     MODEL_TYPES = ("xclip",)
     default_image_batch = 8  # an image is num_frames frames here
     default_video_batch = 4
 
-    def __init__(self, model, image_processor, tokenizer, *, model_id: str, device=None, half: bool | None = None,
-                 random_init: bool = False, description: str = ""):
-        super().__init__(device, half)
-        self._hold(model, image_processor, tokenizer, model_id=model_id, random_init=random_init,
-                   description=description)
-        cfg = model.config
+    def _read_config(self, cfg) -> None:
         self.embed_dim = int(cfg.projection_dim)
         self.image_size = config_image_size(cfg.vision_config.image_size)
         self.num_frames = int(cfg.vision_config.num_frames)
         self.context_length = int(cfg.text_config.max_position_embeddings)
-        self._place()
 
     @classmethod
     def _model_class(cls, config, what: str):

@@ -1,11 +1,14 @@
 """One registry for every perturbation (image, video, text), timm/AugLy style.
 
 A perturbation is a pure function ``fn(x, params: dict, rng: np.random.Generator) -> output`` registered with
-its metadata and a severity table per variant::
+what says how it behaves; its card (metadata and a severity table per variant) is the ``[name]`` table of the data
+file beside its module (:func:`robustlab.perturb.specs.register`)::
 
-    @register("gaussian_noise", modality="image", category="noise", source="...",
-              severity_table={1: {"sigma": 0.08}, ...})
-    def gaussian_noise(x, params, rng): ...
+    @register("gaussian_noise", batched=True)        # image/noise.py; the card in image/noise.toml:
+    def gaussian_noise(x, params, rng): ...          # [gaussian_noise.variants.imagenet_c] sigma = [0.08, ...]
+
+or, without a data file, with the card as keywords: ``@register("mine", modality="image", category="noise",
+source="...", severity_table={1: {"sigma": 0.08}, ...})``.
 
 ``perturb(x, name, severity, seed, variant)`` resolves the parameters, converts the input (images through
 ``robustlab.io.convert.to_uint8_rgb``), seeds ``np.random.default_rng(seed)`` (never the global RNG),

@@ -1,7 +1,9 @@
 """Perturbation specs and their registration: the data of the registry (:mod:`robustlab.perturb.registry` runs them).
 
-``@register(name, modality=..., category=..., source=..., severity_table=...)`` records a
-:class:`PerturbationSpec` (metadata, severity tables per variant, the function); :func:`list_perturbations` and
+``@register(name, batched=..., requires=...)`` records a :class:`PerturbationSpec`: the function, how it behaves,
+and its card (metadata, severity tables per variant), read from the ``[name]`` table of the data file beside the
+function's module (``image/noise.py`` -> ``image/noise.toml``; :func:`card_from_data`) or, for code without one,
+given as keywords (:data:`CARD_KEYWORDS`); :func:`list_perturbations` and
 :func:`get_perturbation` read them back, deciding availability each time; :func:`lazy_plan` attaches a video
 op's frame plan (:mod:`robustlab.perturb.frames`). The built-ins are the entries of the perturbation table
 (:data:`robustlab.perturb.table.PERTURBATIONS`): importing ``robustlab.perturb`` (or else the first lookup) imports
@@ -14,10 +16,18 @@ from __future__ import annotations
 import dataclasses
 import difflib
 import fnmatch
+import functools
 import importlib
+import sys
+from pathlib import Path
 from typing import Any, Callable, NamedTuple
 
 import numpy as np
+
+try:
+    import tomllib
+except ModuleNotFoundError:  # pragma: no cover - Python 3.10: the tomli backport (a dependency there)
+    import tomli as tomllib
 
 from robustlab.io.entries import absent
 from robustlab.perturb import record as _rec
@@ -192,35 +202,81 @@ def _normalise_table(table: dict, where: str) -> dict:
     return dict(sorted(out.items()))
 
 
-def register(name: str, *, modality: str, category: str, source: str, severity_table: dict | None = None,
-             variants: dict | None = None, default_variant: str = "default", description: str = "",
-             tags=(), requires=(), variant_notes: dict | None = None, batched: bool = False,
-             applies_to=None, override: bool = False, requires_perturbations=(), check: Callable | None = None,
-             output_note: str = "", chunk_elements: int = 0, effective: Callable | None = None,
-             keep_frames: bool = False):
-    """Decorator registering ``fn(x, params, rng) -> output`` as perturbation ``name``.
+# the card: what a data file declares of a perturbation (register()'s keywords for code without a data file: a
+# user's or a test's perturbation)
+CARD_KEYWORDS = ("modality", "category", "source", "severity_table", "variants", "default_variant", "description",
+                 "tags", "variant_notes")
+DATA_KEYS = ("modality", "category", "source", "description", "tags", "variants")  # of a [name] table
+NOTE_KEY = "note"  # of a [name.variants.VARIANT] table: the variant's one-line note; its other keys are parameters
 
-    ``severity_table`` is the default variant's table ({1..5: params}); ``variants`` maps further variant
-    names to their tables (it may also contain the default variant instead of ``severity_table``).
-    ``requires`` lists dependency keys (``"opencv"``, ``"pillow"``, ``"nlpaug"``, ...): when one is missing the
-    spec is still listed, with ``available=False`` and a reason, and ``perturb`` refuses to run it. The same
-    holds, decided each time specs are listed, for ``requires_perturbations`` (registered perturbations the
-    function calls; an entry may be a tuple of alternative names) and ``check`` (a callable returning "" when
-    the assets it needs, e.g. weights, are present, else the reason). ``output_note`` documents how a video
-    function's output length or size may differ from its input's. ``chunk_elements`` (batched image ops only)
-    replaces ``VIDEO_CHUNK_ELEMENTS`` for this op's video chunks, for functions whose per-call Python overhead
-    outweighs the cache cost of bigger chunks (it fixes the chunks, so it is part of what a seed produces).
-    ``effective`` (``params -> dict``): the parameters the function really uses, where the table's can differ
-    from them (an encoder's clamp); severities with equal effective parameters share one output
-    (:mod:`robustlab.perturb.share`), so it must be exact: equal effective parameters, equal bytes.
-    ``keep_frames`` (whole-clip video ops): ``fn`` also takes ``keep=indices`` and returns only those output
-    frames, bit for bit ``fn(x, params, rng)[keep]`` and cheaper (a codec converts only them back to RGB); the lazy
-    path (:func:`robustlab.perturb.registry.perturb_sampled`) passes the frames a model samples.
-    """
+
+@functools.lru_cache(maxsize=None)
+def _read_data_file(path: str) -> dict:
+    """A perturbation data file, parsed once."""
+    with open(path, "rb") as f:
+        try:
+            return tomllib.load(f)
+        except tomllib.TOMLDecodeError as e:
+            raise ValueError(f"{Path(path).name}: not valid TOML: {e}") from None
+
+
+def data_file(module: str) -> Path | None:
+    """The data file beside ``module`` (``robustlab/perturb/image/noise.py`` -> ``noise.toml``), None if none."""
+    f = getattr(sys.modules.get(module), "__file__", None)
+    path = Path(f).with_suffix(".toml") if f else None
+    return path if path is not None and path.is_file() else None
+
+
+def _columns(table: dict, where: str) -> dict:
+    """A variant's parameters as a data file writes them -> {1..5: params}. Either as columns: a list holds its
+    parameter's values at severities 1..5, any other value is the parameter's value at every severity (the key
+    order is kept); or, where the severities differ in their keys, one table per severity (keys ``1`` .. ``5``)."""
+    if table and all(isinstance(v, dict) for v in table.values()):
+        return table  # one table per severity: _normalise_table checks the keys
+    out: dict = {s: {} for s in range(1, MAX_SEVERITY + 1)}
+    for key, value in table.items():
+        if isinstance(value, dict):
+            raise ValueError(f"{where}: {key} is a table; a parameter is one value or a list of {MAX_SEVERITY} "
+                             f"(or give one table per severity, keys 1..{MAX_SEVERITY})")
+        if isinstance(value, list) and len(value) != MAX_SEVERITY:
+            raise ValueError(f"{where}: {key} lists {len(value)} values; give one per severity 1..{MAX_SEVERITY} "
+                             "(or one value for all)")
+        for s in out:
+            out[s][key] = value[s - 1] if isinstance(value, list) else value
+    return out
+
+
+def card_from_data(name: str, path: Path) -> dict:
+    """The card (:data:`CARD_KEYWORDS`) of perturbation ``name`` in data file ``path``: its ``[name]`` table's
+    metadata and, per ``[name.variants.VARIANT]`` table, the note and the severity table. The first variant is
+    the default."""
+    entry = _read_data_file(str(path)).get(name)
+    where = f"{path.name} [{name}]"
+    if not isinstance(entry, dict):
+        raise ValueError(f"perturbation {name!r} has no [{name}] table in {path.name}")
+    unknown = [k for k in entry if k not in DATA_KEYS]
+    missing = [k for k in ("modality", "category", "source", "variants") if k not in entry]
+    if unknown or missing:
+        what = [f"unknown key(s) {', '.join(unknown)}"] * bool(unknown) + [f"lacks {', '.join(missing)}"] * bool(
+            missing)
+        raise ValueError(f"{where}: {'; '.join(what)} (the keys: {', '.join(DATA_KEYS)})")
+    variants = entry["variants"]
+    if not isinstance(variants, dict) or not variants or not all(isinstance(t, dict) for t in variants.values()):
+        raise ValueError(f"{where}: variants must be one or more [{name}.variants.VARIANT] tables")
+    return {"modality": entry["modality"], "category": entry["category"], "source": entry["source"],
+            "description": entry.get("description", ""), "tags": tuple(entry.get("tags", ())),
+            "default_variant": next(iter(variants)),
+            "variant_notes": {v: t[NOTE_KEY] for v, t in variants.items() if NOTE_KEY in t},
+            "variants": {v: _columns({k: x for k, x in t.items() if k != NOTE_KEY}, f"{where} variant {v}")
+                         for v, t in variants.items()}}
+
+
+def _card(name: str, *, modality: str, category: str, source: str, severity_table: dict | None = None,
+          variants: dict | None = None, default_variant: str = "default", description: str = "", tags=(),
+          variant_notes: dict | None = None) -> dict:
+    """A card checked and normalised: every variant's severity table {1..5: params}, the default variant first."""
     if modality not in MODALITIES:
         raise ValueError(f"modality must be one of {', '.join(MODALITIES)}, got {modality!r}")
-    if chunk_elements and not (batched and modality == "image"):
-        raise ValueError(f"{name}: chunk_elements applies to batched image perturbations only")
     tables = {}
     if severity_table is not None:
         tables[default_variant] = severity_table
@@ -231,27 +287,86 @@ def register(name: str, *, modality: str, category: str, source: str, severity_t
     if default_variant not in tables:
         raise ValueError(f"{name}: no severity table for the default variant {default_variant!r}")
     tables = {v: _normalise_table(t, f"{name}[{v}]") for v, t in tables.items()}
-    # default variant first
     tables = {default_variant: tables[default_variant], **{k: v for k, v in tables.items() if k != default_variant}}
+    return {"modality": modality, "category": category, "source": source, "variants": tables,
+            "default_variant": default_variant, "description": description, "tags": tuple(tags),
+            "variant_notes": dict(variant_notes or {})}
+
+
+def _check_behaviour(name: str, modality: str, batched: bool, chunk_elements: int, applies_to) -> tuple:
+    """The input kinds a perturbation accepts (``applies_to``, defaulted and checked against its modality)."""
+    if chunk_elements and not (batched and modality == "image"):
+        raise ValueError(f"{name}: chunk_elements applies to batched image perturbations only")
     if applies_to is None:
         applies_to = ("image", "video") if modality == "image" else (modality,)
     if modality == "video" and "video" not in applies_to:
         raise ValueError(f"{name}: a video perturbation must accept videos")
+    return tuple(applies_to)
+
+
+def register(name: str, *, requires=(), applies_to=None, batched: bool = False, chunk_elements: int = 0,
+             keep_frames: bool = False, output_note: str = "", effective: Callable | None = None,
+             check: Callable | None = None, requires_perturbations=(), override: bool = False, **card):
+    """Decorator registering ``fn(x, params, rng) -> output`` as perturbation ``name``.
+
+    The perturbation's card — ``modality``, ``category``, ``source``, ``description`` (else the function's
+    docstring), ``tags`` and per variant its note and severity table — is data: the ``[name]`` table of the data
+    file beside the function's module (``noise.py`` -> ``noise.toml``; :func:`card_from_data` reads it, the first
+    variant is the default). The keywords say how the function behaves. Code without a data file (a user's or a
+    test's perturbation) gives the card as keywords instead (:data:`CARD_KEYWORDS`: ``modality``, ``category``,
+    ``source``, ``severity_table`` (the default variant's {1..5: params}), ``variants`` (further variants' tables, or
+    all of them), ``default_variant``, ``description``, ``tags``, ``variant_notes``); a card is declared in one
+    place, the data file or the keywords, never both.
+
+    ``requires`` lists dependency keys (``"opencv"``, ``"pillow"``, ``"nlpaug"``, ...): when one is missing the
+    spec is still listed, with ``available=False`` and a reason, and ``perturb`` refuses to run it. The same
+    holds, decided each time specs are listed, for ``requires_perturbations`` (registered perturbations the
+    function calls; an entry may be a tuple of alternative names) and ``check`` (a callable returning "" when
+    the assets it needs, e.g. weights, are present, else the reason). ``applies_to``: the input kinds ``fn``
+    accepts (by default images and videos for an image op, else its modality). ``batched`` (image ops): ``fn``
+    takes ``...×H×W×3`` stacks, so a video's frames go in one vectorised call. ``output_note`` documents how a
+    video function's output length or size may differ from its input's. ``chunk_elements`` (batched image ops
+    only) replaces ``VIDEO_CHUNK_ELEMENTS`` for this op's video chunks, for functions whose per-call Python overhead
+    outweighs the cache cost of bigger chunks (it fixes the chunks, so it is part of what a seed produces).
+    ``effective`` (``params -> dict``): the parameters the function really uses, where the table's can differ
+    from them (an encoder's clamp); severities with equal effective parameters share one output
+    (:mod:`robustlab.perturb.share`), so it must be exact: equal effective parameters, equal bytes.
+    ``keep_frames`` (whole-clip video ops): ``fn`` also takes ``keep=indices`` and returns only those output
+    frames, bit for bit ``fn(x, params, rng)[keep]`` and cheaper (a codec converts only them back to RGB); the lazy
+    path (:func:`robustlab.perturb.registry.perturb_sampled`) passes the frames a model samples.
+    """
+    unknown = [k for k in card if k not in CARD_KEYWORDS]
+    if unknown:
+        raise TypeError(f"register() got an unexpected keyword argument {unknown[0]!r}")
+    given = _card(name, **card) if card else None  # a card in code is checked where it is written
+    if given is not None:
+        _check_behaviour(name, given["modality"], batched, chunk_elements, applies_to)
 
     def deco(fn):
-        if name in PERTURBATIONS and getattr(fn, "__module__", None) != PERTURBATIONS[name]:
+        module = getattr(fn, "__module__", None) or ""
+        path = data_file(module)
+        if given is None and path is None:
+            raise ValueError(f"perturbation {name!r}: no data file {module.rpartition('.')[2] or 'MODULE'}.toml "
+                             "beside its module and no card given to register()")
+        if given is not None and path is not None and name in _read_data_file(str(path)):
+            raise ValueError(f"perturbation {name!r}: its card is both in {path.name} and given to register(); "
+                             "keep one")
+        c = given or _card(name, **card_from_data(name, path))
+        kinds = _check_behaviour(name, c["modality"], batched, chunk_elements, applies_to)
+        if name in PERTURBATIONS and module != PERTURBATIONS[name]:
             _ensure_loaded()  # a built-in's name from elsewhere (override=True): the built-in first, then this one
         if name in _REGISTRY and not override:
             raise ValueError(f"perturbation {name!r} is already registered (pass override=True to replace it)")
         missing = _missing(requires)
         static_reason = f"missing dependency: {', '.join(missing)} (pip install -r requirements.txt)" if missing else ""
+        tables = c["variants"]
         spec = PerturbationSpec(
-            name=name, modality=modality, category=category, source=source,
-            severity_table=tables[default_variant], variants=tables, default_variant=default_variant,
-            description=description or (fn.__doc__ or "").strip().split("\n\n")[0].replace("\n", " "),
+            name=name, modality=c["modality"], category=c["category"], source=c["source"],
+            severity_table=tables[c["default_variant"]], variants=tables, default_variant=c["default_variant"],
+            description=c["description"] or (fn.__doc__ or "").strip().split("\n\n")[0].replace("\n", " "),
             available=not missing, reason=static_reason,
-            tags=tuple(tags), variant_notes=dict(variant_notes or {}), requires=tuple(requires),
-            applies_to=tuple(applies_to), batched=bool(batched),
+            tags=c["tags"], variant_notes=c["variant_notes"], requires=tuple(requires),
+            applies_to=kinds, batched=bool(batched),
             requires_perturbations=tuple(tuple(p) if isinstance(p, list) else p for p in requires_perturbations),
             output_note=output_note, chunk_elements=int(chunk_elements), fn=fn, check=check, effective=effective,
             keep_frames=bool(keep_frames),

@@ -3,9 +3,10 @@
 This is the one declaration of what is built in and of the listing order: :func:`robustlab.perturb.list_perturbations`
 lists the specs in this order (the six v1 image perturbations first, then the rest of [P2]'s image catalogue, the
 text perturbations, the video ones), and importing ``robustlab.perturb`` imports the modules named here, whose
-``@register`` declares each one's metadata and severity tables (a module's package need not import it). A
-perturbation registered outside this table (a user's ``@register``, a test's) is listed after these, in the order it
-was registered. Data only: nothing is imported here.
+``@register`` declares each one with its card (metadata and severity tables: the data file beside the module, e.g.
+``image/noise.toml``, or keywords where the tables are computed, as text/'s); a module's package need not import it.
+A perturbation registered outside this table (a user's ``@register``, a test's) is listed after these, in the order
+it was registered. Data only: nothing is imported here.
 """
 from __future__ import annotations
 

@@ -125,19 +125,7 @@ def test_reliable_memory_selection_and_capacity():
 
 
 # ---- the loop on the built-in models -----------------------------------------------------------------------------
-@pytest.fixture(scope="module")
-def videos():
-    import robustlab as rl
-
-    return rl.datasets.build("builtin-videos", n=48)
-
-
-@pytest.fixture(scope="module")
-def seq():
-    import robustlab as rl
-
-    torch.set_num_threads(2)
-    return rl.load_model("builtin:tiny-clip-video-seqtransf")
+VIDEOS_N = 48  # the built-in videos of the fixture `videos` (tests/adapt/conftest.py), with `seq`
 
 
 def _params(model):

@@ -14,11 +14,7 @@ from robustlab.adapt.towers import AdaptError
 from robustlab.metrics.retrieval import median_rank, ranks
 
 
-@pytest.fixture(scope="module")
-def videos():
-    import robustlab as rl
-
-    return rl.datasets.build("builtin-videos", n=32)
+VIDEOS_N = 32  # the built-in videos of the fixture `videos` (tests/adapt/conftest.py)
 
 
 @pytest.fixture(scope="module")

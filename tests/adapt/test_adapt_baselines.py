@@ -164,19 +164,7 @@ def test_cli_lists_the_baselines(capsys):
 
 
 # ---- small runs on the built-in videos -----------------------------------------------------------------------------
-@pytest.fixture(scope="module")
-def videos():
-    import robustlab as rl
-
-    return rl.datasets.build("builtin-videos", n=32)
-
-
-@pytest.fixture(scope="module")
-def seq():
-    import robustlab as rl
-
-    torch.set_num_threads(2)
-    return rl.load_model("builtin:tiny-clip-video-seqtransf")
+VIDEOS_N = 32  # the built-in videos of the fixture `videos` (tests/adapt/conftest.py), with `seq`
 
 
 @pytest.mark.parametrize("method, keys", [("read", {"ra", "confident"}), ("sar", {"first", "reliable", "reset"}),

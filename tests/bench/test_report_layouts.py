@@ -1,28 +1,16 @@
 """Issue 48 (4): MLVP and QUAG tables in their papers' layout, on hand-made results whose values check by hand."""
 import pytest
 
+from _results import cond as _v, result, run_data as _run  # tests/bench/_results.py
 from robustlab.bench.protocol import load_protocol
-from robustlab.bench.report_data import RunData, report_tables
+from robustlab.bench.report_data import report_tables
 from robustlab.tasks.result import Result
-
-M = "builtin:tiny-clip-video-seqtransf"
 
 
 def _res(conds: dict, v2t: float, t2v: float = 0.5, task="retrieval", metrics=None) -> Result:
     metrics = metrics or {d: {"R@1": r, "R@5": min(1.0, 2 * r), "R@10": min(1.0, 3 * r), "MdR": 3.0, "MnR": 4.0}
                           for d, r in (("v2t", v2t), ("t2v", t2v))}
-    return Result(model=M, model_fingerprint="x", dataset="builtin-videos", split="test", task=task,
-                  conditions=conds, n=10, metrics=metrics, extra={"regime": "scratch"})
-
-
-def _run(spec, results) -> RunData:
-    run = RunData(root=None, sweep=spec.to_json())
-    run.results, run.files = results, [f"c{i}.json" for i in range(len(results))]
-    return run
-
-
-def _v(name, s, variant=None):
-    return {"name": name, "severity": s, "seed": 0} | ({"variant": variant} if variant else {})
+    return result(conds, metrics, task=task)
 
 
 def test_mlvp_methods_by_types_with_level_means_and_avg_in_percent():

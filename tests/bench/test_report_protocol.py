@@ -5,27 +5,15 @@ results.csv."""
 
 import pytest
 
+from _results import M, cond as _v, result, run_data as _run  # tests/bench/_results.py
 from robustlab.bench.protocol import load_protocol
-from robustlab.bench.report_data import RunData, report_tables
+from robustlab.bench.report_data import report_tables
 from robustlab.tasks.result import Result
-
-M = "builtin:tiny-clip-video-seqtransf"
 
 
 def _res(conds: dict, r5: float, model=M, dirs=("t2v",)) -> Result:
     metrics = {d: {"R@1": r5 / 2, "R@5": r5, "R@10": min(1.0, r5 * 1.2), "MdR": 3.0, "MnR": 4.0} for d in dirs}
-    return Result(model=model, model_fingerprint="x", dataset="builtin-videos", split="test", task="retrieval",
-                  conditions=conds, n=10, metrics=metrics, extra={"regime": "scratch"})
-
-
-def _run(spec, results) -> RunData:
-    run = RunData(root=None, sweep=spec.to_json())
-    run.results, run.files = results, [f"c{i}.json" for i in range(len(results))]
-    return run
-
-
-def _v(name, s, variant=None):
-    return {"name": name, "severity": s, "seed": 0} | ({"variant": variant} if variant else {})
+    return result(conds, metrics, model=model)
 
 
 def test_schiappa_tables_from_the_protocols_categories():

@@ -10,7 +10,7 @@ import functools
 
 import numpy as np
 
-from robustlab.perturb.image._common import IMAGECORRUPTIONS, IMAGENET_C, P1, P2, to_float, to_uint8
+from robustlab.perturb.image._common import to_float, to_uint8
 from robustlab.perturb.image import _filters as F
 from robustlab.perturb.registry import register
 
@@ -33,18 +33,7 @@ def disk_kernel(radius: int, alias_blur: float) -> np.ndarray:
     return k
 
 
-@register(
-    "defocus_blur", modality="image", category="blur",
-    source=f"{P2} and {P1}; {IMAGENET_C}",
-    severity_table={s: {"radius": r, "alias_blur": a}
-                    for s, (r, a) in enumerate([(3, 0.1), (4, 0.5), (6, 0.5), (8, 0.5), (10, 0.5)], start=1)},
-    default_variant="imagenet_c",
-    variant_notes={"imagenet_c": "(r, alias σ) = (3,.1)/(4,.5)/(6,.5)/(8,.5)/(10,.5) (identical in [P1] and [P2])"},
-    description="Per-channel cv2.filter2D (default BORDER_REFLECT_101) of x = img/255 with the anti-aliased "
-                "disk kernel of ImageNet-C, clipped, quantised as ImageNet-C. Radii are in pixels tuned for "
-                "~224 px images (milder on larger inputs).",
-    tags=("p1", "p2", "imagenet-c", "deterministic"), requires=("opencv",),
-)
+@register("defocus_blur", requires=("opencv",))
 def defocus_blur(img: np.ndarray, params: dict, rng: np.random.Generator) -> np.ndarray:
     import cv2
 
@@ -54,9 +43,6 @@ def defocus_blur(img: np.ndarray, params: dict, rng: np.random.Generator) -> np.
 
 
 # ------------------------------------------------------------------------------------------------ glass blur
-
-_GLASS = [(0.7, 1, 2), (0.9, 2, 1), (1.0, 2, 3), (1.1, 3, 2), (1.5, 4, 2)]
-
 
 def glass_scan(h: int, w: int, delta: int, scan: str = "full") -> tuple[np.ndarray, np.ndarray]:
     """Rows and columns visited by one pass of ImageNet-C's loop, in visit order:
@@ -140,29 +126,7 @@ def glass_shuffle(img: np.ndarray, delta: int, iterations: int, rng: np.random.G
     return out.reshape(img.shape)
 
 
-@register(
-    "glass_blur", modality="image", category="blur",
-    source=f"{P2} [C2] ('Frosted Glass Blur'); {IMAGENET_C}",
-    variants={
-        "imagenet_c": {s: {"sigma": a, "max_delta": d, "iterations": i, "scan": "full"}
-                       for s, (a, d, i) in enumerate(_GLASS, start=1)},
-        "qiu_code": {s: {"sigma": a, "max_delta": d, "iterations": 1, "scan": "c2_first_row"}
-                     for s, (a, d, i) in enumerate(_GLASS, start=1)},
-    },
-    default_variant="imagenet_c",
-    variant_notes={
-        "imagenet_c": "(σ, δ, iterations) = (.7,1,2)/(.9,2,1)/(1,2,3)/(1.1,3,2)/(1.5,4,2); the whole image is "
-                      "shuffled (size-aware; ImageNet-C's loop runs over a 224×224 image)",
-        "qiu_code": "[C2]'s released loop: same σ and δ, but its loop variables shadow the image size, so only "
-                    "the row min(H,224)-δ is shuffled, once; the rest is the two Gaussian blurs",
-    },
-    description="Gaussian blur (σ, skimage/scipy 'nearest' borders, truncate 4) of x = img/255, quantised to "
-                "uint8; then `iterations` passes of ImageNet-C's local pixel loop (every pixel, bottom-right to "
-                "top-left, takes the value of a neighbour at (dy, dx) ~ U{-δ..δ-1}²; the reference's tuple "
-                "'swap' on numpy views is a sequential copy, reproduced exactly and vectorised by pointer "
-                "jumping); then the Gaussian blur again, clipped and quantised as ImageNet-C. δ is in pixels.",
-    tags=("p2", "imagenet-c", "random"), requires=("opencv",), batched=True,
-)
+@register("glass_blur", requires=("opencv",), batched=True)
 def glass_blur(img: np.ndarray, params: dict, rng: np.random.Generator) -> np.ndarray:
     sigma, delta = float(params["sigma"]), int(params["max_delta"])
     x = (F.gaussian_blur_nearest(to_float(img, np.float32), sigma) * np.float32(255)).astype(np.uint8)
@@ -172,9 +136,6 @@ def glass_blur(img: np.ndarray, params: dict, rng: np.random.Generator) -> np.nd
 
 # ------------------------------------------------------------------------------------------------ motion blur
 
-_MOTION = [(10, 3), (15, 5), (15, 8), (15, 12), (20, 15)]
-
-
 def motion_blur_uint8(img: np.ndarray, radius: int, sigma: float, angle: float) -> np.ndarray:
     """One H×W×C uint8 image blurred along ``angle`` degrees (the imagecorruptions kernel), 0..255 scale,
     clipped and truncated to uint8 like the reference's ``np.uint8(np.clip(x, 0, 255))``."""
@@ -183,20 +144,7 @@ def motion_blur_uint8(img: np.ndarray, radius: int, sigma: float, angle: float) 
     return np.clip(out, 0, 255).astype(np.uint8)
 
 
-@register(
-    "motion_blur", modality="image", category="blur",
-    source=f"{P2} and {P1}; {IMAGENET_C} (ImageMagick MotionBlurImage); kernel as {IMAGECORRUPTIONS}",
-    severity_table={s: {"radius": r, "sigma": g, "angle_low": -45.0, "angle_high": 45.0}
-                    for s, (r, g) in enumerate(_MOTION, start=1)},
-    default_variant="imagenet_c",
-    variant_notes={"imagenet_c": "(radius, σ) = (10,3)/(15,5)/(15,8)/(15,12)/(20,15), angle ~ U(-45°, 45°) per "
-                                 "image / per frame (identical in [P1] and [P2])"},
-    description="Linear motion blur: 2·radius+1 taps along a line at angle a ~ U(-45°, 45°) drawn from the "
-                "seed, one-sided Gaussian weights (σ) normalised to 1, edge-replicated shifts; the `imagecorruptions` "
-                "package's re-implementation of ImageNet-C's ImageMagick (Wand) MotionBlurImage, computed as one "
-                "sparse cv2.filter2D. Radius in pixels (tuned for ~224 px). Videos: a new angle per frame.",
-    tags=("p1", "p2", "imagenet-c", "random"), requires=("opencv",),
-)
+@register("motion_blur", requires=("opencv",))
 def motion_blur(img: np.ndarray, params: dict, rng: np.random.Generator) -> np.ndarray:
     angle = rng.uniform(float(params["angle_low"]), float(params["angle_high"]))
     return motion_blur_uint8(img, int(params["radius"]), float(params["sigma"]), angle)
@@ -204,37 +152,12 @@ def motion_blur(img: np.ndarray, params: dict, rng: np.random.Generator) -> np.n
 
 # ------------------------------------------------------------------------------------------------ zoom blur
 
-_ZOOM = [(1.0, 1.11, 0.01), (1.0, 1.16, 0.01), (1.0, 1.21, 0.02), (1.0, 1.26, 0.02), (1.0, 1.31, 0.03)]
-
-
 def zoom_factors(params: dict) -> np.ndarray:
     """``np.arange(start, stop, step)`` exactly as ImageNet-C builds the factor sets (float quirks included)."""
     return np.arange(float(params["zoom_start"]), float(params["zoom_stop"]), float(params["zoom_step"]))
 
 
-def _zoom_table(rows):
-    return {s: {"zoom_start": a, "zoom_stop": b, "zoom_step": c} for s, (a, b, c) in enumerate(rows, start=1)}
-
-
-@register(
-    "zoom_blur", modality="image", category="blur",
-    source=f"{P2} and {P1}; {IMAGENET_C}",
-    variants={
-        "imagenet_c": _zoom_table(_ZOOM),
-        "qiu_code": _zoom_table(_ZOOM[:4] + [(1.0, 1.33, 0.03)]),
-    },
-    default_variant="imagenet_c",
-    variant_notes={
-        "imagenet_c": "factors np.arange(1, e, step): 1.00–1.11/1.15/1.20/1.24/1.30 ([P1] [C1] and ImageNet-C)",
-        "qiu_code": "as imagenet_c but s5 = np.arange(1, 1.33, 0.03): 12 factors 1.00–1.33 ([P2]'s dataset "
-                    "scripts [C2])",
-    },
-    description="Mean of the image and its centre zooms by each factor z (ImageNet-C clipped_zoom: centre crop "
-                "ceil(n/z), bilinear upscale with scipy.ndimage.zoom's sample grid, centred trim back to n), per "
-                "axis so non-square images keep their aspect; x = img/255, clipped, quantised as ImageNet-C. "
-                "Deterministic; vectorised over video frames.",
-    tags=("p1", "p2", "imagenet-c", "deterministic"), batched=True,
-)
+@register("zoom_blur", batched=True)
 def zoom_blur(img: np.ndarray, params: dict, rng: np.random.Generator) -> np.ndarray:
     x = to_float(img, np.float32)
     out = x.copy()

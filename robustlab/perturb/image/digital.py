@@ -9,21 +9,12 @@ import io
 
 import numpy as np
 
-from robustlab.perturb.image._common import IMAGENET_C, P1, P2, table, to_float, to_uint8
+from robustlab.perturb.image._common import to_float, to_uint8
 from robustlab.perturb.image import _filters as F
 from robustlab.perturb.registry import register
 
 
-@register(
-    "jpeg_compression", modality="image", category="digital",
-    source=f"{P2} and {P1} ('jpeg'); {IMAGENET_C}",
-    severity_table=table("quality", [25, 18, 15, 10, 7]),
-    default_variant="imagenet_c",
-    variant_notes={"imagenet_c": "quality = 25/18/15/10/7 (identical in [P1] and [P2])"},
-    description="PIL Image.save(format='JPEG', quality=q) with PIL's other defaults (4:2:0 subsampling), "
-                "decoded again. Deterministic; the output depends on the libjpeg bundled with Pillow.",
-    tags=("p1", "p2", "imagenet-c", "deterministic"), requires=("pillow",),
-)
+@register("jpeg_compression", requires=("pillow",))
 def jpeg_compression(img: np.ndarray, params: dict, rng: np.random.Generator) -> np.ndarray:
     from PIL import Image
 
@@ -39,17 +30,7 @@ def pixelate_size(w: int, h: int, scale: float) -> tuple[int, int]:
     return max(1, int(w * scale + 1e-9)), max(1, int(h * scale + 1e-9))
 
 
-@register(
-    "pixelate", modality="image", category="digital",
-    source=f"{P2}; {IMAGENET_C} (size-aware, as the imagecorruptions package)",
-    severity_table=table("scale", [0.6, 0.5, 0.4, 0.3, 0.25]),
-    default_variant="imagenet_c",
-    variant_notes={"imagenet_c": "c = .6/.5/.4/.3/.25; at 224×224 bit-identical to ImageNet-C (PIL BOX both ways)"},
-    description="Downsample to (int(w·c), int(h·c)) (at least 1 px) with PIL BOX and back up to the original "
-                "(w, h) with PIL BOX. Size-aware: [P2]'s code [C2] resizes every image to a fixed (224c)² square "
-                "with cv2 INTER_AREA and back with swapped (h, w), which stretches non-square images; we do not.",
-    tags=("p2", "imagenet-c", "deterministic"), requires=("pillow",),
-)
+@register("pixelate", requires=("pillow",))
 def pixelate(img: np.ndarray, params: dict, rng: np.random.Generator) -> np.ndarray:
     from PIL import Image
 
@@ -78,16 +59,7 @@ def _box_byte_columns(n_in: int, n_out: int) -> np.ndarray:
     return idx
 
 
-@register(
-    "contrast", modality="image", category="digital",
-    source=f"{P2} [C2]; {IMAGENET_C}",
-    severity_table=table("factor", [0.4, 0.3, 0.2, 0.1, 0.05]),
-    default_variant="imagenet_c",
-    variant_notes={"imagenet_c": "c = .4/.3/.2/.1/.05"},
-    description="(x - μ)·c + μ on x = img/255 with μ the per-channel spatial mean (per frame for videos), "
-                "clipped, quantised as ImageNet-C. Deterministic, vectorised over video frames.",
-    tags=("p2", "imagenet-c", "deterministic"), requires=("opencv",), batched=True,
-)
+@register("contrast", requires=("opencv",), batched=True)
 def contrast(img: np.ndarray, params: dict, rng: np.random.Generator) -> np.ndarray:
     import cv2
 
@@ -103,29 +75,10 @@ def contrast(img: np.ndarray, params: dict, rng: np.random.Generator) -> np.ndar
     return to_uint8(x)
 
 
-# ImageNet-C's constants, "244 should have been 224, but ultimately nothing is incorrect" (its own comment)
-_ELASTIC = [(2, 0.7, 0.1), (2, 0.08, 0.2), (0.05, 0.01, 0.02), (0.07, 0.01, 0.02), (0.12, 0.01, 0.02)]
 ELASTIC_REF_SIZE = 224  # the image size ImageNet-C's pixel constants are defined for
 
 
-@register(
-    "elastic_transform", modality="image", category="digital",
-    source=f"{P2} [C2]; {IMAGENET_C} (make_imagenet_c.py, not the imagecorruptions variant)",
-    severity_table={s: {"alpha": round(244 * a, 6), "sigma": round(244 * b, 6), "affine": round(244 * c, 6),
-                        "ref_size": ELASTIC_REF_SIZE}
-                    for s, (a, b, c) in enumerate(_ELASTIC, start=1)},
-    default_variant="imagenet_c",
-    variant_notes={"imagenet_c": "(α, σ, affine) = 244×(2,.7,.1)/(2,.08,.2)/(.05,.01,.02)/(.07,.01,.02)/"
-                                 "(.12,.01,.02) px at 224 px (the 244 is ImageNet-C's own typo for 224, kept)"},
-    description="Random affine (three points at the centre ± min(h,w)//3 jittered by U(-a, a), cv2.warpAffine "
-                "with reflect-101 borders), then a displacement field: Gaussian-smoothed U(-1,1) noise (σ, "
-                "reflect borders, truncate 3) × α for dx and dy, bilinear resampling with reflect borders; "
-                "x = img/255, clipped, quantised as ImageNet-C. Size-aware: with k = min(h,w)/224 the pixel "
-                "constants become σ·k, a·k and α·k² (smoothed white noise shrinks as 1/σ), so any size gets the "
-                "224 px distortion stretched by k; exactly ImageNet-C at 224×224. Not monotone in severity "
-                "(s1–s2 are large smooth warps, s3–s5 local ripples), as in ImageNet-C.",
-    tags=("p2", "imagenet-c", "random"), requires=("opencv",),
-)
+@register("elastic_transform", requires=("opencv",))
 def elastic_transform(img: np.ndarray, params: dict, rng: np.random.Generator) -> np.ndarray:
     import cv2
 

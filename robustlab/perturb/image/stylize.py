@@ -21,7 +21,6 @@ from pathlib import Path
 
 import numpy as np
 
-from robustlab.perturb.image._common import P2
 from robustlab.perturb.registry import register
 
 ENV_VAR = "ROBUSTLAB_ADAIN_DIR"
@@ -181,30 +180,7 @@ def _load_style(path: Path, style_size: int) -> np.ndarray:
         return np.asarray(im, dtype=np.uint8).copy()
 
 
-_ALPHAS = [0.2, 0.4, 0.6, 0.8, 1.0]
-
-
-@register(
-    "stylize", modality="image", category="stylize",
-    source=f"{P2} [C2] (bethgelab/stylize-datasets); Huang & Belongie 2017 AdaIN (naoto0804/pytorch-AdaIN)",
-    variants={
-        "qiu_code": {s: {"alpha": a, "style_size": 0} for s, a in enumerate(_ALPHAS, start=1)},
-        "stylize_datasets": {s: {"alpha": a, "style_size": 512} for s, a in enumerate(_ALPHAS, start=1)},
-    },
-    default_variant="qiu_code",
-    variant_notes={
-        "qiu_code": "α = 0.2·s; one random style image per input; content and style at their own size "
-                    "([C2]'s stylize.py: --content-size 0 --style-size 0)",
-        "stylize_datasets": "α = 0.2·s; style image resized to shorter side 512 (bethgelab/stylize-datasets' "
-                            "default --style-size 512)",
-    },
-    description="AdaIN: VGG features (relu4_1) of content and style, f = α·AdaIN(f_c, f_s) + (1-α)·f_c, decoded, "
-                "rounded to uint8 as torchvision save_image. The style image is drawn from the seed among the "
-                "sorted files of styles/; weights from $ROBUSTLAB_ADAIN_DIR or ~/.cache/robustlab/adain/, "
-                "loaded with torch.load(weights_only=True). CPU, float32. Unavailable (never faked) without "
-                "the files.",
-    tags=("p2", "model", "random"), requires=("torch", "pillow"), check=lambda: availability_reason(),
-)
+@register("stylize", requires=("torch", "pillow"), check=lambda: availability_reason())
 def stylize(img: np.ndarray, params: dict, rng: np.random.Generator) -> np.ndarray:
     reason = availability_reason()
     if reason:

@@ -14,34 +14,14 @@ import os
 
 import numpy as np
 
-from robustlab.perturb.image._common import IMAGECORRUPTIONS, IMAGENET_C, P2, table, to_float, to_uint8
+from robustlab.perturb.image._common import to_float, to_uint8
 from robustlab.perturb.image import _filters as F
 from robustlab.perturb.registry import register
 
 # ------------------------------------------------------------------------------------------------ snow
 
-_SNOW = [(0.1, 0.3, 3, 0.5, 10, 4, 0.8), (0.2, 0.3, 2, 0.5, 12, 4, 0.7), (0.55, 0.3, 4, 0.9, 12, 8, 0.7),
-         (0.55, 0.3, 4.5, 0.85, 12, 8, 0.65), (0.55, 0.3, 2.5, 0.85, 12, 12, 0.55)]
-_SNOW_KEYS = ("loc", "scale", "zoom", "threshold", "radius", "sigma", "blend")
 
-
-@register(
-    "snow", modality="image", category="weather",
-    source=f"{P2} [C2]; {IMAGENET_C}",
-    severity_table={s: dict(zip(_SNOW_KEYS, row), angle_low=-135.0, angle_high=-45.0)
-                    for s, row in enumerate(_SNOW, start=1)},
-    default_variant="imagenet_c",
-    variant_notes={"imagenet_c": "(loc, scale, zoom, threshold, radius, σ, blend) = (.1,.3,3,.5,10,4,.8)/"
-                                 "(.2,.3,2,.5,12,4,.7)/(.55,.3,4,.9,12,8,.7)/(.55,.3,4.5,.85,12,8,.65)/"
-                                 "(.55,.3,2.5,.85,12,12,.55); angle ~ U(-135°, -45°)"},
-    description="Snow layer N(loc, scale²) on the H×W grid, centre-zoomed by `zoom` (clipped_zoom), values < "
-                "threshold set to 0, clipped and quantised to 8 bits, motion-blurred (radius, σ, angle ~ "
-                "U(-135°,-45°)) with motion_blur's kernel — our stand-in for ImageNet-C's ImageMagick "
-                "MotionBlurImage — and rounded to 8 bits as the reference's PNG round trip; then "
-                "x <- b·x + (1-b)·max(x, 1.5·gray(x) + 0.5) and out = clip(x + snow + rot180(snow)). "
-                "Size-aware (the snow field has the image's size; radius in pixels).",
-    tags=("p2", "imagenet-c", "random"), requires=("opencv",),
-)
+@register("snow", requires=("opencv",))
 def snow(img: np.ndarray, params: dict, rng: np.random.Generator) -> np.ndarray:
     h, w = img.shape[:2]
     x = to_float(img, np.float32)
@@ -62,7 +42,6 @@ def snow(img: np.ndarray, params: dict, rng: np.random.Generator) -> np.ndarray:
 # ------------------------------------------------------------------------------------------------ frost
 
 FROST_FILES = ("frost1.png", "frost2.png", "frost3.png", "frost4.jpg", "frost5.jpg", "frost6.jpg")
-_FROST = [(1.0, 0.4), (0.8, 0.6), (0.7, 0.7), (0.65, 0.7), (0.6, 0.75)]
 
 
 def frost_texture_dir() -> str | None:
@@ -138,28 +117,7 @@ def _frost_crops(n: int, h: int, w: int, crop: str, rng: np.random.Generator) ->
     return crops
 
 
-@register(
-    "frost", modality="image", category="weather",
-    source=f"{P2} [C2]; {IMAGENET_C}; textures from {IMAGECORRUPTIONS}",
-    variants={
-        "imagenet_c": {s: {"img_weight": a, "frost_weight": b, "crop": "random"}
-                       for s, (a, b) in enumerate(_FROST, start=1)},
-        "qiu_code": {s: {"img_weight": a, "frost_weight": b, "crop": "top_left"}
-                     for s, (a, b) in enumerate(_FROST, start=1)},
-    },
-    default_variant="imagenet_c",
-    variant_notes={
-        "imagenet_c": "(a, b) = (1,.4)/(.8,.6)/(.7,.7)/(.65,.7)/(.6,.75); texture frost1–5 and crop offset drawn "
-                      "from the seed (ImageNet-C)",
-        "qiu_code": "same weights, texture crop frost[0:h, 0:w] (top-left, no random offset) as [P2]'s dataset "
-                    "scripts [C2] (which fail where the image is larger than the texture; we enlarge it)",
-    },
-    description="clip(a·img + b·frost_crop, 0, 255) on the 0–255 scale, truncated to uint8 as ImageNet-C. The "
-                "texture is one of ImageNet-C's frost1–frost5 (randint(5): frost6 is never used), in pixel units "
-                "at its native size, cropped to the image (random offset); it is enlarged (bicubic) only when the "
-                "image is larger than the texture. Needs the `imagecorruptions` package's texture files.",
-    tags=("p2", "imagenet-c", "random"), requires=("opencv",), batched=True, check=lambda: frost_reason(),
-)
+@register("frost", requires=("opencv",), batched=True, check=lambda: frost_reason())
 def frost(img: np.ndarray, params: dict, rng: np.random.Generator) -> np.ndarray:
     h, w = img.shape[-3:-1]
     lead = img.shape[:-3]
@@ -171,22 +129,8 @@ def frost(img: np.ndarray, params: dict, rng: np.random.Generator) -> np.ndarray
 
 # ------------------------------------------------------------------------------------------------ fog
 
-_FOG = [(1.5, 2.0), (2.0, 2.0), (2.5, 1.7), (2.5, 1.5), (3.0, 1.4)]
 
-
-@register(
-    "fog", modality="image", category="weather",
-    source=f"{P2} [C2]; {IMAGENET_C}; size-aware map as {IMAGECORRUPTIONS}",
-    severity_table={s: {"strength": c, "wibble_decay": d} for s, (c, d) in enumerate(_FOG, start=1)},
-    default_variant="imagenet_c",
-    variant_notes={"imagenet_c": "(c, d) = (1.5,2)/(2,2)/(2.5,1.7)/(2.5,1.5)/(3,1.4)"},
-    description="x + c·plasma[:h, :w] on x = img/255, rescaled by max(x)/(max(x) + c), clipped, quantised as "
-                "ImageNet-C. The plasma is ImageNet-C's diamond-square map (wibble decay d) of side the smallest "
-                "power of two >= max(h, w) (256 for 224 px, as ImageNet-C; [C2] uses a fixed 512/1024/8192 per "
-                "dataset). One independent map per video frame, vectorised.",
-    tags=("p2", "imagenet-c", "random"), batched=True,
-    chunk_elements=1 << 20,  # 6 frames at 224²: the small diamond-square steps hold the GIL; bigger calls thread
-)
+@register("fog", batched=True, chunk_elements=1 << 20)
 def fog(img: np.ndarray, params: dict, rng: np.random.Generator) -> np.ndarray:
     h, w = img.shape[-3:-1]
     lead = img.shape[:-3]
@@ -216,17 +160,7 @@ def _fog_frame(img: np.ndarray, plasma: np.ndarray, c: float) -> np.ndarray:
 
 # ------------------------------------------------------------------------------------------------ brightness
 
-@register(
-    "brightness", modality="image", category="weather",
-    source=f"{P2} [C2]; {IMAGENET_C}",
-    severity_table=table("delta_v", [0.1, 0.2, 0.3, 0.4, 0.5]),
-    default_variant="imagenet_c",
-    variant_notes={"imagenet_c": "c = .1/.2/.3/.4/.5 added to HSV value"},
-    description="skimage rgb2hsv -> V <- clip(V + c, 0, 1) -> hsv2rgb on x = img/255, in closed form: with hue "
-                "and saturation fixed every channel scales by V'/V (black pixels become gray V'); clipped, "
-                "quantised as ImageNet-C. Deterministic, vectorised over video frames.",
-    tags=("p2", "imagenet-c", "deterministic"), batched=True,
-)
+@register("brightness", batched=True)
 def brightness(img: np.ndarray, params: dict, rng: np.random.Generator) -> np.ndarray:
     x = to_float(img)
     v = np.maximum(np.maximum(img[..., 0], img[..., 1]), img[..., 2])[..., None] / 255.0  # HSV value

@@ -7,16 +7,8 @@ import numpy as np
 
 from robustlab.perturb import registry
 
-P1 = "Schiappa et al. 2022 [P1]"
-C1_OFFLINE = "[C1] generate_noisy_videos.py (offline)"
-C1_ONLINE = "[C1] video_perturbations.py (on-the-fly)"
 MLVP = "MLVP benchmark (HAT-VTR paper [P2 of seeds_methods.md], App. E, Table 37)"
 MLVP_CODE = "vtr_tta do_video_perturbation.py"
-
-
-def table(key: str, values, **extra) -> dict:
-    """{1..5: {key: value, **extra}} from five values."""
-    return {s: {key: v, **extra} for s, v in enumerate(values, start=1)}
 
 
 def frames_of(x: np.ndarray) -> np.ndarray:

@@ -13,10 +13,7 @@ import functools
 import numpy as np
 
 from robustlab.perturb.registry import register
-from robustlab.perturb.video._common import C1_OFFLINE, C1_ONLINE, P1, frames_of, table
-
-_CAMERA_TAGS = ("p1", "camera")
-
+from robustlab.perturb.video._common import frames_of
 
 @functools.lru_cache(maxsize=64)
 def rotation_map(h: int, w: int, angle: float) -> np.ndarray:
@@ -45,33 +42,12 @@ def rotate_frames(frames: np.ndarray, angles) -> np.ndarray:
     return out
 
 
-@register(
-    "static_rotate", modality="video", category="camera",
-    source=f"{P1} ('StaticRotate', JSON display 'Rotate'); {C1_OFFLINE} and {C1_ONLINE} (identical)",
-    severity_table=table("angle", [7.5, 15, 30, 45, 90]), default_variant="schiappa",
-    variant_notes={"schiappa": "7.5/15/30/45/90° counter-clockwise (the list's 6th value, 180°, is never used)"},
-    description="Every frame rotated by the same angle: PIL Image.rotate(deg) (counter-clockwise, nearest, same "
-                "canvas size, black corners). Deterministic.",
-    tags=_CAMERA_TAGS + ("deterministic",), applies_to=("image", "video"), requires=("pillow",),
-)
+@register("static_rotate", applies_to=("image", "video"), requires=("pillow",))
 def static_rotate(x: np.ndarray, params: dict, rng: np.random.Generator) -> np.ndarray:
     return rotate_frames(frames_of(x), float(params["angle"]))
 
 
-@register(
-    "rotate", modality="video", category="camera",
-    source=f"{P1} ('Rotation', JSON display 'VarRotate'); default {C1_OFFLINE}, variant on_the_fly {C1_ONLINE}",
-    severity_table=table("max_angle", [6, 12, 18, 24, 30]),
-    variants={"on_the_fly": table("max_angle", [7, 13, 19, 25, 31])},
-    default_variant="offline",
-    variant_notes={
-        "offline": "integer angle ~ U{−6s … 6s} per frame (np.random.randint(-6s, 6s+1))",
-        "on_the_fly": "integer angle ~ U{−6s−1 … 6s+1} per frame (random.randint(-6s-1, 6s+1))",
-    },
-    description="Camera wobble: every frame rotated by its own integer angle drawn uniformly from "
-                "{−m, …, m} degrees (PIL rotate, counter-clockwise, nearest, black corners).",
-    tags=_CAMERA_TAGS + ("random",), applies_to=("image", "video"), requires=("pillow",),
-)
+@register("rotate", applies_to=("image", "video"), requires=("pillow",))
 def rotate(x: np.ndarray, params: dict, rng: np.random.Generator) -> np.ndarray:
     v = frames_of(x)
     m = int(params["max_angle"])
@@ -101,33 +77,11 @@ def crop_frames(frames: np.ndarray, dy, dx, out_h: int, out_w: int) -> np.ndarra
     return np.ascontiguousarray(src[np.arange(t)[:, None, None], rows[:, :, None], cols[:, None, :]])
 
 
-_OFFSETS = [7, 15, 23, 31, 39]  # max offset = 8s − 1 px (np.random.randint(0, 8s))
 _SCALE = 256 / 224
 
 
-@register(
-    "translate", modality="video", category="camera",
-    source=f"{P1} ('Translation', camera shake); {C1_OFFLINE} (default, size-aware; variant schiappa_offline "
-           f"crops 224 px as the code), {C1_ONLINE} (variant on_the_fly)",
-    severity_table=table("max_offset", _OFFSETS, mode="size_aware"),
-    variants={"schiappa_offline": table("max_offset", _OFFSETS, mode="crop224"),
-              "on_the_fly": table("max_offset", _OFFSETS, mode="clip_shift")},
-    default_variant="size_aware",
-    variant_notes={
-        "size_aware": "[C1] offline at the input's size: frames enlarged ×256/224 (bilinear) and an H×W window "
-                      "cropped at a per-frame offset (dy, dx) ~ U{0…8s−1}·(min(H,W)/224) px; size kept",
-        "schiappa_offline": "[C1] offline exactly: short side resized to 256 (aspect kept, cv2 bilinear), a "
-                            "224×224 crop at a per-frame offset U{0…8s−1} px: the output is T×224×224",
-        "on_the_fly": "[C1] on-the-fly: ONE offset for the whole clip, no resize: the content moves up-left by "
-                      "(dy, dx) (scaled by min(H,W)/224) and the uncovered bottom/right is black",
-    },
-    description="Camera shake: every frame shows a window shifted by a random offset (dy, dx), each uniform in "
-                "{0, …, 8s−1} px at 224-px working resolution, redrawn per frame. At s5 the offset (≤ 39) can pass "
-                "the 32-px margin of the 256-px frame: [C1] offline then writes a short frame that cv2.VideoWriter "
-                "drops silently; we pad the missing rows/columns with black as [C1] on-the-fly does.",
-    output_note="size_aware and on_the_fly keep T×H×W; schiappa_offline returns T×224×224",
-    tags=_CAMERA_TAGS + ("random",), applies_to=("image", "video"), requires=("opencv",),
-)
+@register("translate", output_note="size_aware and on_the_fly keep T×H×W; schiappa_offline returns T×224×224",
+          applies_to=("image", "video"), requires=("opencv",))
 def translate(x: np.ndarray, params: dict, rng: np.random.Generator) -> np.ndarray:
     v = frames_of(x)
     t, h, w, _ = v.shape

@@ -19,15 +19,12 @@ from __future__ import annotations
 import numpy as np
 
 from robustlab.perturb.registry import register
-from robustlab.perturb.video._common import C1_OFFLINE, P1, frames_of
+from robustlab.perturb.video._common import frames_of
 
 
-QMIN, QMAX = 2, 31  # == robustlab.io.media.QSCALE_MIN/MAX (not imported here: keeps `import` free of PIL/av)
-
-
-def _q_table(codec: str, step: int) -> dict:
-    return {s: {"codec": codec, "qscale": step * s, "effective_qscale": min(max(step * s, QMIN), QMAX), "fps": 30}
-            for s in range(1, 6)}
+# == robustlab.io.media.QSCALE_MIN/MAX (not imported here: keeps `import` free of PIL/av); codec.toml's
+# effective_qscale is each q:v clamped to [QMIN, QMAX]
+QMIN, QMAX = 2, 31
 
 
 def _encode(x: np.ndarray, params: dict, rng: np.random.Generator, keep=None) -> np.ndarray:
@@ -45,35 +42,6 @@ def _effective(params: dict) -> dict:
     return {"codec": params["codec"], "qscale": effective_qscale(params["qscale"]), "fps": float(params["fps"])}
 
 
-_NOTE = ("deterministic: one-threaded encoder, bit-exact DCT/IDCT; RGB→YUV 4:2:0 (BT.601) by robustlab, odd sizes "
-         "padded with edge pixels and cropped back")
+register("codec1", requires=("av",), effective=_effective, keep_frames=True)(_encode)
 
-register(
-    "codec1", modality="video", category="digital",
-    source=f"{P1} ('MPEG1', JSON 'Codec1'); {C1_OFFLINE}: ffmpeg -c:v mpeg2video -q:v 20s",
-    severity_table=_q_table("mpeg2video", 20),
-    variants={"mpeg1video": _q_table("mpeg1video", 20)},
-    default_variant="mpeg2video",
-    variant_notes={
-        "mpeg2video": "the code's encoder (mpeg2video, despite the 'MPEG1' label); q:v 20/40/60/80/100 -> "
-                      "effective 20/31/31/31/31 (s2–s5 identical)",
-        "mpeg1video": "the paper's label taken literally: FFmpeg's MPEG-1 encoder with the same q:v (not in [C1])",
-    },
-    description="Whole-video MPEG-2 encode → decode at a fixed quantiser (FFmpeg's mpeg2video, GOP 12, no "
-                f"B-frames, as `ffmpeg -q:v`); {_NOTE}.",
-    tags=("p1", "digital", "codec", "video-only", "deterministic"), requires=("av",), effective=_effective,
-    keep_frames=True,
-)(_encode)
-
-register(
-    "codec2", modality="video", category="digital",
-    source=f"{P1} ('MPEG2', JSON 'Codec2'); {C1_OFFLINE}: ffmpeg -c:v mpeg4 -q:v 15s",
-    severity_table=_q_table("mpeg4", 15),
-    default_variant="mpeg4",
-    variant_notes={"mpeg4": "the code's encoder (MPEG-4 Part 2, despite the 'MPEG2' label); q:v 15/30/45/60/75 "
-                            "-> effective 15/30/31/31/31 (s3–s5 identical)"},
-    description="Whole-video MPEG-4 Part 2 encode → decode at a fixed quantiser (FFmpeg's mpeg4, GOP 12, no "
-                f"B-frames, as `ffmpeg -q:v`); {_NOTE}.",
-    tags=("p1", "digital", "codec", "video-only", "deterministic"), requires=("av",), effective=_effective,
-    keep_frames=True,
-)(_encode)
+register("codec2", requires=("av",), effective=_effective, keep_frames=True)(_encode)

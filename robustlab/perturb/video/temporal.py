@@ -13,9 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from robustlab.perturb.registry import register
-from robustlab.perturb.video._common import C1_OFFLINE, C1_ONLINE, P1, frames_of, table, take
-
-_TEMPORAL_TAGS = ("p1", "temporal", "video-only")
+from robustlab.perturb.video._common import frames_of, take
 
 
 # ------------------------------------------------------------------------------------------------ index maps
@@ -56,99 +54,32 @@ def freeze_indices(n: int, anchors: np.ndarray, start_at_zero: bool) -> np.ndarr
 
 # ---------------------------------------------------------------------------------------------- registered
 
-_RATES = [2, 4, 8, 16, 32]
-
-
-@register(
-    "sampling", modality="video", category="temporal",
-    source=f"{P1} ('SampleRate'); {C1_OFFLINE} and {C1_ONLINE} (identical)",
-    severity_table=table("rate", _RATES), default_variant="schiappa",
-    variant_notes={"schiappa": "r = 2/4/8/16/32: keep every r-th frame, repeat it r times"},
-    description="Frame-rate drop: keep frames 0, r, 2r, … and repeat each r times, so playback looks like a "
-                "lower frame rate. Deterministic.",
-    output_note="T' = ⌈T/r⌉·r frames (T rounded up to a multiple of r, as [C1]: up to r−1 extra copies of the "
-                "last kept frame; a 1-frame video gives r copies)",
-    tags=_TEMPORAL_TAGS + ("deterministic",),
-)
+@register("sampling", output_note="T' = ⌈T/r⌉·r frames (T rounded up to a multiple of r, as [C1]: up to r−1 extra "
+          "copies of the last kept frame; a 1-frame video gives r copies)")
 def sampling(x: np.ndarray, params: dict, rng: np.random.Generator) -> np.ndarray:
     v = frames_of(x)
     return take(v, sampling_indices(len(v), int(params["rate"])))
 
 
-@register(
-    "reverse_sampling", modality="video", category="temporal",
-    source=f"{P1} ('ReverseSample'); {C1_OFFLINE} and {C1_ONLINE} (identical)",
-    severity_table=table("rate", _RATES), default_variant="schiappa",
-    variant_notes={"schiappa": "r = 2/4/8/16/32: sampling, then the whole sequence reversed"},
-    description="As sampling (every r-th frame repeated r times), then the sequence played backwards. "
-                "Deterministic.",
-    output_note="T' = ⌈T/r⌉·r frames, as sampling",
-    tags=_TEMPORAL_TAGS + ("deterministic",),
-)
+@register("reverse_sampling", output_note="T' = ⌈T/r⌉·r frames, as sampling")
 def reverse_sampling(x: np.ndarray, params: dict, rng: np.random.Generator) -> np.ndarray:
     v = frames_of(x)
     return take(v, sampling_indices(len(v), int(params["rate"]))[::-1])
 
 
-@register(
-    "jumble", modality="video", category="temporal",
-    source=f"{P1} ('Jumble'); default {C1_OFFLINE}, variant on_the_fly {C1_ONLINE}",
-    severity_table=table("segment", [4, 8, 16, 32, 64]),
-    variants={"on_the_fly": table("segment", [32, 16, 8, 4, 2])},
-    default_variant="offline",
-    variant_notes={
-        "offline": "L = 2^(s+1) = 4/8/16/32/64: longer segments (more displacement) at higher severity",
-        "on_the_fly": "L = 64 // 2^s = 32/16/8/4/2 ([C1] on-the-fly; segments shrink as severity rises)",
-    },
-    description="Split the frames into consecutive segments of L frames and shuffle the frames within each "
-                "segment (the last segment may be shorter and is shuffled too); segment order is kept.",
-    tags=_TEMPORAL_TAGS + ("random",),
-)
+@register("jumble")
 def jumble(x: np.ndarray, params: dict, rng: np.random.Generator) -> np.ndarray:
     v = frames_of(x)
     return take(v, jumble_indices(len(v), int(params["segment"]), rng))
 
 
-@register(
-    "box_jumble", modality="video", category="temporal",
-    source=f"{P1} ('BoxJumble'); default {C1_OFFLINE}, variant on_the_fly {C1_ONLINE}",
-    severity_table=table("segment", [2, 4, 8, 16, 32]),
-    variants={"on_the_fly": table("segment", [4, 9, 16, 25, 36])},
-    default_variant="offline",
-    variant_notes={
-        "offline": "L = 2^s = 2/4/8/16/32",
-        "on_the_fly": "L = (s+1)² = 4/9/16/25/36 ([C1] on-the-fly)",
-    },
-    description="Split the frames into consecutive segments of L frames (the last may be shorter) and shuffle "
-                "the order of the segments; frames inside a segment keep their order.",
-    tags=_TEMPORAL_TAGS + ("random",),
-)
+@register("box_jumble")
 def box_jumble(x: np.ndarray, params: dict, rng: np.random.Generator) -> np.ndarray:
     v = frames_of(x)
     return take(v, box_jumble_indices(len(v), int(params["segment"]), rng))
 
 
-_FREEZE = {1: {"fraction": 0.4}, 2: {"fraction": 0.2}, 3: {"fraction": 0.1},
-           4: {"fraction": 0.05, "min_anchors": 2}, 5: {"fraction": 0.1, "min_anchors": 1}}
-
-
-@register(
-    "freeze", modality="video", category="temporal",
-    source=f"{P1} ('Freeze'); default {C1_OFFLINE}, variant on_the_fly {C1_ONLINE}",
-    severity_table={s: dict(p, start_at_zero=False) for s, p in _FREEZE.items()},
-    variants={"on_the_fly": {s: dict(p, start_at_zero=True) for s, p in _FREEZE.items()}},
-    default_variant="offline",
-    variant_notes={
-        "offline": "k = int(f·T) anchors, f = .4/.2/.1, then max(.05·T, 2), max(.1·T, 1) ([C1]; s5 ≈ s3 is in "
-                   "the code); the output starts at the first anchor, so it is shorter",
-        "on_the_fly": "same anchors, but frame 0 is always an anchor: the output keeps T frames",
-    },
-    description="Buffering: k = int(max(f·T, m)) distinct anchor frames drawn uniformly without replacement and "
-                "sorted; each anchor is shown until the next anchor, the last one until frame T. k is clamped to "
-                "1..T ([C1] would return an empty video for k = 0 or fail for k > T on very short clips).",
-    output_note="offline (default): T' = T − (first anchor) ≤ T; on_the_fly: T' = T",
-    tags=_TEMPORAL_TAGS + ("random",),
-)
+@register("freeze", output_note="offline (default): T' = T − (first anchor) ≤ T; on_the_fly: T' = T")
 def freeze(x: np.ndarray, params: dict, rng: np.random.Generator) -> np.ndarray:
     v = frames_of(x)
     anchors = freeze_anchors(len(v), params, rng)
