@@ -1,9 +1,10 @@
 """A paper's benchmark as data: protocol files (TOML or JSON, validated by ``protocols/schema.json``) and the one
 function that turns one into a :class:`~robustlab.bench.spec.SweepSpec`.
 
-A protocol names its datasets and splits, its perturbations *with variants* and severities grouped into the paper's
-categories and types, its visual × text combinations, interventions or adaptation methods, the fields the report
-needs (training regime per model) and the report's headline metric and layout. The shipped ones are in
+A protocol names its datasets and splits (and its loader's options: ``[dataset.options]``), its perturbations
+*with variants* and severities grouped into the paper's categories and types, its visual × text combinations,
+interventions or adaptation methods, the fields the report needs (training regime per model) and the report's
+headline metric and layout. The shipped ones are in
 ``robustlab/bench/protocols/`` (``robustlab protocols`` lists them); a user's own file is loaded by path.
 
     >>> p = load_protocol("msrvtt-p")
@@ -23,6 +24,7 @@ from pathlib import Path
 from typing import Optional, Sequence
 
 from robustlab.datasets import registry as dataset_registry  # looked up at call time (tests patch it)
+from robustlab.io.params import check_finite
 from robustlab.perturb import get_perturbation
 from robustlab.perturb.condition import Condition, mixed_severities, random_types
 from robustlab.perturb.share import same_as
@@ -216,14 +218,18 @@ class Protocol:
                    worst: int = 3, device: Optional[str] = None) -> SweepSpec:
         """The protocol's :class:`SweepSpec`; every argument given overrides the protocol's (``dataset``: keys
         replace the protocol's, so ``{"name": "builtin-videos", "n": 50}`` runs the paper's cells on the
-        built-ins; ``perturbations`` / ``text_perturbations``: the grid's forms, keeping only those of the
-        protocol's perturbations, or adding others under their registry category)."""
+        built-ins, and its ``options`` are added to the protocol's ``[dataset.options]``, replacing those of the
+        same name; another dataset's name drops the protocol's split and options; ``perturbations`` /
+        ``text_perturbations``: the grid's forms, keeping only those of the protocol's perturbations, or adding
+        others under their registry category)."""
         ds = self.dataset
         ds.pop("paper", None)
         if dataset:
             if dataset.get("name") and dataset["name"] != ds["name"]:
-                ds = {"name": dataset["name"]}  # another dataset: the protocol's split does not apply
+                ds = {"name": dataset["name"]}  # another dataset: the protocol's split and options do not apply
+            options = {**(ds.get("options") or {}), **(dataset.get("options") or {})}
             ds.update({k: v for k, v in dataset.items() if v is not None})
+            ds["options"] = options
         models = list(models or self.data.get("models") or [])
         if not models:
             raise ProtocolError(f"protocol {self.name!r} names no default model: pass --models")
@@ -389,7 +395,37 @@ def load_protocol(name_or_path, *, allow_files: bool = True) -> Protocol:
     _validate(data, where)
     p = Protocol(name=data["name"], data=data, source=str(path) if path.parent != PROTOCOL_DIR else path.name)
     _check_entries(p, where)
+    _check_dataset_options(data["dataset"], where)
     return p
+
+
+DATASET_KEYS = ("name", "root", "split", "n", "seed")  # [dataset]'s own keys (and the command line's), not options
+
+
+def _check_dataset_options(ds: dict, where: str) -> None:
+    """``[dataset.options]`` names only keyword options the dataset's loader takes (what
+    :func:`robustlab.datasets.registry.build` passes it), none of ``[dataset]``'s own keys, and no number that is
+    not finite; the loader checks the values themselves when the sweep builds the dataset."""
+    options = ds.get("options") or {}
+    if not options:
+        return
+    own = [k for k in options if k in DATASET_KEYS]
+    if own:
+        raise ProtocolError(f"protocol {where}: dataset.options.{own[0]}: {own[0]} is a key of [dataset] itself, "
+                            "not a loader option")
+    try:
+        takes = dataset_registry.options(ds["name"])  # None: the loader passes any keyword on
+    except ValueError as e:  # DatasetError: an unknown dataset, one line naming the known ones
+        raise ProtocolError(f"protocol {where}: dataset: {e}") from None
+    unknown = sorted(k for k in options if takes is not None and k not in takes)
+    if unknown:
+        raise ProtocolError(f"protocol {where}: dataset.options: {ds['name']} takes no option "
+                            f"{', '.join(unknown)} (its options: {', '.join(sorted(takes)) or 'none'})")
+    for k, v in options.items():  # TOML reads inf and nan: one line here, not a loader's surprise
+        try:
+            check_finite(f"dataset.options.{k}", v)
+        except ValueError as e:
+            raise ProtocolError(f"protocol {where}: {e}") from None
 
 
 def _check_entries(p: Protocol, where: str) -> None:
@@ -520,7 +556,9 @@ def dry_run_lines(spec: SweepSpec, protocol: Optional[Protocol] = None) -> list[
             out.append(f"  headline metric: {rep['headline']}; layout: {protocol.layout}")
     d = spec.dataset
     out.append(f"dataset {d['name']} split {d['split']}" + (f" root {d['root']}" if d.get("root") else "")
-               + (f" n={d['n']}" if d.get("n") else ""))
+               + (f" n={d['n']}" if d.get("n") else "")
+               + (" options " + ", ".join(f"{k}={json.dumps(v)}" for k, v in d["options"].items())
+                  if d.get("options") else ""))
     out.append(f"models: {', '.join(spec.models)}; tasks: {', '.join(spec.tasks)}"
                + (f"; directions: {', '.join(spec.directions)}" if spec.directions else ""))
     out.append(f"{len(spec.conditions)} condition sets × {len(spec.models)} model(s) × {len(spec.tasks)} task(s) "

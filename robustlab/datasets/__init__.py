@@ -6,11 +6,12 @@
     rl.datasets.build("msrvtt", root="~/data/msrvtt", split="test")   a local copy in its standard format
 
 Built-in: ``builtin`` and ``builtin-videos`` (synthetic/), ``upload`` (uploads.py: the files a user gives).
-Local copies: coco, flickr30k, msrvtt, youcook2, refcoco / refcoco+ / refcocog, snli-ve, nlvr2 — one module each
-(karpathy.py is the shared reader of coco and flickr30k). They parse the annotations when built and decode an
-image or a video clip only when asked (``visual(i)``); ``rl.datasets.list()`` says which files each needs, and
-every failure is one line (DatasetError). A pickled annotation file (RefCOCO's ``refs(unc).p``) is opened only
-with ``trust_pickle=True``.
+Local copies: coco, flickr30k, msrvtt, youcook2, refcoco / refcoco+ / refcocog, snli-ve, nlvr2, msvd, didemo,
+activitynet, lsmdc — one module each — and msrvtt-qa / activitynet-qa / next-qa (video_qa.py); karpathy.py is the
+shared reader of coco and flickr30k, _videos.py what the whole-video loaders share. They parse the annotations
+when built and decode an image or a video clip only when asked (``visual(i)``); ``rl.datasets.list()`` says which
+files each needs, and every failure is one line (DatasetError). A pickled annotation file (RefCOCO's
+``refs(unc).p``) is opened only with ``trust_pickle=True``; MSVD's pickled ``raw-captions.pkl`` never.
 """
 from __future__ import annotations
 

@@ -100,6 +100,12 @@ def get_entry(name: str) -> dict:
     return _REGISTRY[name]
 
 
+def options(name: str) -> set | None:
+    """The keyword options dataset ``name``'s loader takes besides root and split (None: it passes any keyword on);
+    an unknown name raises :class:`DatasetError` (one line naming the known ones)."""
+    return _options(get_entry(name)["builder"])
+
+
 def build(name: str, root: str | Path | None = None, split: str | None = None, **kw) -> Dataset:
     """Build a registered dataset. DatasetError (one line) for an unknown name or split, a missing folder, or
     anything the loader finds wrong with the files."""

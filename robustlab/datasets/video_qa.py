@@ -21,10 +21,9 @@ every one. Answers and questions are whitespace-normalised; the task compares an
   ``{train,val,test}.csv`` (``video, frame_count, width, height, question, answer, qid, type, a0..a4``;
   ``answer`` is the index of the right option) and ``map_vid_vidorID.json`` (``video -> "<dir>/<video>"``: the
   file ``NExTVideo/<dir>/<video>.mp4``; without the map, ``<video>.mp4`` is looked for anywhere under the folder).
-  A multiple-choice question reaches the VQA task as an open question whose answer is **the text of its right
-  option**; the five options are in ``QA.meta["choices"]`` and the right one's index in
-  ``meta["answer_index"]``. The task scores exact answers, so this is harder than the paper's five-way choice
-  (chance 20 %): a model that ranks the options needs a multiple-choice scorer (not in the VQA task yet). Type:
+  A question's answer is **the text of its right option**; the five options are in ``QA.meta["choices"]`` and
+  the right one's index in ``meta["answer_index"]``, so the ``vqa`` task scores it as the paper does, a five-way
+  choice (chance 20 %; how a model's answer picks an option: :mod:`robustlab.tasks.vqa`). Type:
   the question's group — ``causal`` (CW, CH), ``temporal`` (TN, TC, TP) or ``descriptive`` (DL, DC, DO) — with
   the code itself in ``meta["type"]``.
 """
@@ -183,9 +182,8 @@ NEXT_VIDEOS_GET = "NExTVideo from https://github.com/doc-doc/NExT-QA, or pass sk
 
 
 @register_dataset("next-qa", kind="video", tasks=("vqa",), splits=("val", "test", "train"),
-                  description="NeXT-QA multiple-choice video QA as open questions whose answer is the right "
-                              "option's text (the 5 options in meta; per-type accuracy: causal, temporal, "
-                              "descriptive)",
+                  description="NeXT-QA five-way multiple-choice video QA (the options in meta, scored as a "
+                              "choice by the vqa task; per-type accuracy: causal, temporal, descriptive)",
                   needs="{train,val,test}.csv (video, question, answer, qid, type, a0..a4) and map_vid_vidorID.json "
                         "from doc-doc/NExT-QA, and the videos as NExTVideo/<dir>/<video>.mp4",
                   markers=tuple(f"{d}/{NEXT_QA_MAP}".lstrip("/") for d in NEXT_QA_DIRS),
