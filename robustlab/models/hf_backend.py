@@ -17,31 +17,13 @@ import numpy as np
 import torch
 
 from robustlab.models.base import EmbeddingModel
-from robustlab.models.hf_base import (BOS, EOS, HFParts, byte_tokenizer, clip_image_processor,  # noqa: F401
-                                      config_image_size, features, hf_source, load_config, processor_identity,
-                                      processor_pixels, random_init_description, random_init_model,
-                                      tokenizer_for_text_config, tokenizer_identity)
+from robustlab.models.hf_base import (BOS, EOS, HFDualEncoder, HFParts, byte_tokenizer,  # noqa: F401
+                                      clip_image_processor, config_image_size, features, hf_source, load_config,
+                                      processor_identity, processor_pixels, random_init_description,
+                                      random_init_model, tokenizer_for_text_config, tokenizer_identity)
 from robustlab.models.hub import (PROBE_TIMEOUT_S, hub_access, offline_alternatives, offline_reason,  # noqa: F401
                                   one_line, seeded, unavailable)
 from robustlab.models.registry import register_backend
-
-
-class HFDualEncoder(HFParts):
-    """The constructor of the transformers dual encoders (CLIP/SigLIP here, X-CLIP in :mod:`robustlab.models.hf_video`):
-    the embedding model's own set-up (``device``, ``half``), the parts held, what the config says read by
-    ``_read_config``, then the model placed. Mixed in before the embedding model's base class."""
-
-    def __init__(self, model, image_processor, tokenizer, *, model_id: str, device=None, half: bool | None = None,
-                 random_init: bool = False, description: str = ""):
-        super().__init__(device, half)
-        self._hold(model, image_processor, tokenizer, model_id=model_id, random_init=random_init,
-                   description=description)
-        self._read_config(model.config)
-        self._place()
-
-    def _read_config(self, cfg) -> None:
-        """Set the embedding size, image size, context length... from the model's config."""
-        raise NotImplementedError
 
 
 class HFClipModel(HFDualEncoder, EmbeddingModel):

@@ -9,7 +9,8 @@
   layout; :func:`bert_byte_tokenizer`, BERT layout) and image processors built from a config's sizes.
 * :class:`HFParts`, the mixin of the backend classes: the model, its image processor and tokenizer, device and
   dtype placement, the processor and tokenizer identity for fingerprints, ``n_params`` / ``info``, and
-  ``from_pretrained`` over :func:`load_pretrained`.
+  ``from_pretrained`` over :func:`load_pretrained`; :class:`HFDualEncoder`, the constructor of the dual encoders
+  (CLIP/SigLIP, X-CLIP) on top of it.
 
 transformers itself is imported inside the functions that need it (an optional heavy dependency), so importing a
 backend module stays light.
@@ -325,7 +326,26 @@ class HFParts:
                          fingerprint=self.fingerprint, extra=extra)
 
 
-__all__ = ["HFParts", "hf_source", "load_config", "load_pretrained", "load_image_processor", "float32_kw",
-           "clip_image_processor", "processor_pixels", "features", "config_image_size", "byte_tokenizer",
+class HFDualEncoder(HFParts):
+    """The constructor of the transformers dual encoders (CLIP/SigLIP in :mod:`robustlab.models.hf_backend`, X-CLIP
+    in :mod:`robustlab.models.hf_video`): the embedding model's own set-up (``device``, ``half``), the parts held,
+    what the config says read by ``_read_config``, then the model placed. Mixed in before the embedding model's
+    base class."""
+
+    def __init__(self, model, image_processor, tokenizer, *, model_id: str, device=None, half: bool | None = None,
+                 random_init: bool = False, description: str = ""):
+        super().__init__(device, half)
+        self._hold(model, image_processor, tokenizer, model_id=model_id, random_init=random_init,
+                   description=description)
+        self._read_config(model.config)
+        self._place()
+
+    def _read_config(self, cfg) -> None:
+        """Set the embedding size, image size, context length... from the model's config."""
+        raise NotImplementedError
+
+
+__all__ = ["HFParts", "HFDualEncoder", "hf_source", "load_config", "load_pretrained", "load_image_processor",
+           "float32_kw", "clip_image_processor", "processor_pixels", "features", "config_image_size", "byte_tokenizer",
            "bert_byte_tokenizer", "tokenizer_for_text_config", "random_init_description", "processor_identity",
            "tokenizer_identity", "BOS", "EOS"]

@@ -21,8 +21,8 @@ import torch
 
 from robustlab.io.convert import to_uint8_rgb
 from robustlab.models.base import VideoRetrievalModel
-from robustlab.models.hf_backend import HFDualEncoder
-from robustlab.models.hf_base import config_image_size, features, processor_pixels, random_init_model
+from robustlab.models.hf_base import (HFDualEncoder, config_image_size, features, processor_pixels,
+                                      random_init_model)
 from robustlab.models.protocols import sample_frames
 from robustlab.models.registry import register_backend
 

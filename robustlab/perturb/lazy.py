@@ -18,9 +18,10 @@ file decoded on demand, or an array) and renders them:
   perturbed, then sampled, and the record says so (``"sampled": {"lazy": false, "why": …}``).
 
 A video op run with per-item parameters (MLVP's main-object boxes or event donor,
-:mod:`robustlab.perturb.video.mlvp.context`) plans from them the same way (:func:`plan_for` takes the parameters);
-:func:`perturb_sampled` itself runs the severity table's, so the retrieval bench perturbs such an item whole and
-samples it (its record is the whole clip's plus ``"sampled_frames"``, the indices taken).
+:mod:`robustlab.perturb.video.mlvp.context`) takes them as ``perturb_sampled(..., params=)``: the plan is made from
+them (a whole-clip op is perturbed with them), the output is never shared with the table's (``share.MEMO``), and the
+record keeps them with ``"params_override": true``, so :func:`regenerate_sampled` re-runs them; the retrieval bench's
+lazy path passes each item's.
 
 The output is bit for bit the sampled frames of :func:`robustlab.perturb.perturb` on the whole clip (tested for
 every video-capable perturbation). A lazy record is an ordinary record plus ``"sampled"``: the output indices, the

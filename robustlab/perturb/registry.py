@@ -275,12 +275,16 @@ def perturb(x, name: str, severity: int, seed: int = 0, variant: str | None = No
 
 
 def perturb_sampled(source, name: str, severity: int, seed: int = 0, variant: Optional[str] = None, *,
-                    indices: IndexSpec = None) -> PerturbResult:
+                    indices: IndexSpec = None, params: dict | None = None) -> PerturbResult:
     """The frames ``indices(T')`` of the perturbed clip (T' its length), reading only the input frames they need.
 
     ``source``: a frame source (``n_frames``, ``read(indices)``: :class:`ArraySource`, a dataset's
     ``frame_source(i)``) or a T×H×W×3 array. ``indices``: the model's sampler ``T' -> output indices`` (e.g.
     :func:`robustlab.models.protocols.sample_frame_indices`), a fixed list, or None (every frame).
+    ``params`` (severity 1..5 only): parameters replacing the severity table's, as :func:`perturb` takes them (an
+    item's own, e.g. MLVP's main-object boxes or event donor, :mod:`robustlab.perturb.video.mlvp.context`); the
+    plan is made from them, the record keeps them with ``"params_override": true`` and such an output is never
+    shared with the table's (``share.MEMO``).
     Returns ``PerturbResult(len(indices)×H'×W'×3 uint8, record)``; :mod:`robustlab.perturb.lazy` describes the
     record."""
     spec, v, s, seed = _checked(name, variant, severity, seed)
@@ -290,7 +294,9 @@ def perturb_sampled(source, name: str, severity: int, seed: int = 0, variant: Op
     n = int(src.n_frames)
     if n < 1:
         raise ValueError("a video must have at least one frame")
-    params = {} if s == 0 else dict(spec.variants[v][s])
+    table = {} if s == 0 else spec.variants[v][s]
+    params = dict(table) if s == 0 or params is None else dict(params)
+    override = bool(s) and params != table
     plan = None
     if s == 0:
         plan = index_plan(np.arange(n))
@@ -299,7 +305,10 @@ def perturb_sampled(source, name: str, severity: int, seed: int = 0, variant: Op
     sampled: dict = {"lazy": plan is not None}
     note = "severity 0: clean pass-through (output == input)" if s == 0 else ""
     if plan is None:  # whole clip, then sample
-        return _whole_clip_sampled(spec, src, v, s, seed, params, indices)
+        res = _whole_clip_sampled(spec, src, v, s, seed, params, indices, share=not override)
+        if override:
+            res.record["params_override"] = True
+        return res
     idx = _resolve_indices(indices, plan.n_out)
     need = sorted({int(i) for t in idx for i in plan.needs(int(t))})
     if need and (need[0] < 0 or need[-1] >= n):
@@ -318,18 +327,22 @@ def perturb_sampled(source, name: str, severity: int, seed: int = 0, variant: Op
     if spec.modality == "image":
         record["frame_seeding"] = FRAME_SEEDING
     record["sampled"] = sampled
+    if override:
+        record["params_override"] = True
     return PerturbResult(out, record)
 
 
 def _whole_clip_sampled(spec: PerturbationSpec, src, v: str, s: int, seed: int, params: dict,
-                        indices: IndexSpec) -> PerturbResult:
+                        indices: IndexSpec, share: bool = True) -> PerturbResult:
     """A whole-clip op's sampled frames: the clip read whole (once for the severities asked in turn,
     ``share.CLIPS``) and perturbed, then sampled; severities with equal effective parameters share the sampled
-    output (``share.MEMO``, keyed by the source's identity and the indices), so a hit decodes and encodes nothing."""
+    output (``share.MEMO``, keyed by the source's identity and the indices), so a hit decodes and encodes nothing.
+    ``share=False`` (parameters other than the table's): the output is neither looked up nor kept there."""
     n = int(src.n_frames)
     ident = _share.source_identity(src) if spec.effective or getattr(src, "identity", None) else None
     keyed = None
-    if ident is not None and not spec.output_note:  # the output has the clip's length: the indices are known now
+    # the output has the clip's length: the indices are known now
+    if share and ident is not None and not spec.output_note:
         keyed = _share.output_key(spec, v, s, seed, ident, _resolve_indices(indices, n).tolist())
     got = _share.MEMO.get(keyed, s)
     if got is None:
@@ -366,7 +379,8 @@ def regenerate_sampled(record: dict, x) -> np.ndarray:
     if shape and int(shape[0]) != int(src.n_frames):
         raise ValueError(f"the record was made from a clip of {shape[0]} frames; this one has {src.n_frames}")
     res = perturb_sampled(src, record["name"], record["severity"], seed=record["seed"], variant=record["variant"],
-                          indices=smp["indices"])
+                          indices=smp["indices"],
+                          params=record.get("params") if record.get("params_override") else None)
     if res.record["input_hash"] != record["input_hash"]:
         raise ValueError(f"input does not match the record's input_hash ({record['input_hash']}, of "
                          f"{(record.get('input') or {}).get('hash_of', 'the clip')}); regenerate needs the same "

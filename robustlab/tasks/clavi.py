@@ -8,12 +8,20 @@ An uploaded video with its two intervals typed in goes through :func:`clavi_one`
 Options: ``n`` caps the number of pairs, ``method`` = ``"swap"`` (the paper's complement, default) or
 ``"render"`` (the built-in world re-rendered with the events exchanged: no seams; not in the paper), ``seed``
 (the extensions). A visual condition perturbs V and V′ with the same seed (``condition.seed + i``); a text
-condition perturbs each question (the same words on V and V′).
+condition perturbs each question (the same words on V and V′). V and V′ are cut from the video's frames
+(``swap``), so their main-object boxes are the video's at those frames; ``render`` draws V′ anew, so neither
+member gets boxes (both take mlvp_occlusion's centred box, and the records say so) and the two stay comparable.
+
+On a video dataset that knows its videos' main-object boxes (the built-in event videos), mlvp_occlusion occludes
+the main object (:func:`robustlab.tasks.conditions.mlvp_context`, boxes only); mlvp_event_insertion inserts from
+the 32 synthetic clips, and the record says so (corpus 'synthetic (no donor pool given)'): a donor from the
+dataset's own videos is matched by the evaluated model's clean video embeddings, and a question-answering model
+need not have a video encoder (the retrieval bench, which has them, does insert the dataset's own videos).
 """
 from __future__ import annotations
 
 from robustlab.tasks import clavi_scoring as cl
-from robustlab.tasks.conditions import perturb_one, perturb_text
+from robustlab.tasks.conditions import mlvp_context, perturb_one, perturb_text
 from robustlab.tasks.task import Task
 from robustlab.tasks.vqa import answer_many
 
@@ -49,11 +57,14 @@ class ClaviTask(Task):
     def run(self, model, dataset, vc, tc, m, progress, max_pairs=None, method="swap", pair_seed=0, **options):
         cap = int(max_pairs) if max_pairs is not None else None
         answered, pending, considered = [], [], 0
+        ctx = None if vc.clean else mlvp_context(dataset)  # the main-object boxes, where the dataset knows them
 
         def flush():
             visuals, texts = [], []
             for i, pair, qs in pending:
-                v, c = perturb_one(pair.video, vc, i, "video"), perturb_one(pair.complement, vc, i, "video")
+                on_v, on_c = _pair_contexts(ctx, pair)
+                v, c = perturb_one(pair.video, vc, i, "video", context=on_v), \
+                    perturb_one(pair.complement, vc, i, "video", context=on_c)
                 words = [perturb_text(q.question, tc, i) for q in qs]
                 visuals += [v] * len(qs) + [c] * len(qs)
                 texts += words + words
@@ -84,6 +95,19 @@ class ClaviTask(Task):
         out = cl.metrics(answered)
         return len(answered), out, {"method": method, "pair_seed": int(pair_seed), "videos_considered": considered,
                                     "chance_balanced_acc": 0.5}
+
+
+def _pair_contexts(ctx, pair):
+    """(context of V, context of V′): the video's main-object boxes at the frames each is cut from (``swap``:
+    V = frames[out_a:out_b], V′ = frames[in_b:out_b] + frames[in_a:in_b] + frames[out_a:in_a]); none for a
+    re-rendered V′ (``render``), nor then for V."""
+    if ctx is None:
+        return None, None
+    e = pair.extension
+    if pair.method != "swap":
+        return ctx.on_frames(None), ctx.on_frames(None)
+    return ctx.on_frames(range(e.out_a, e.out_b)), \
+        ctx.on_frames([*range(e.in_b, e.out_b), *range(e.in_a, e.in_b), *range(e.out_a, e.in_a)])
 
 
 def clavi_one(model, frames, a, b, actions, *, seed: int = 0, templates=cl.PAPER_TEMPLATES,

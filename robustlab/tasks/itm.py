@@ -4,12 +4,18 @@ The negative is the item's ``meta["negative_caption"]`` (the built-in scenes: on
 videos: the time-reversed caption). Reports accuracy at score 0.5 over positives and negatives (chance 0.5) and
 how often the matched caption outscores its negative. A visual condition perturbs the visuals, a text condition
 both captions (item ``i``: seed ``condition.seed + i``).
+
+On a video dataset that knows its videos' main-object boxes (the built-in event videos), mlvp_occlusion occludes
+the main object (:func:`robustlab.tasks.conditions.mlvp_context`, boxes only); mlvp_event_insertion inserts from
+the 32 synthetic clips, and the record says so (corpus 'synthetic (no donor pool given)'): a donor from the
+dataset's own videos is matched by the evaluated model's clean video embeddings, and a matching model need not have a
+video encoder (the retrieval bench, which has them, does insert the dataset's own videos).
 """
 from __future__ import annotations
 
 import numpy as np
 
-from robustlab.tasks.conditions import perturb_one, perturb_text
+from robustlab.tasks.conditions import mlvp_context, perturb_one, perturb_text
 from robustlab.tasks.task import Task
 
 
@@ -29,12 +35,13 @@ class ITMTask(Task):
     def run(self, model, dataset, vc, tc, m, progress, **options):
         """``metrics = {"acc", "pos_over_neg", "chance_acc"}``."""
         visuals, texts = [], []
+        ctx = None if vc.clean else mlvp_context(dataset)  # the main-object boxes, where the dataset knows them
         for i in range(m):
             item = dataset.item(i)
             neg = item.meta.get("negative_caption")
             if not item.texts or not neg:
                 continue
-            v = perturb_one(dataset.visual(i), vc, i, dataset.kind)
+            v = perturb_one(dataset.visual(i), vc, i, dataset.kind, context=ctx)
             visuals += [v, v]
             texts += [perturb_text(item.texts[0], tc, i), perturb_text(neg, tc, i)]
             if progress:

@@ -9,13 +9,19 @@ answer flips (the dataset gives it: ``dataset.clavi_pair(i)``, the built-in even
 originals and on complements, pair consistency (both members right; chance 0.25) and the rate of "yes".
 
 A visual condition perturbs both members with the same seed (``condition.seed + i``); a text condition perturbs
-the shared question once.
+the shared question once. The reversed member's main-object boxes are the video's, reversed.
+
+On a video dataset that knows its videos' main-object boxes (the built-in event videos), mlvp_occlusion occludes
+the main object (:func:`robustlab.tasks.conditions.mlvp_context`, boxes only); mlvp_event_insertion inserts from
+the 32 synthetic clips, and the record says so (corpus 'synthetic (no donor pool given)'): a donor from the
+dataset's own videos is matched by the evaluated model's clean video embeddings, and a question-answering model
+need not have a video encoder (the retrieval bench, which has them, does insert the dataset's own videos).
 """
 from __future__ import annotations
 
 import numpy as np
 
-from robustlab.tasks.conditions import perturb_one, perturb_text
+from robustlab.tasks.conditions import mlvp_context, perturb_one, perturb_text
 from robustlab.tasks.task import Task, chunks
 from robustlab.tasks.vqa import answer_many
 
@@ -57,6 +63,7 @@ class OrderReversalTask(Task):
         if not items:
             raise ValueError(f"dataset {dataset.name} has no video with a before/after question")
         o_right, c_right, yes = [], [], []
+        ctx = None if vc.clean else mlvp_context(dataset)  # the main-object boxes, where the dataset knows them
         for idx in chunks(len(items), CHUNK):
             visuals, questions, answers = [], [], []
             for j in idx:
@@ -64,7 +71,9 @@ class OrderReversalTask(Task):
                 frames = dataset.visual(i)
                 rev = frames[::-1].copy()
                 qt = perturb_text(q.question, tc, i)
-                visuals += [perturb_one(frames, vc, i, "video"), perturb_one(rev, vc, i, "video")]
+                back = ctx.on_frames(range(len(frames) - 1, -1, -1)) if ctx else None
+                visuals += [perturb_one(frames, vc, i, "video", context=ctx),
+                            perturb_one(rev, vc, i, "video", context=back)]
                 questions += [qt, qt]
                 answers += [q.answer, q_rev.answer]
             preds = answer_many(model, visuals, questions)

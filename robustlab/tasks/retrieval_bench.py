@@ -41,7 +41,6 @@ from robustlab.perturb.condition import (
     Condition, check, dropped_reason, item_params, item_plan, mix_record, perturb_many,
 )
 from robustlab.perturb.lazy import ArraySource, perturb_sampled
-from robustlab.perturb.registry import perturb
 from robustlab.tasks.conditions import mlvp_context
 from robustlab.tasks.task import ProgressFn
 
@@ -207,22 +206,10 @@ class RetrievalBench:
             params = None if cond.clean else item_params(ctx, i, plan[i])
             if cond.clean:
                 outs.append(src.read(sampler(int(src.n_frames))))
-            elif params is not None:  # the item's own parameters (MLVP's boxes, a donor): perturb_sampled takes the
-                # severity table's only, so the whole clip is perturbed as perturb_many does, then sampled; the
-                # record is that whole clip's (it regenerates it) plus the indices taken from it
-                p = plan[i]
-                r = perturb(src.read(np.arange(int(src.n_frames))), p["name"], p["severity"], seed=p["seed"],
-                            variant=p["variant"], params=params)
-                idx = np.asarray(sampler(int(r.output.shape[0])), dtype=np.int64)
-                outs.append(np.ascontiguousarray(r.output[idx]))
-                recs.append(mix_record(dict(r.record, sampled_frames={
-                    "indices": idx.tolist(), "n_out": int(r.output.shape[0]),
-                    "why": "per-item parameters: the whole clip perturbed (regenerate gives it), then sampled"}),
-                    cond, i, len(ds)))
-            else:
+            else:  # params: the item's own (MLVP's boxes, a donor), planned from as the table's would be
                 p = plan[i]
                 r = perturb_sampled(src, p["name"], p["severity"], seed=p["seed"], variant=p["variant"],
-                                    indices=sampler)
+                                    indices=sampler, params=params)
                 outs.append(r.output)
                 recs.append(mix_record(r.record, cond, i, len(ds)))
             if progress:

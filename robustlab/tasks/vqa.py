@@ -5,6 +5,12 @@ A visual condition perturbs the visuals, a text condition the questions (a quest
 "?"); item ``i`` gets seed ``condition.seed + i``. Answers are compared exactly (the built-in world's vocabulary;
 hub VQA models' answers are lower-cased and stripped).
 
+On a video dataset that knows its videos' main-object boxes (the built-in event videos), mlvp_occlusion occludes
+the main object (:func:`robustlab.tasks.conditions.mlvp_context`, boxes only); mlvp_event_insertion inserts from
+the 32 synthetic clips, and the record says so (corpus 'synthetic (no donor pool given)'): a donor from the
+dataset's own videos is matched by the evaluated model's clean video embeddings, and a question-answering model need
+not have a video encoder (the retrieval bench, which has them, does insert the dataset's own videos).
+
 **Multiple choice.** A question whose ``meta`` holds ``choices`` (its options) and ``answer_index`` (the right
 one's index) — NeXT-QA's five-way questions (:mod:`robustlab.datasets.video_qa`) — is scored as its paper scores
 it: the model picks one option, right when it is option ``answer_index``. robustlab's VQA models answer open
@@ -33,7 +39,7 @@ from typing import Optional, Sequence
 import numpy as np
 
 from robustlab.datasets.base import QA
-from robustlab.tasks.conditions import perturb_one, perturb_text
+from robustlab.tasks.conditions import mlvp_context, perturb_one, perturb_text
 from robustlab.tasks.task import Task, chunks
 
 CHUNK = 100  # items per model call (the numbers do not depend on it; memory does)
@@ -134,13 +140,14 @@ class VQATask(Task):
         if choices not in MODES:
             raise ValueError(f"task vqa option choices={choices!r}: {' or '.join(MODES)}")
         right, per_type, given, hows, chance = [], defaultdict(list), [], [], []
+        ctx = None if vc.clean else mlvp_context(dataset)  # the main-object boxes, where the dataset knows them
         for idx in chunks(m, CHUNK):
             visuals, questions, qas = [], [], []
             for i in idx:
                 item = dataset.item(i)
                 if not item.questions:
                     continue
-                v = perturb_one(dataset.visual(i), vc, i, dataset.kind)
+                v = perturb_one(dataset.visual(i), vc, i, dataset.kind, context=ctx)
                 for q in item.questions:
                     options_ = choices_of(q) if choices == "auto" else None  # checked before the model runs
                     chance.append(1 / len(options_) if options_ else None)

@@ -119,6 +119,19 @@ def test_centre_variant_and_the_fallback_are_todays_occlusion_bit_for_bit(video)
     assert recs[0]["params"]["box"] == "object" and recs[0]["params"]["ratio"] == pytest.approx(0.55)
 
 
+def test_the_data_files_tables_say_the_fallbacks_the_context_fills_in():
+    """content.toml holds the tables; the context replaces exactly the variants whose table names the fallback."""
+    from robustlab.perturb.video.mlvp import BOX_CENTRE, CORPUS_SYNTHETIC
+
+    occ, ins = get_perturbation("mlvp_occlusion"), get_perturbation("mlvp_event_insertion")
+    for s in range(1, 6):
+        assert [occ.params(s, v)["box"] for v in ("paper", "code", "centre")] == [BOX_FALLBACK, BOX_FALLBACK,
+                                                                                   BOX_CENTRE]
+        assert [ins.params(s, v)["corpus"] for v in ("paper", "code", "synthetic")] == [CORPUS_FALLBACK,
+                                                                                         CORPUS_FALLBACK,
+                                                                                         CORPUS_SYNTHETIC]
+
+
 def test_object_boxes_that_do_not_fit_the_clip_are_one_line(video):
     _, frames, boxes = video
     params = dict(get_perturbation("mlvp_occlusion").params(3), box="object", boxes=boxes[:-1])
@@ -221,20 +234,39 @@ def bench_setup():
     return ds, model, EmbeddingCache(enabled=False)
 
 
-def test_the_bench_uses_object_boxes_and_own_donors_and_lazy_equals_eager(bench_setup):
+def test_the_bench_uses_object_boxes_and_own_donors_and_lazy_equals_eager(bench_setup, monkeypatch):
+    from robustlab.perturb.video.mlvp import content, plans
     from robustlab.tasks.retrieval_bench import RetrievalBench
 
     ds, model, cache = bench_setup
     lazy, eager = (RetrievalBench(model, ds, cache=cache, lazy=z) for z in (True, False))
     clean = eager.visuals(Condition())[2]
+    rendered = {"plan": 0, "whole": 0}  # occluded frames drawn by the lazy plan, and whole clips occluded
+    blacken, occlude_ = plans._blacken, content.occlude
+    monkeypatch.setattr(plans, "_blacken", lambda f, r: (rendered.__setitem__("plan", rendered["plan"] + 1),
+                                                         blacken(f, r))[1])
+    monkeypatch.setattr(content, "occlude", lambda *a: (rendered.__setitem__("whole", rendered["whole"] + 1),
+                                                        occlude_(*a))[1])
     for cond in (Condition("mlvp_occlusion", 3, 1), Condition("mlvp_event_insertion", 3, 1)):
         outs_l, recs_l, emb_l = lazy.visuals(cond)
+        if cond.name == "mlvp_occlusion":  # planned from the item's boxes: only the sampled frames are rendered
+            n_sampled = sum(len(r["sampled"]["indices"]) for r in recs_l)
+            assert rendered == {"plan": n_sampled, "whole": 0} and n_sampled < sum(len(v) for v in ds.visuals())
         outs_e, recs_e, emb_e = eager.visuals(cond)
         for i in range(len(ds)):
             rl_, re_ = recs_l[i], recs_e[i]
-            assert {k: v for k, v in rl_.items() if k != "sampled_frames"} == re_
-            assert np.array_equal(outs_l[i], outs_e[i][rl_["sampled_frames"]["indices"]])
+            smp = rl_["sampled"]
+            assert "sampled_frames" not in rl_ and rl_["params_override"] is True is re_["params_override"]
+            assert {k: rl_.get(k) for k in ("name", "variant", "severity", "seed", "params", "mix")} == \
+                {k: re_.get(k) for k in ("name", "variant", "severity", "seed", "params", "mix")}
+            assert np.array_equal(outs_l[i], outs_e[i][smp["indices"]])
             assert np.array_equal(regenerate(re_, ds.visual(i)), outs_e[i])
+            assert np.array_equal(regenerate(rl_, ds.visual(i)), outs_l[i])  # the lazy record, bit for bit
+            if cond.name == "mlvp_occlusion":  # only the sampled frames were read
+                assert smp["lazy"] and smp["frames_read"] == sorted(set(smp["indices"]))
+                assert len(smp["frames_read"]) < len(ds.visual(i))
+            else:  # event insertion has no plan: the whole clip is read, perturbed with the donor, then sampled
+                assert not smp["lazy"] and smp["frames_read"] == len(ds.visual(i))
             if cond.name == "mlvp_occlusion":
                 assert re_["params"]["box"] == "object" and re_["params"]["boxes"] == ds.main_object_boxes(i)
             else:

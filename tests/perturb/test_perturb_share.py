@@ -3,6 +3,8 @@ parameters are exactly the byte-identical severities (measured with sharing off)
 every severity keeps its own record and regenerates bit for bit, and the lazy path decodes a clip once."""
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pytest
 
@@ -150,3 +152,24 @@ def test_kept_frames_are_the_whole_outputs_frames(name, variant):
         assert np.array_equal(spec.fn(v, params, np.random.default_rng(0), keep=keep), whole[keep])
     with pytest.raises(ValueError, match="keep must hold frame indices"):
         spec.fn(v, params, np.random.default_rng(0), keep=[13])
+
+
+def test_lazy_with_an_items_own_params_is_not_shared_and_regenerates(monkeypatch):
+    """perturb_sampled(params=): an item's own parameters (MLVP's boxes, a donor) never take nor leave the output
+    of the table's severity group, and the record keeps them (params_override) so regenerate_sampled re-runs them."""
+    v, idx = clip(), [0, 4, 9, 13]
+    with share.disabled():
+        own_ref = perturb(v, "codec2", 4, seed=4, params={"codec": "mpeg4", "qscale": 15, "fps": 30}).output[idx]
+        table_ref = perturb(v, "codec2", 4, seed=4).output[idx]
+    src = FileLike(v)
+    perturb_sampled(src, "codec2", 3, seed=4, indices=idx)  # the group (3, 4, 5) is now in the memo
+    calls = counting(monkeypatch, "codec2")
+    own = perturb_sampled(src, "codec2", 4, seed=4, indices=idx, params={"codec": "mpeg4", "qscale": 15, "fps": 30})
+    assert calls == [15] and np.array_equal(own.output, own_ref) and not np.array_equal(own.output, table_ref)
+    assert own.record["params_override"] is True and own.record["params"]["qscale"] == 15
+    table = perturb_sampled(src, "codec2", 4, seed=4, indices=idx)  # still the group's, from the memo
+    assert calls == [15] and np.array_equal(table.output, table_ref) and "params_override" not in table.record
+    share.clear()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # the output hash matches: no warning
+        assert np.array_equal(regenerate(own.record, ArraySource(v)), own_ref)

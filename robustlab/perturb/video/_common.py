@@ -7,9 +7,6 @@ import numpy as np
 
 from robustlab.perturb import registry
 
-MLVP = "MLVP benchmark (HAT-VTR paper [P2 of seeds_methods.md], App. E, Table 37)"
-MLVP_CODE = "vtr_tta do_video_perturbation.py"
-
 
 def frames_of(x: np.ndarray) -> np.ndarray:
     """Check the registry's contract: T×H×W×3 uint8 with T >= 1."""

@@ -19,11 +19,13 @@ The package registers the perturbations in the paper's order of listing: :mod:`.
 style, snow, H.264), :mod:`.motion` (motion blur, defocus), :mod:`.content` (occlusion, event insertion,
 scrambling), then :mod:`.plans` (their lazy frame plans); :mod:`.common` holds what they share, and
 :mod:`.context` the per-item side information a caller supplies for occlusion (the main object's boxes) and event
-insertion (a donor pool of the dataset's own videos, matched by the model's embeddings).
+insertion (a donor pool of the dataset's own videos, matched by the model's embeddings). Their cards (source,
+tags, variants, notes and severity tables) are data, a TOML file beside each module (``appearance.toml``,
+``motion.toml``, ``content.toml``; :func:`robustlab.perturb.specs.card_from_data`).
 """
 from __future__ import annotations
 
-from robustlab.perturb.video.mlvp.common import CHUNK, SRC  # noqa: F401
+from robustlab.perturb.video.mlvp.common import CHUNK  # noqa: F401
 from robustlab.perturb.video.mlvp.appearance import (  # noqa: F401
     ELASTIC_OPS, FOG_OPS, STYLE_OPS, image_op_params, mlvp_elastic, mlvp_fog, mlvp_gaussian_noise, mlvp_h264,
     mlvp_impulse_noise, mlvp_snow, mlvp_style,

@@ -12,7 +12,6 @@ from robustlab.io import entries
 from robustlab.perturb import record as _rec
 from robustlab.perturb.registry import register
 from robustlab.perturb.video._common import frames_of, take
-from robustlab.perturb.video.mlvp.common import SRC, _tags
 
 
 # ------------------------------------------------------------------------------------------- 9: occlusion
@@ -86,12 +85,6 @@ def centre_box(h: int, w: int, frac: float) -> tuple[int, int, int, int]:
 # ``box_fraction`` of the frame (the ``centre`` variant), or BOX_FALLBACK, the same centred box because no boxes
 # were known (the default variants' tables, which a caller with boxes replaces per item).
 BOX_OBJECT, BOX_CENTRE, BOX_FALLBACK = "object", "centre", "centre (no boxes known)"
-_OCC_PAPER = [0.30, 0.40, 0.50, 0.60, 0.80]
-_OCC_CODE = [float(r) for r in np.linspace(0.3, 0.8, 5)]
-
-
-def _occ_table(ratios, box: str) -> dict:
-    return {s: {"ratio": float(r), "box": box, "box_fraction": 0.5} for s, r in enumerate(ratios, 1)}
 
 
 def occlusion_boxes(t: int, h: int, w: int, params: dict) -> list:
@@ -112,31 +105,7 @@ def occlusion_boxes(t: int, h: int, w: int, params: dict) -> list:
     return [centre_box(h, w, float(params["box_fraction"]))] * t
 
 
-@register(
-    "mlvp_occlusion", modality="video", category="occlusion", source=SRC,
-    severity_table=_occ_table(_OCC_PAPER, BOX_FALLBACK),
-    variants={"code": _occ_table(_OCC_CODE, BOX_FALLBACK), "centre": _occ_table(_OCC_PAPER, BOX_CENTRE)},
-    default_variant="paper",
-    variant_notes={
-        "paper": "occluder area / main-object box area = 30/40/50/60/80% (Table 37). The box: the main object's "
-                 "per-frame box where the data knows it (the built-in event videos: among the objects the caption "
-                 "names, the one of highest MLVP rank score 0.5·persistence + 0.3·area + 0.2·confidence, from the "
-                 "world's geometry; frames where it is hidden take MLVP's no-detection fallback); elsewhere the "
-                 "centred box of half the frame, and the record says box 'centre (no boxes known)'",
-        "code": "released code's ratios np.linspace(0.3, 0.8, 5) = 30/42.5/55/67.5/80%; the box as 'paper'",
-        "centre": "Table 37's ratios on the fixed centred box of half the frame's width and height on every frame, "
-                  "whatever boxes are known (a centre-bias prior; the default before issue 48)",
-    },
-    description="Main-object occlusion: a black rectangle with sides √ratio × the main object's box sides, at a "
-                "random position inside the box, on every frame (MLVP Algorithm 3 finds the object with "
-                "Qwen2.5-VL captions + OWLv2 detection + tracking, weights we do not ship). The box comes from the "
-                "caller, per item: the built-in event videos know their objects' positions on every frame (the "
-                "sweeps, tasks and benches pass them); without boxes (an uploaded video, a dataset without boxes) "
-                "it is the SUBSTITUTE centred box of half the frame, named in the record "
-                "(box 'centre (no boxes known)'). Boxes are parameters (params 'boxes'), so the record regenerates "
-                "bit for bit; robustlab.perturb.video.mlvp.occlude(frames, boxes, ratio, rng) is the occluder alone.",
-    tags=_tags("mid", "random", "substitute"),
-)
+@register("mlvp_occlusion")
 def mlvp_occlusion(x: np.ndarray, params: dict, rng: np.random.Generator) -> np.ndarray:
     v = frames_of(x)
     return occlude(v, occlusion_boxes(v.shape[0], v.shape[1], v.shape[2], params), float(params["ratio"]), rng)
@@ -199,18 +168,12 @@ def _resize_clip(frames: np.ndarray, h: int, w: int) -> np.ndarray:
     return np.stack([cv2.resize(f, (w, h), interpolation=cv2.INTER_LINEAR) for f in frames])
 
 
-_EVENT_RATIOS = [0.30, 0.40, 0.50, 0.60, 0.70]
-_CORPUS = {"corpus_seed": CORPUS_SEED, "corpus_size": CORPUS_SIZE, "corpus_px": CORPUS_PX}
 # The ``corpus`` parameter says where the inserted clip comes from: CORPUS_OWN, the donor a caller picked from the
 # same dataset's other videos (``donor``: which one, and the hash of its frames; see
 # :mod:`robustlab.perturb.video.mlvp.context`), CORPUS_SYNTHETIC, the 32 built-in synthetic clips (the
 # ``synthetic`` variant), or CORPUS_FALLBACK, the same 32 clips because no donor pool was given (the default
 # variants' tables, which a caller with a pool replaces per item). Records without it (before issue 48): synthetic.
 CORPUS_OWN, CORPUS_SYNTHETIC, CORPUS_FALLBACK = "own dataset", "synthetic", "synthetic (no donor pool given)"
-
-
-def _event_table(position: str, corpus: str) -> dict:
-    return {s: {"ratio": r, "position": position, "corpus": corpus, **_CORPUS} for s, r in enumerate(_EVENT_RATIOS, 1)}
 
 
 # Where a record's donor clip is found again: the sources callers added in this process (most recent first; a
@@ -248,31 +211,7 @@ def donor_clip(ref: dict) -> np.ndarray:
                      "robustlab.perturb.video.mlvp.add_donor_source (a task's bench does), then regenerate")
 
 
-@register(
-    "mlvp_event_insertion", modality="video", category="temporal", source=SRC,
-    severity_table=_event_table("middle", CORPUS_FALLBACK),
-    variants={"code": _event_table("tail", CORPUS_FALLBACK), "synthetic": _event_table("middle", CORPUS_SYNTHETIC)},
-    default_variant="paper",
-    variant_notes={
-        "paper": "the retrieved clip is spliced into the MIDDLE: T−k original frames sampled uniformly over the "
-                 "whole video, split in half, k inserted frames between the halves. The clip: where the caller gives "
-                 "a donor pool (tasks, benches and sweeps on a video dataset), the most similar OTHER video of the "
-                 "same dataset by the evaluated model's own clean video embeddings (cosine); elsewhere the most "
-                 "similar of the 32 synthetic clips, and the record says corpus 'synthetic (no donor pool given)'",
-        "code": "released code: the first T−k original frames, then the k inserted frames at the TAIL; the clip as "
-                "'paper'",
-        "synthetic": "spliced into the middle as 'paper', the clip always from the 32 built-in synthetic event clips "
-                     "by a 16×16 thumbnail embedding, whatever pool is given (the default before issue 48)",
-    },
-    description="Event insertion: k = max(1, min(T−1, round(T·ratio))) frames, ratio = 30/40/50/60/70%, of a "
-                "retrieved clip, sampled uniformly and bilinearly resized, replace original frames; the length "
-                "stays T. The clip (MLVP: the most similar of ~3k MSRVTT training clips by CLIP ViT-B/32): with a "
-                "donor pool from the caller, the most similar other video of the item's own dataset by the "
-                "evaluated model's video embeddings, named in the record (dataset, id and the hash of its frames, so "
-                "regeneration finds it again); without one, the SUBSTITUTE corpus of 32 built-in synthetic clips "
-                "matched by a 16×16 colour-thumbnail embedding, named in the record. Deterministic.",
-    tags=_tags("high", "deterministic", "substitute"), requires=("opencv",),
-)
+@register("mlvp_event_insertion", requires=("opencv",))
 def mlvp_event_insertion(x: np.ndarray, params: dict, rng: np.random.Generator) -> np.ndarray:
     v = frames_of(x)
     t, h, w, _ = v.shape
@@ -327,29 +266,7 @@ def scramble_indices(t: int, params: dict, severity_mode: str, rng: np.random.Ge
     return scrambled[np.linspace(0, len(scrambled) - 1, num=t, dtype=int)]
 
 
-def _scramble_table(trims) -> dict:
-    modes = {1: {"scramble": "adjacent"}, 2: {"scramble": "pairs", "pairs": 2}, 3: {"scramble": "pairs", "pairs": 3},
-             4: {"scramble": "pairs", "pairs": 4}, 5: {"scramble": "shuffle"}}
-    return {s: {"trim_ratio": r, "max_chunks": 12, **modes[s]} for s, r in enumerate(trims, 1)}
-
-
-@register(
-    "mlvp_temporal_scrambling", modality="video", category="temporal", source=SRC,
-    severity_table=_scramble_table([0.40, 0.30, 0.20, 0.10, 0.05]),
-    variants={"code": _scramble_table([0.60, 0.70, 0.80, 0.90, 0.95])},
-    default_variant="paper",
-    variant_notes={
-        "paper": "Table 37's RETENTION ratios 60/70/80/90/95% (trim 40/30/20/10/5% of the frames)",
-        "code": "released code: the same numbers are the fraction REMOVED (retain 40/30/20/10/5%)",
-    },
-    description="Temporal scrambling: trim int(T·trim) frames, split randomly between head and tail; cut the "
-                "middle into min(12, n) equal chunks; severity 1 swaps one random adjacent pair of chunks, 2–4 "
-                "swap min(s, chunks//2) random disjoint pairs, 5 shuffles all chunks; then T frames are sampled "
-                "with linspace (int truncation) over the scrambled middle, so the length stays T. (The code's "
-                "with-replacement draw for middles shorter than its 12 output frames is not used: the middle is "
-                "always shorter than T here.)",
-    tags=_tags("high", "random"),
-)
+@register("mlvp_temporal_scrambling")
 def mlvp_temporal_scrambling(x: np.ndarray, params: dict, rng: np.random.Generator) -> np.ndarray:
     v = frames_of(x)
     return take(v, scramble_indices(len(v), params, params["scramble"], rng))

@@ -20,7 +20,7 @@ boxes are in the record, and the donor is named by its dataset, id and the hash 
 """
 from __future__ import annotations
 
-from typing import Callable, Optional
+from typing import Callable, Optional, Sequence
 
 import numpy as np
 
@@ -104,6 +104,21 @@ class ItemContext:
     def __init__(self, boxes: Optional[Callable[[int], Optional[list]]] = None, box_source: str = "",
                  donors: Optional[DonorPool] = None):
         self.boxes, self.box_source, self.donors = boxes, str(box_source), donors
+
+    def on_frames(self, frames: Optional[Sequence[int]]) -> "ItemContext":
+        """This context for a clip made of each item's frames ``frames``, in that order (a cut, a time reversal,
+        CLAVI's complement): the boxes are taken at those frames; ``frames`` None: no boxes known for such a clip
+        (mlvp_occlusion's centred fallback, said in the record). The donors stay."""
+        boxes = self.boxes
+        if boxes is None or frames is None:
+            return ItemContext(None, self.box_source, self.donors)
+        order = [int(k) for k in frames]
+
+        def taken(i: int) -> Optional[list]:
+            b = boxes(i)
+            return None if b is None else [b[k] for k in order]
+
+        return ItemContext(taken, self.box_source, self.donors)
 
     def applies(self, name: Optional[str]) -> bool:
         """Whether this context can fill in perturbation ``name`` at all."""

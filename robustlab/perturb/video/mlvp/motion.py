@@ -9,7 +9,6 @@ import numpy as np
 
 from robustlab.perturb.registry import register
 from robustlab.perturb.video._common import frames_of, parallel_map
-from robustlab.perturb.video.mlvp.common import SRC, _tags
 
 
 # ------------------------------------------------------------------------------- 7, 8: motion-aware blurs
@@ -68,7 +67,6 @@ def _motion_mask(flow: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return mag, mag >= np.percentile(mag, 75)  # frame 0 (zero flow): everything counts as high motion, as MLVP
 
 
-_MB = [(5, 9), (7, 13), (9, 17), (11, 21), (13, 25)]
 N_DIRECTIONS = 8  # local mode: flow directions quantised to 8 line orientations (22.5° apart, mod 180°)
 
 
@@ -95,23 +93,7 @@ def _motion_blur_frame(f: np.ndarray, flow: np.ndarray, short: int, long: int, l
     return out
 
 
-@register(
-    "mlvp_motion_blur", modality="video", category="blur", source=SRC,
-    severity_table={s: {"short": a, "long": b, "direction": "local"} for s, (a, b) in enumerate(_MB, 1)},
-    variants={"code": {s: {"short": a, "long": b, "direction": "global"} for s, (a, b) in enumerate(_MB, 1)}},
-    default_variant="paper",
-    variant_notes={
-        "paper": "blur aligned with the LOCAL motion vectors (flow directions quantised to 8 orientations); "
-                 "kernel lengths (short, long) = (5,9)/(7,13)/(9,17)/(11,21)/(13,25)",
-        "code": "released code: ONE direction per frame, the mean flow, angle = atan2(fy, fx) passed to cv2's "
-                "counter-clockwise rotation (mirrors diagonal motions: y points down), as written",
-    },
-    description="Motion-aware blur (Algorithm 2): Farnebäck flow from frame t−1 to t (zero for frame 0); pixels at "
-                "or above the 75th percentile of flow magnitude get the long linear kernel, the rest the short "
-                "one; cv2.filter2D on the uint8 frame. On a static clip (and frame 0) every pixel is 'high motion' "
-                "(magnitude ≥ a zero percentile), as in the code.",
-    tags=_tags("mid", "deterministic", "flow"), requires=("opencv",),
-)
+@register("mlvp_motion_blur", requires=("opencv",))
 def mlvp_motion_blur(x: np.ndarray, params: dict, rng: np.random.Generator) -> np.ndarray:
     v = frames_of(x)
     local = params["direction"] == "local"
@@ -121,17 +103,7 @@ def mlvp_motion_blur(x: np.ndarray, params: dict, rng: np.random.Generator) -> n
                                  list(range(len(v)))))
 
 
-@register(
-    "mlvp_defocus", modality="video", category="blur", source=SRC,
-    severity_table={s: {"radius": r, "motion_factor": 2, "alias_blur": 0.1} for s, r in enumerate([3, 4, 6, 8, 10], 1)},
-    default_variant="code",
-    variant_notes={"code": "disk radius r = 3/4/6/8/10 everywhere and 2r on high-motion pixels (the code; it matches "
-                           "Table 37's '×2'; the paper's 'primarily moving regions' is not a separate mode)"},
-    description="Video defocus: the same flow and 75th-percentile motion mask as mlvp_motion_blur; MLVP's disk "
-                "kernel (grid [−r..r], anti-aliasing σ 0.1) of radius r everywhere and 2r in high-motion pixels, "
-                "cv2.filter2D on the uint8 frame. Differs from the image defocus_blur (ImageNet-C kernel, σ .5).",
-    tags=_tags("mid", "deterministic", "flow"), requires=("opencv",),
-)
+@register("mlvp_defocus", requires=("opencv",))
 def mlvp_defocus(x: np.ndarray, params: dict, rng: np.random.Generator) -> np.ndarray:
     import cv2
 
