@@ -12,9 +12,8 @@ the sweep engine (:class:`FailureJob`), and what the page shows (:class:`Outcome
 - The cells go to a temporary folder of the job, removed when the map has been read (nothing a viewer computes
   stays on the server's disk besides the embedding cache; the FailureMap holds everything the page shows, and every
   perturbed input is regenerated from its seed).
-- An upload lives in this session's memory: it is handed to the sweep engine as the dataset ``dashboard-upload``
-  (registered here, ``needs_root=False``, never offered as a folder format), looked up by a token in a bounded
-  table of this process.
+- An upload lives in this session's memory: the Request carries it (``data``) and the map runs on that Dataset
+  object as it is (:func:`robustlab.failures` takes one; the library holds it for the length of the call).
 - A perturbation that changed nothing is a no-op, never "holds": every example that holds is perturbed once more
   at the highest swept severity, and a record whose output is its input (:func:`robustlab.perturb.record.is_no_op`)
   marks it "no-op".
@@ -26,7 +25,6 @@ import shutil
 import tempfile
 import threading
 import time
-from collections import OrderedDict
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -35,39 +33,14 @@ import streamlit as st
 import robustlab as rl
 from robustlab.bench.spec import SweepCancelled, SweepError
 from robustlab.datasets.base import DatasetError
-from robustlab.datasets.registry import build as build_dataset, register_dataset
+from robustlab.datasets.registry import build as build_dataset
 from robustlab.failures import FailureMap
 from robustlab.perturb.record import is_no_op
 from ui import bench
+from ui.media import safe_md
 
 JOB = "failures_job"  # session key of the Failures page's job
 RESULT = "failures_result"  # session key of the Outcome shown
-UPLOAD = "dashboard-upload"
-MAX_UPLOADS = 16  # galleries kept for running jobs (the least recently used goes first)
-_UPLOADS: "OrderedDict[str, object]" = OrderedDict()
-_UPLOADS_LOCK = threading.Lock()
-
-
-@register_dataset(UPLOAD, kind="any", tasks=("retrieval", "grounding"), splits=("all",), needs_root=False,
-                  description="a gallery uploaded in a dashboard session (the Failures page)",
-                  needs="an upload in this dashboard session")
-def _upload_dataset(split: str = "all", token: str = "", n: int | None = None):
-    with _UPLOADS_LOCK:
-        g = _UPLOADS.get(str(token))
-    if g is None:
-        raise DatasetError("that upload is no longer held by this dashboard: upload it again")
-    if n is not None and int(n) != len(g):
-        raise DatasetError(f"the upload holds {len(g)} items; a failure map runs on all of them")
-    return g
-
-
-def hold_upload(token: str, gallery) -> None:
-    """Keep ``gallery`` for the sweep engine under ``token`` (bounded: :data:`MAX_UPLOADS`)."""
-    with _UPLOADS_LOCK:
-        _UPLOADS.pop(token, None)
-        _UPLOADS[token] = gallery
-        while len(_UPLOADS) > MAX_UPLOADS:
-            _UPLOADS.popitem(last=False)
 
 
 @dataclass(frozen=True)
@@ -84,12 +57,19 @@ class Request:
     baseline: str | None = None
     device: str | None = None
     label: str = ""  # the dataset as the viewer knows it ("Built-in images (first 50)")
+    data: object = field(default=None, compare=False, repr=False)  # an upload: the Dataset object swept as it is
 
     @property
     def cells(self) -> int:
         """The budget's unit: items × perturbations × severities × models."""
         return (int(self.dataset.get("n") or 0) * len(self.perturbations) * len(self.severities)
                 * (2 if self.baseline else 1))
+
+
+def request_dataset(d: dict):
+    """The registered dataset a Request's dataset dict names (the built-in data or a Local folder)."""
+    return build_dataset(d["name"], root=d.get("root"), split=d.get("split"),
+                         **{k: d[k] for k in ("n", "seed") if d.get(k) is not None}, **(d.get("options") or {}))
 
 
 def budget_problem(req: Request, limit: int) -> str | None:
@@ -179,13 +159,12 @@ class FailureJob(bench.Job):
         req = self.request
         try:
             self.phase = "Running the cells, then the slices"
-            fmap = rl.failures(req.model, dict(req.dataset), task=req.task, perturbations=list(req.perturbations),
+            source = req.data if req.data is not None else dict(req.dataset)
+            fmap = rl.failures(req.model, source, task=req.task, perturbations=list(req.perturbations),
                                severities=list(req.severities), direction=req.direction, k=req.k,
                                baseline=req.baseline, out=self.out, device=req.device, progress=progress,
                                cancel=self.cancel, worst=0)
-            d = req.dataset
-            ds = build_dataset(d["name"], root=d.get("root"), split=d.get("split"),
-                               **{k: d[k] for k in ("n",) if d.get(k) is not None}, **(d.get("options") or {}))
+            ds = req.data if req.data is not None else request_dataset(req.dataset)
             self.phase = "Checking for no-ops"
             progress({**self.progress, "fraction": 1.0})
             noops = find_noops(fmap, ds, self.cancel)
@@ -204,6 +183,19 @@ class FailureJob(bench.Job):
     def shown(self, text: str) -> str:
         """A message as a viewer sees it: never the job's temporary folder (a server path)."""
         return text.replace(str(self.out), "the job's folder").replace(str(Path(self.out).parent), "the server")
+
+
+def ended(job, stopped: str, cancelled: str) -> bool:
+    """Once, when ``job`` has finished: its error (``stopped: <error>``) or its cancellation (``cancelled``) in one
+    line, and False; True when it finished with a result for the page to keep. False while it runs or once seen."""
+    if job is None or job.running or job.seen:
+        return False
+    job.seen = True
+    if job.error:
+        st.error(f"{stopped}: {safe_md(job.error)}")
+    elif job.cancelled:
+        st.warning(cancelled)
+    return not (job.error or job.cancelled)
 
 
 def start(req: Request) -> str | None:
@@ -235,4 +227,4 @@ def start(req: Request) -> str | None:
 
 
 __all__ = ["Request", "Outcome", "FailureJob", "start", "budget_problem", "blocks", "slice_groups", "find_noops",
-           "hold_upload", "JOB", "RESULT", "UPLOAD", "ALL"]
+           "request_dataset", "ended", "JOB", "RESULT", "ALL"]

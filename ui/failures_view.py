@@ -38,18 +38,19 @@ def multiselect(label: str, options: list, key: str, default: list, **kw) -> lis
 
 
 # ---- the form ---------------------------------------------------------------------------------------------------
-def dataset_choice(task: str) -> tuple[dict, str, str] | None:
-    """(the sweep's dataset dict without n, its kind, its label) for the sidebar's dataset, or None after one line."""
+def dataset_choice(task: str) -> tuple[dict, str, str, object] | None:
+    """(the sweep's dataset dict without n, its kind, its label, the upload's Dataset object or None) for the
+    sidebar's dataset, or None after one line."""
     choice = st.session_state.get("dataset", "builtin")
     if choice == "builtin":
         name = "builtin-refs" if task == "grounding" else "builtin"
-        return {"name": name, "split": "demo"}, "image", DATASETS["builtin"]
+        return {"name": name, "split": "demo"}, "image", DATASETS["builtin"], None
     if choice == "builtin-videos":
         if task != "retrieval":
             st.info(f"{task.capitalize() if task != 'vqa' else 'VQA'} runs on images here: pick Built-in images "
                     "or a folder in the sidebar.")
             return None
-        return {"name": "builtin-videos", "split": "demo"}, "video", DATASETS["builtin-videos"]
+        return {"name": "builtin-videos", "split": "demo"}, "video", DATASETS["builtin-videos"], None
     if choice == "upload":
         from ui.state import EMPTY_HINT
 
@@ -57,10 +58,7 @@ def dataset_choice(task: str) -> tuple[dict, str, str] | None:
         if g is None or len(g) == 0:
             st.info(EMPTY_HINT)
             return None
-        token = str(st.session_state.get("upload_gallery_id") or "upload")
-        run.hold_upload(token, g)
-        return ({"name": run.UPLOAD, "split": "all", "options": {"token": token}, "n": len(g)}, g.kind,
-                DATASETS["upload"])
+        return {"name": g.name or "upload", "split": "all", "n": len(g)}, g.kind, DATASETS["upload"], g
     from robustlab.datasets.registry import get_entry
     from ui.folders import choice as folder_choice
 
@@ -70,7 +68,7 @@ def dataset_choice(task: str) -> tuple[dict, str, str] | None:
     name, root, split = got
     entry = get_entry(name)
     kind = entry["kind"] if entry["kind"] in ("image", "video") else "image"
-    return {"name": name, "root": root, "split": split}, kind, f"{DATASETS['folder']} ({name})"
+    return {"name": name, "root": root, "split": split}, kind, f"{DATASETS['folder']} ({name})", None
 
 
 def form() -> run.Request | None:
@@ -82,7 +80,7 @@ def form() -> run.Request | None:
     got = dataset_choice(task)
     if got is None:
         return None
-    dataset, kind, label = got
+    dataset, kind, label, data = got
     if task != "retrieval":
         picked = task_model(task, METHODS[task], key=f"fail_{task}_model")
         if picked is None:
@@ -133,7 +131,7 @@ def form() -> run.Request | None:
     device = spec_device()[1]
     req = run.Request(model=model, dataset={**dataset, "n": n}, task=task, perturbations=tuple(chosen),
                       severities=tuple(sev), direction=direction, k=k, baseline=None if base == "none" else base,
-                      device=None if device == "auto" else device, label=f"{label} (first {n})")
+                      device=None if device == "auto" else device, label=f"{label} (first {n})", data=data)
     st.caption(f"{req.cells:,} cells (items × perturbations × severities{' × 2 models' if req.baseline else ''}) "
                f"for {safe_md(model)}{f' and the baseline {safe_md(req.baseline)}' if req.baseline else ''}.")
     return req
@@ -159,14 +157,8 @@ def job_panel() -> None:
         _poll()
         st.button("Cancel", key="fail_cancel", on_click=job.cancel.set, help="Stops at the next item.")
         return
-    if job.seen:
-        return
-    job.seen = True
-    if job.error:
-        st.error(f"The failure map stopped: {safe_md(job.error)}")
-    elif job.cancelled:
-        st.warning("Cancelled: nothing is shown for that run.")
-    elif job.outcome is not None:
+    if run.ended(job, "The failure map stopped", "Cancelled: nothing is shown for that run.") and \
+            job.outcome is not None:
         st.session_state[run.RESULT] = job.outcome
 
 

@@ -19,6 +19,14 @@ is not imported here. What it shows:
 
 Thumbnails need the dataset (rebuilt from the map's own ``dataset`` entry); a dataset that cannot be rebuilt here
 (a folder gone, a dashboard upload) leaves placeholders, never an error.
+
+**A plain sweep** (``robustlab bench``: no ``failures.json``) gets the section too, from what its cells keep: every
+example's outcome per cell (retrieval ranks, grounding IoUs, VQA answers), read per example by
+:func:`robustlab.bench.report_breaks.sweep_maps` (the reading a failure map uses, at this layer), for each model and
+task with a clean cell and single-perturbation cells: the breaking points per perturbation (how many examples break
+at each severity, fail clean, hold; retrieval at k = 1 in the sweep's first direction) and the most fragile
+examples. It cannot show slices: finding them needs the model's embeddings and the captions, which the cells do not
+keep; the note says so, and ``robustlab failures --out`` on the same folder (it reuses the sweep's cells) adds them.
 """
 from __future__ import annotations
 
@@ -30,6 +38,7 @@ from typing import Optional
 
 import numpy as np
 
+from robustlab.bench.report_breaks import sweep_maps
 from robustlab.datasets.registry import build
 from robustlab.perturb import perturb
 
@@ -69,7 +78,7 @@ def load(root) -> tuple[Optional[dict], Optional[dict], list]:
 def _dataset(d: dict):
     try:
         kw = {k: d[k] for k in ("n", "seed") if d.get(k) is not None}
-        return build(d["name"], root=d.get("root"), split=d.get("split"), **kw)
+        return build(d["name"], root=d.get("root"), split=d.get("split"), **kw, **(d.get("options") or {}))
     except Exception:  # noqa: BLE001 - a dataset that cannot be rebuilt here: placeholders, never an error
         return None
 
@@ -147,11 +156,12 @@ def _fragile_html(fmap: dict, ds) -> str:
     for r in rows[:FRAGILE_SHOWN]:
         w = r["weakest"]
         clean = pert = None
-        if ds is not None and w.get("axis") == "visual":
+        if ds is not None:
             try:
                 x = ds.visual(int(w["item"]))
                 clean = _thumb_uri(x)
-                pert = _thumb_uri(perturb(x, w["perturbation"], int(w["breaks_at"]), seed=int(w["seed"])).output)
+                if w.get("axis") == "visual":  # a caption's or expression's edit: the clean visual only
+                    pert = _thumb_uri(perturb(x, w["perturbation"], int(w["breaks_at"]), seed=int(w["seed"])).output)
             except Exception:  # noqa: BLE001 - a perturbation that cannot run here: placeholders
                 pass
         broken = ", ".join(f"{html.escape(p)} at {a}" for a, p in sorted(r["broken"]))
@@ -168,29 +178,82 @@ def _changes_html(search: dict) -> str:
     broken = [r for r in results if r.get("status", "broken") == "broken" and r.get("change")]
     if not broken:
         return '<p class="none">the search found no breaking change</p>'
+    iou = search.get("task") == "grounding"
     rows = []
     for r in broken[:CHANGES_SHOWN]:
         change = " + ".join(f"{c['axis']} {c['perturbation']} at {c['severity']}" for c in r["change"])
+        fell = (f"{float(r['clean_iou']):.3f} → {float(r['iou']):.3f}" if iou
+                else f"{r.get('clean_rank')} → {r.get('rank')}")
         rows.append(f"<tr><td>{r.get('rank_in_suite') or ''}</td><td>#{int(r['item'])} · "
-                    f"{html.escape(str(r.get('id')))}</td><td>{html.escape(change)}</td>"
-                    f"<td>{r.get('clean_rank')} → {r.get('rank')}</td><td>{html.escape(str(r.get('thief_id') or ''))}"
-                    "</td></tr>")
-    return ('<table class="tbl"><tr><th>#</th><th>example</th><th>weakest breaking change</th><th>rank clean → '
-            "broken</th><th>thief</th></tr>" + "".join(rows) + "</table>")
+                    f"{html.escape(str(r.get('id')))}" + (f" · expression {r.get('ref')}" if iou else "")
+                    + f"</td><td>{html.escape(change)}</td><td>{fell}</td>"
+                    f"<td>{html.escape(str(r.get('thief_id') or ''))}</td></tr>")
+    return ('<table class="tbl"><tr><th>#</th><th>example</th><th>weakest breaking change</th><th>'
+            + ("IoU" if iou else "rank") + " clean → broken</th><th>thief</th></tr>" + "".join(rows) + "</table>")
 
 
-def section(root, number: int) -> Optional[dict]:
-    """The "Where it breaks" section of the run folder ``root`` (a dict for the report's template), or None when it
-    holds neither a failure map nor a search result."""
+def _what_fails(fmap: dict) -> str:
+    return (f"the ground truth leaves the top {fmap.get('k')} ({fmap.get('direction')})"
+            if fmap.get("metric") == "rank" else "IoU ≤ 0.5" if fmap.get("metric") == "iou" else "the answer is wrong")
+
+
+def _summary_html(fmap: dict) -> str:
+    """Per perturbation: examples, how many break at each swept severity, fail clean, hold."""
+    sevs = [str(s) for s in fmap.get("severities") or []]
+    head = ("<tr><th>perturbation</th><th>examples</th><th>break</th>" + "".join(f"<th>at {s}</th>" for s in sevs)
+            + "<th>fail clean</th><th>hold</th><th>median breaking severity</th></tr>")
+    rows = []
+    for r in fmap.get("summary") or []:
+        med = r.get("median_breaks_at")
+        rows.append(f"<tr><td>{html.escape(str(r['perturbation']))}</td><td>{r['examples']}</td><td>{r['broken']}</td>"
+                    + "".join(f"<td>{(r.get('by_severity') or {}).get(s, 0)}</td>" for s in sevs)
+                    + f"<td>{r['clean_failures']}</td><td>{r['holding']}</td>"
+                    f"<td>{'' if med is None else f'{float(med):.1f}'}</td></tr>")
+    return '<table class="tbl">' + head + "".join(rows) + "</table>"
+
+
+def sweep_section(run, number: int) -> Optional[dict]:
+    """The section of a plain sweep (module docstring), from its cells (``run``: the report's RunData); None when
+    no model and task has a clean cell and single-perturbation cells to read per example."""
+    d = dict((run.sweep or {}).get("dataset") or {})
+    built: dict = {}
+
+    def dataset_of(name: str):
+        if name not in built:
+            built[name] = _dataset({**d, "name": name} if d.get("name") in (None, name) else {"name": name})
+        return built[name]
+    maps, notes = sweep_maps(run.results, dataset_of)
+    if not maps:
+        return None
+    tables = []
+    for m in maps:
+        ds = built.get(m["dataset"]["name"])
+        notes.append(f"{m['model']} on {m['dataset']['name']} ({m['task']}): {m['examples']} examples, an example "
+                     f"fails when {_what_fails(m)}")
+        what = f"{m['model']} · {m['task']}" + (f" · {m['direction']}" if m.get("direction") else "")
+        tables += [(f"Breaking points per perturbation ({what}): the lowest severity at which each example fails",
+                    _summary_html(m)),
+                   (f"The most fragile examples ({what}; clean, then perturbed at its lowest breaking severity)",
+                    _fragile_html(m, ds))]
+    notes.append("read from the sweep's cells, which keep each example's outcome but not the embeddings: no slices "
+                 "here (`robustlab failures --out` on this folder reuses its cells and adds them)")
+    from markupsafe import Markup  # jinja2's (the report's HTML is trusted only as built here, escaped above)
+
+    return {"title": f"{number}. Where it breaks", "note": " · ".join(notes), "figures": [],
+            "tables": [(t, Markup(h)) for t, h in tables], "empty": ""}
+
+
+def section(root, number: int, run=None) -> Optional[dict]:
+    """The "Where it breaks" section of the run folder ``root`` (a dict for the report's template): of its failure
+    map and search result, else (``run``: the report's RunData of a plain sweep) of its cells; None when there is
+    nothing to show."""
     fmap, search, warnings = load(root)
     if fmap is None and search is None:
-        return None
+        return sweep_section(run, number) if run is not None else None
     tables, notes = [], []
     if fmap is not None:
         ds = _dataset(fmap.get("dataset") or {})
-        what = (f"the ground truth leaves the top {fmap.get('k')} ({fmap.get('direction')})"
-                if fmap.get("metric") == "rank" else "IoU ≤ 0.5" if fmap.get("metric") == "iou"
-                else "the answer is wrong")
+        what = _what_fails(fmap)
         notes.append(f"From {FILE}: {fmap.get('model')} on {(fmap.get('dataset') or {}).get('name')}, "
                      f"{fmap.get('examples')} examples, an example fails when {what}; severities "
                      f"{', '.join(map(str, fmap.get('severities') or []))}"
@@ -209,4 +272,4 @@ def section(root, number: int) -> Optional[dict]:
             "tables": [(t, Markup(h)) for t, h in tables], "empty": ""}
 
 
-__all__ = ["section", "load", "fragility", "FILE", "SEARCH_FILES"]
+__all__ = ["section", "sweep_section", "load", "fragility", "FILE", "SEARCH_FILES"]

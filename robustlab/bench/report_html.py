@@ -309,8 +309,8 @@ def render(run, tables: dict, metric=None, sections=None, headline=None) -> str:
     first = [extra_section(i + 1, item) for i, item in enumerate(tables.get("protocol") or ())]
     sections_ = first + [dict(s, title=re.sub(r"^(\d+)\.", lambda m: f"{int(m.group(1)) + len(first)}.",
                                               s["title"])) for s in _sections(tables, figs)]
-    broke = where_it_breaks(run.root, len(sections_) + 1) if run.root is not None else None
-    if broke is not None:  # a failure map's folder (failures.json) or a search result: what it found
+    broke = where_it_breaks(run.root, len(sections_) + 1, run) if run.root is not None else None
+    if broke is not None:  # a failure map or a search result: what it found; a plain sweep: what its cells keep
         sections_.append(broke)
     for item in list(sections or ()):
         sections_.append(extra_section(len(sections_) + 1, item))

@@ -145,16 +145,23 @@ def _failures_parser(sub) -> None:
 
 def _search_parser(sub) -> None:
     s = sub.add_parser("search", help="the weakest change that breaks each example: a budgeted search over the "
-                                      "catalogue (single perturbations, image x text pairs, gated text edits)",
-                       description="For every example (a query that holds clean), the weakest change of its own "
-                                   "inputs that breaks it, weakest = lowest largest severity, then sum, then fewer "
-                                   "parts; ranked; --out DIR exports the broken ones as a suite that `robustlab "
-                                   "regenerate DIR` rebuilds bit for bit and re-scores (docs/failures.md).")
-    s.add_argument("--model", default="builtin:tiny-clip", help="a model spec (image retrieval)")
+                                      "catalogue (single perturbations, visual x text pairs, gated text edits)",
+                       description="For every example (a query that holds clean; grounding: an expression whose "
+                                   "box is a hit), the weakest change of its own inputs that breaks it, weakest = "
+                                   "lowest largest severity, then sum, then fewer parts; ranked; --out DIR exports "
+                                   "the broken ones as a suite that `robustlab regenerate DIR` rebuilds bit for bit "
+                                   "and re-scores (docs/failures.md).")
+    s.add_argument("--model", default="builtin:tiny-clip",
+                   help="a model spec (image or video retrieval; grounding: e.g. builtin:tiny-vilt)")
     add_dataset_args(s, default=None)
-    s.add_argument("--direction", default="t2i", choices=["t2i", "i2t"])
-    s.add_argument("--k", type=int, default=1, help="an example breaks when its ground truth leaves the top k")
-    s.add_argument("--visual", default=None, help="image perturbations to search (default: the ImageNet-C set)")
+    s.add_argument("--task", default="retrieval", choices=["retrieval", "grounding"],
+                   help="retrieval (images or videos; default) or grounding (fails when IoU <= 0.5)")
+    s.add_argument("--direction", default=None, choices=["t2i", "i2t", "t2v", "v2t"],
+                   help="retrieval: who queries whom (default t2i, or t2v for videos)")
+    s.add_argument("--k", type=int, default=1, help="retrieval: an example breaks when its ground truth leaves the "
+                                                    "top k")
+    s.add_argument("--visual", default=None, help="image or video perturbations to search (default: the ImageNet-C "
+                                                  "set; videos: corruptions and Schiappa et al.'s temporal ones)")
     s.add_argument("--text", default=None, help="text edits to search (default: the gated EDA edits)")
     s.add_argument("--pair-max", type=int, default=2, help="visual x text pairs up to this severity each (0: none)")
     s.add_argument("--budget", type=int, default=5000, help="model evaluations at most (default 5000)")

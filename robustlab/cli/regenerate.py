@@ -55,14 +55,16 @@ def _rescore(src, as_json: bool) -> int:
 
     try:
         rows = rescore_suite(src)
-    except (OSError, ValueError, KeyError) as e:
+    except (OSError, ValueError, KeyError) as e:  # FailureError is a ValueError (a SweepError)
         return err(f"re-scoring the suite: {e}")
     same = [r for r in rows if r["same"] and r["breaks"]]
+    what = "iou" if rows and "iou" in rows[0] else "rank"  # a grounding suite re-scores IoUs
     if as_json:
         print(json.dumps({"rescored": rows}), file=sys.stderr)  # stdout holds the regeneration's JSON
     else:
-        print(f"{len(same)}/{len(rows)} suite example(s) re-scored: the same rank, still broken")
+        print(f"{len(same)}/{len(rows)} suite example(s) re-scored: the same {'IoU' if what == 'iou' else 'rank'}, "
+              "still broken")
         for r in rows:
             if not (r["same"] and r["breaks"]):
-                print(f"  {r['id']}: rank {r['rank']}, recorded {r['recorded']}")
+                print(f"  {r['id']}: {what} {r[what]}, recorded {r['recorded']}")
     return 0 if len(same) == len(rows) else 1

@@ -19,6 +19,8 @@ def cmd_search(args) -> int:
         return err(f"--budget must be at least 1 model evaluation, got {args.budget}")
     if args.k < 1:
         return err(f"--k must be at least 1, got {args.k}")
+    if args.task == "grounding" and args.direction:
+        return err("--direction is a retrieval option; grounding has none")
     if args.n is not None and args.n < 1:
         return err("--n must be at least 1")
     bars: list = []
@@ -31,7 +33,8 @@ def cmd_search(args) -> int:
         bars[0].set_postfix(broken=st["broken"], open=st["open"], refresh=False)
         bars[0].update(0)
     try:
-        res = search(args.model, args.dataset or "builtin", n=args.n, split=args.split, seed=args.seed,
+        res = search(args.model, args.dataset or ("builtin-refs" if args.task == "grounding" else "builtin"),
+                     task=args.task, n=args.n, split=args.split, seed=args.seed,
                      root=args.root, direction=args.direction, k=args.k, visual=args.visual, text=args.text,
                      pair_max=args.pair_max, budget=args.budget, perturb_seed=args.perturb_seed, device=args.device,
                      progress=progress)
@@ -54,6 +57,10 @@ def cmd_search(args) -> int:
         return 0
     for r in broken[: max(args.list, 0)]:
         change = " + ".join(f"{c['perturbation']} s{c['severity']}" for c in r["change"])
-        print(f"{r['rank_in_suite']:>3}. {r['id']}: {change} -> rank {r['clean_rank']} -> {r['rank']} "
-              f"(thief {r['thief_id']})")
+        if res.task == "grounding":
+            print(f"{r['rank_in_suite']:>3}. {r['id']} expression {r['ref']} ({r['expression']!r}): {change} -> "
+                  f"IoU {r['clean_iou']:.3f} -> {r['iou']:.3f}")
+        else:
+            print(f"{r['rank_in_suite']:>3}. {r['id']}: {change} -> rank {r['clean_rank']} -> {r['rank']} "
+                  f"(thief {r['thief_id']})")
     return 0

@@ -6,6 +6,8 @@
     >>> fmap.save("runs/failures")   # failures.json next to the sweep's cells
     >>> res = rl.failures.search("builtin:tiny-clip", "builtin", n=20, budget=3000)   # the weakest breaking changes
     >>> rl.failures.export_suite(res, "runs/suite")      # `robustlab regenerate runs/suite` rebuilds and re-scores
+    >>> rl.failures.search("builtin:tiny-vilt", "builtin-refs", task="grounding", n=12)  # videos and grounding too
+    >>> rl.failures("builtin:tiny-clip", rl.datasets.build("builtin", n=50), perturbations="fog")  # a Dataset object
 
 This package is callable: ``robustlab.failures(...)`` (``rl.failures``) is :func:`failures`, and ``import
 robustlab.failures.breaking`` still works (as ``rl.perturb``). It sits above the sweeps (``robustlab.bench``) and

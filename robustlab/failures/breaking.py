@@ -35,8 +35,10 @@ from __future__ import annotations
 
 import hashlib
 import json
+import shutil
+import tempfile
 import threading
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Callable, Optional, Sequence
 
@@ -49,6 +51,7 @@ from robustlab.bench.runner import SweepStatus, run_sweep
 from robustlab.bench.spec import (ENGINES, SweepCancelled, SweepError, SweepSpec, build_spec, parse_perturbations,
                                   parse_severities, visual_kind)
 from robustlab.datasets import registry as dataset_registry  # looked up at call time (tests patch build)
+from robustlab.datasets.base import Dataset, DatasetError
 from robustlab.engine.cache import default_cache_dir
 from robustlab.io.atomic import atomic_write
 from robustlab.perturb import get_perturbation
@@ -58,6 +61,7 @@ from robustlab.tasks.retrieval_bench import DIRECTIONS
 from robustlab.failures.common import HUB_SIZE, IOU_HIT, TASKS, FailureError
 from robustlab.failures.items import (_breaks, _expand, _items, _retrieval_arrays, _summary,  # noqa: F401
                                       _thieves, _with_baseline)  # (_breaks, _expand, _retrieval_arrays: tests)
+from robustlab.failures.held import held
 from robustlab.failures.refine import refine_items
 from robustlab.failures.slicing import failure_slices
 
@@ -76,16 +80,16 @@ class FailureMap:
     failed); ``status``: the sweep's run (cells run and reused; not part of the JSON, which depends on the inputs
     only)."""
 
-    model: str
-    dataset: dict
-    task: str
-    metric: str
-    direction: Optional[str]
-    k: Optional[int]
-    severities: list
-    perturbations: list
-    n: int
-    examples: int
+    model: str  # the model spec
+    dataset: dict  # {"name", "split", "n", "root", "seed"} as swept ("object": a Dataset object)
+    task: str  # retrieval, grounding or vqa
+    metric: str  # what fails: "rank", "iou" or "answer" (TASKS)
+    direction: Optional[str]  # retrieval's t2i / i2t / t2v / v2t; None otherwise
+    k: Optional[int]  # retrieval's top-k; None otherwise
+    severities: list  # the swept severities
+    perturbations: list  # [{"perturbation", "axis"}]
+    n: int  # items in the dataset
+    examples: int  # examples per perturbation (queries, expressions or questions)
     items: list = field(default_factory=list)
     slices: list = field(default_factory=list)
     summary: list = field(default_factory=list)
@@ -115,10 +119,7 @@ class FailureMap:
 
     @classmethod
     def from_json(cls, d: dict) -> "FailureMap":
-        keys = ("model", "dataset", "task", "metric", "direction", "k", "severities", "perturbations", "n",
-                "examples", "items", "slices", "summary", "thieves", "baseline", "protocol", "perturb_seed", "out",
-                "refine_steps", "slices_note")
-        return cls(**{k: d.get(k) for k in keys if k in d})
+        return cls(**{f.name: d[f.name] for f in fields(cls) if f.name != "status" and f.name in d})
 
     @classmethod
     def load(cls, path) -> "FailureMap":
@@ -293,7 +294,19 @@ def failures(model: str, dataset=None, *, task: str = "retrieval", perturbations
     failure map, the dataset as swept and the loaded model (whose clean and perturbed embeddings the embedding
     cache holds). ``refine``: bisect each broken example's breaking parameter value between its last passing and
     first failing severity, ``refine_steps`` steps (:mod:`robustlab.failures.refine`; the item's ``"refined"``).
+    ``dataset`` may also be a :class:`~robustlab.datasets.base.Dataset` object (a dashboard upload, a dataset a
+    script built): it is swept as it is (:mod:`robustlab.failures.held`; no ``root`` / ``split`` / ``seed`` /
+    ``options``, ``n`` all of it, the local engine), its cells kept in ``out`` or, without ``out``, in a
+    temporary folder removed once the map is read (``out`` is then None); the map's ``dataset`` says
+    ``"object": true``.
     Every bad input is a one-line :class:`FailureError` (a SweepError) before anything is written."""
+    if isinstance(dataset, Dataset):
+        return _failures_of_object(dataset, dict(
+            model=model, task=task, perturbations=perturbations, severities=severities, protocol=protocol,
+            direction=direction, k=k, baseline=baseline, refine=refine, root=root, split=split, n=n, seed=seed,
+            options=options, out=out, engine=engine, perturb_seed=perturb_seed, device=device, worst=worst,
+            progress=progress, cancel=cancel, cache=cache, address=address, num_cpus=num_cpus, slices=slices,
+            refine_steps=refine_steps))
     k = _check_k(k)
     if isinstance(refine_steps, bool) or not isinstance(refine_steps, int) or not 1 <= refine_steps <= 20:
         raise FailureError(f"refine_steps must be an integer in 1..20, got {refine_steps!r}")
@@ -352,6 +365,35 @@ def failures(model: str, dataset=None, *, task: str = "retrieval", perturbations
             fmap.slices, fmap.slices_note = [], f"no slices: {str(e.args[0]) if e.args else e}"
     if out is not None:
         fmap.save(where)
+    return fmap
+
+
+def _failures_of_object(ds: Dataset, kw: dict) -> FailureMap:
+    """:func:`failures` of a Dataset object: held under a token for the call (:mod:`robustlab.failures.held`)."""
+    if any(kw[key] is not None for key in ("root", "split", "seed")) or kw["options"] or \
+            (kw["n"] is not None and kw["n"] != len(ds)):
+        raise FailureError("root, split, seed, n and options choose a registered dataset; a Dataset object is swept "
+                           f"as it is ({len(ds)} items)")
+    if kw["engine"] != "local":
+        raise FailureError("a Dataset object runs on the local engine: Ray's workers rebuild the dataset by name "
+                           "(pass a registered name and --root for Ray)")
+    out, tmp = kw.pop("out"), None
+    if out is None:
+        tmp = Path(tempfile.mkdtemp(prefix="robustlab-failures-"))
+    try:
+        with held(ds) as d:
+            fmap = failures(kw.pop("model"), d, out=out if out is not None else tmp,
+                            **{key: v for key, v in kw.items() if key not in ("root", "split", "seed", "n", "options")})
+    except DatasetError as e:
+        raise FailureError(str(e)) from None
+    finally:
+        if tmp is not None:
+            shutil.rmtree(tmp, ignore_errors=True)
+    fmap.dataset = {**fmap.dataset, "root": None, "seed": None, "object": True}
+    if out is None:
+        fmap.out = None
+    else:
+        fmap.save(out)
     return fmap
 
 

@@ -13,14 +13,16 @@ and keeps the half where the outcome changes. The example's item then carries ``
   ``"params_override": true``, the seed, the input's and output's hashes), so ``robustlab.perturb.regenerate(record,
   clean_input)`` (and ``robustlab regenerate`` of a basket export) rebuilds it bit for bit;
 * ``refinable: false`` with ``why``: the example breaks at the lowest swept severity (no holding severity's
-  parameters to start from: severity 0 is the clean input, not a parameter value), the two severities differ in a
-  parameter that is not a number (a mode, a string, a list), or the example is a video (not refined yet).
+  parameters to start from: severity 0 is the clean input, not a parameter value), or the two severities differ in a
+  parameter that is not a number (a mode, a string, a list).
 
 What is re-evaluated at ``params(t)`` is what the sweep perturbed: a gallery perturbation (the visuals for t2i, the
 captions for i2t) perturbs the whole gallery at ``params(t)`` (each item with its own seed, as in the sweep; one
 gallery per ``t``, shared by every example bisected over the same two severities), a query perturbation (the image
 of an i2t query, the caption of a t2i query, a grounding image or expression, a VQA image or question) only the
-example's own input. Encodings here bypass the embedding cache (its keys name a severity, not parameters).
+example's own input. A video is perturbed whole at ``params(t)`` and the model samples its frames, as it samples
+the sweep's lazily perturbed ones (the same frames, bit for bit), so a video example refines as an image does.
+Encodings here bypass the embedding cache (its keys name a severity, not parameters).
 """
 from __future__ import annotations
 
@@ -120,44 +122,43 @@ class _Evaluator:
             return item.refs[int(it["ref"])].expression, int(it["seed"])
         return item.questions[int(it["question"])].question, int(it["seed"])
 
+    def _encode(self, axis: str, xs: list) -> np.ndarray:
+        """Embeddings of perturbed captions (``axis`` "text") or visuals (images, or videos whole: the model
+        samples their frames as the sweep's lazy perturbation does, bit for bit)."""
+        if axis == "text":
+            return np.asarray(self.model.encode_texts(xs), np.float32)
+        enc = self.model.encode_videos if self.ds.kind == "video" else self.model.encode_images
+        return np.asarray(enc(xs), np.float32)
+
     def _gallery(self, name: str, hi: int, params: dict, key) -> np.ndarray:
         if key not in self._galleries:
-            b = self.bench
             if self.fmap.direction[0] == "t":  # the visuals are the gallery
                 xs = [perturb(self.ds.visual(j), name, hi, seed=self.seed + j, params=params).output
                       for j in range(len(self.ds))]
-                self._galleries[key] = np.asarray(self.model.encode_images(xs), np.float32)
+                self._galleries[key] = self._encode("visual", xs)
             else:  # the captions are the gallery
                 xs = [perturb(t, name, hi, seed=self.seed + j, params=params).output
-                      for j, t in enumerate(b.caption_texts)]
-                self._galleries[key] = np.asarray(self.model.encode_texts(xs), np.float32)
+                      for j, t in enumerate(self.bench.caption_texts)]
+                self._galleries[key] = self._encode("text", xs)
         return self._galleries[key]
 
     def value(self, it: dict, hi: int, params: dict, key):
         """The example's rank / IoU / 1-0 answer with its perturbation at ``params`` (record severity ``hi``)."""
         name, task = it["perturbation"], self.fmap.task
         if task == "retrieval":
-            b, d = self.bench, self.fmap.direction
-            gallery_side = (it["axis"] == "visual") == (d[0] == "t")
-            if d[0] == "t":
+            b, t_first = self.bench, self.fmap.direction[0] == "t"
+            if t_first:  # a caption queries the visuals
                 q = int(it["caption"])
-                pos = b.text_pos[q]
-                if gallery_side:
-                    row = b.texts()[2][q] @ self._gallery(name, hi, params, key).T
-                else:
-                    x, s = self.own_input(it)
-                    row = np.asarray(self.model.encode_texts([perturb(x, name, hi, seed=s, params=params).output]),
-                                     np.float32)[0] @ b.visuals()[2].T
-            else:
+                pos, query, targets = b.text_pos[q], b.texts()[2][q], b.visuals()[2]
+            else:  # a visual queries the captions
                 i = int(it["item"])
-                pos = b.visual_pos[b.captioned.index(i)]
-                if gallery_side:
-                    row = b.visuals()[2][i] @ self._gallery(name, hi, params, key).T
-                else:
-                    x, s = self.own_input(it)
-                    row = np.asarray(self.model.encode_images([perturb(x, name, hi, seed=s, params=params).output]),
-                                     np.float32)[0] @ b.texts()[2].T
-            return int(rank_of(row[None, :], [list(pos)])[0])
+                pos, query, targets = b.visual_pos[b.captioned.index(i)], b.visuals()[2][i], b.texts()[2]
+            if (it["axis"] == "visual") == t_first:  # the perturbation is on the gallery's side
+                targets = self._gallery(name, hi, params, key)
+            else:
+                x, s = self.own_input(it)
+                query = self._encode(it["axis"], [perturb(x, name, hi, seed=s, params=params).output])[0]
+            return int(rank_of((query @ targets.T)[None, :], [list(pos)])[0])
         item = self.ds.item(int(it["item"]))
         x, s = self.own_input(it)
         out = perturb(x, name, hi, seed=s, params=params).output
@@ -188,8 +189,6 @@ def refine_item(ev: _Evaluator, it: dict, steps: int = STEPS) -> dict:
         return None
     swept = [int(s) for s in it.get("ranks", it.get("scores", {}))]
     lo = max([s for s in swept if s < at], default=0)
-    if ev.ds.kind == "video":
-        return {"refinable": False, "why": "video examples are not refined yet"}
     ok, why, changed = refinable(it["perturbation"], lo, at)
     if not ok:
         return {"refinable": False, "why": why}

@@ -1,7 +1,8 @@
 """The report's "Where it breaks" section (robustlab.bench.report_failures): a failure map's folder (failures.json
 next to the sweep's cells) gets the worst slices with their intervals and thumbnails and the most fragile examples;
-a search result adds the weakest adversarial changes; a plain sweep gets no such section; a dataset that cannot be
-rebuilt leaves placeholders, never an error."""
+a search result adds the weakest adversarial changes; a plain sweep gets the section from its cells (the breaking
+points per perturbation and the most fragile examples, read as a failure map reads them; no slices), and a sweep with
+nothing to read per example none; a dataset that cannot be rebuilt leaves placeholders, never an error."""
 import json
 import re
 
@@ -56,12 +57,37 @@ def test_a_failure_maps_folder_gets_where_it_breaks(mapped):
     assert f"#{first['item']} · {first['id']}<br>breaks under {top} of 3 perturbation(s)" in s
 
 
-def test_a_plain_sweep_gets_no_such_section(tmp_path):
-    spec = SweepSpec(models=["builtin:tiny-clip"], dataset={"name": "builtin", "split": "demo", "n": 8},
-                     conditions=condition_grid(["gaussian_noise"], [1], [], [], combine="none"))
+def test_a_plain_sweep_gets_the_section_from_its_cells(tmp_path):
+    from robustlab.bench.report_data import load_run
+    from robustlab.bench.report_breaks import sweep_maps
+    from robustlab.datasets import build
+
+    spec = SweepSpec(models=["builtin:tiny-clip"], dataset={"name": "builtin", "split": "demo", "n": 12},
+                     conditions=condition_grid(["gaussian_noise"], [1, 3], ["keyboard"], [1, 3], combine="auto"))
     run_sweep(spec, tmp_path / "plain")
     html = write_report(tmp_path / "plain")[1].read_text(encoding="utf-8")
-    assert "Where it breaks" not in html
+    s = section(html)
+    assert "Breaking points per perturbation (builtin:tiny-clip · retrieval · t2i)" in s
+    assert "The most fragile examples" in s and "no slices here" in s
+    # the same reading as a failure map of the same cells (the combination cells are no breaking points)
+    fmap = rl.failures("builtin:tiny-clip", "builtin", split="demo", n=12, perturbations="gaussian_noise,keyboard",
+                       severities="1,3", out=tmp_path / "fmap", slices=False)
+    (m,), notes = sweep_maps(load_run(tmp_path / "plain").results, lambda name: build(name, split="demo", n=12))
+    assert not notes and m["items"] == fmap.items and m["summary"] == fmap.summary
+    assert m["direction"] == fmap.direction == "t2i" and m["severities"] == [1, 3]
+    for row in fmap.summary:
+        cells = [row["perturbation"], row["examples"], row["broken"], *row["by_severity"].values(),
+                 row["clean_failures"], row["holding"]]
+        assert "<tr><td>" + "</td><td>".join(map(str, cells)) + "</td>" in s
+    top = fragility(fmap.to_json())[0]
+    assert f"#{top['item']} · {top['id']}<br>breaks under {top['count']} of 2 perturbation(s)" in s
+
+
+def test_a_sweep_without_per_example_cells_gets_no_such_section(tmp_path):
+    spec = SweepSpec(models=["builtin:tiny-clip"], dataset={"name": "builtin", "split": "demo", "n": 8},
+                     conditions=condition_grid([], [1], [], [], combine="none"))  # the clean cell alone
+    run_sweep(spec, tmp_path / "clean")
+    assert "Where it breaks" not in write_report(tmp_path / "clean")[1].read_text(encoding="utf-8")
 
 
 def test_a_search_result_adds_the_weakest_changes(mapped, tmp_path):

@@ -131,12 +131,16 @@ def test_a_tampered_suite_is_caught(res, tmp_path):
 
 @pytest.mark.parametrize("extra, says", [
     (["--visual", "gausian_noise"], ["unknown perturbation 'gausian_noise'"]),
-    (["--text", "jumble"], ["is a video perturbation, not a text one"]),
+    (["--text", "jumble"], ["is a video perturbation, not one of texts"]),
     (["--k", "0"], ["--k must be at least 1"]),
     (["--k", "9"], ["k 9 is larger than the gallery"]),
     (["--budget", "0"], ["--budget must be at least 1"]),
     (["--model", "builtin:tiny-vilt"], ["cannot"]),
-    (["--dataset", "builtin-videos"], ["the search runs on image datasets"]),
+    (["--dataset", "builtin-videos", "--direction", "t2i"], ["direction 't2i' is not one of"]),
+    (["--task", "grounding", "--direction", "t2i"], ["--direction is a retrieval option"]),
+    (["--task", "grounding"], ["cannot ground referring expressions"]),
+    (["--task", "grounding", "--model", "builtin:tiny-vilt", "--dataset", "builtin-videos"], ["grounding runs on "
+                                                                                               "images"]),
 ])
 def test_bad_input_is_one_line(tmp_path, capsys, extra, says):
     out = tmp_path / "suite"

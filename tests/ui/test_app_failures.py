@@ -1,11 +1,13 @@
 """AppTest of the Failures page: a small failure map on the built-in images (ROBUSTLAB_SYNC_SWEEP=1: in the script
 thread) renders its map, slices and one cell in detail from the result; a widget changed after the run does not
 relabel the result; the operator's budget refuses a map past it in one line; a baseline shows which examples break
-for one model only, with the interval; an example goes to the basket and is on the Export page."""
+for one model only, with the interval; an example goes to the basket and is on the Export page; the search runs on
+images, videos and grounding, and on an upload (its Dataset object, no registered dataset); a search is cancelled by
+its Cancel and when its browser session has gone."""
 import pytest
-from streamlit.testing.v1 import AppTest
+from apptest_helpers import fresh, png_uploads
 
-from ui import failures_run as run
+from ui import failures_run as run, failures_search
 from ui import operator
 from ui.media import md_escape
 
@@ -24,13 +26,7 @@ def sync(monkeypatch):
 
 
 def page(**state):
-    at = AppTest.from_file("../../app.py", default_timeout=TIMEOUT)
-    at.session_state["model_choice"] = MODEL
-    for k, v in state.items():
-        at.session_state[k] = v
-    at.switch_page(PAGE).run()
-    assert not at.exception, at.exception
-    return at
+    return fresh(PAGE, timeout=TIMEOUT, **{"model_choice": MODEL, **state})
 
 
 TEXT = {"keyboard", "gender_swap"}
@@ -53,10 +49,9 @@ def go(at):
 
 def frame(at, column):
     """The first table with ``column`` (AppTest's dataframes carry no key)."""
-    for d in at.dataframe:
-        if column in d.value.columns:
-            return d.value
-    raise AssertionError(f"no table with a column {column!r}")
+    got = [d.value for d in at.dataframe if column in d.value.columns]
+    assert got, f"no table with a column {column!r}"
+    return got[0]
 
 
 def texts(at):
@@ -168,8 +163,6 @@ def test_a_search_runs_within_the_budget_and_goes_to_the_basket():
     at.number_input(key="fail_budget").set_value(300)
     at.button(key="fail_search_go").click().run()
     assert not at.exception and not at.error, [e.value for e in at.error]
-    from ui import failures_search
-
     res = at.session_state[failures_search.RESULT]
     assert res.model == MODEL and res.budget == 300 and res.evaluations <= 300
     broken = res.broken()
@@ -189,8 +182,6 @@ def test_a_search_past_the_operators_budget_is_refused_in_one_line(monkeypatch):
     at.run()
     at.button(key="fail_search_go").click().run()
     assert not at.exception and not at.error
-    from ui import failures_search
-
     res = at.session_state[failures_search.RESULT]  # 40 is within the operator's 50: it ran
     assert res.budget == 40 and res.evaluations <= 40
     why = failures_search.start({"budget": 60})  # the page's box stops at 50; the job refuses more itself
@@ -210,3 +201,63 @@ def test_the_page_is_listed_after_grounding_with_an_icon_streamlit_accepts():
     assert files.index("pages/failures.py") == files.index("pages/grounding.py") + 1
     for _, _, icon in views:  # an unknown Material icon stops app.py on a real server (AppTest does not check)
         validate_material_icon(icon)
+
+
+def search(at, budget: int):
+    at.number_input(key="fail_budget").set_value(budget)
+    at.button(key="fail_search_go").click().run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    return at.session_state[failures_search.RESULT]
+
+
+def test_a_search_on_grounding_and_on_videos():
+    at = page(fail_task="grounding")
+    at.number_input(key="fail_n").set_value(6).run()
+    res = search(at, 40)
+    assert res.task == "grounding" and res.model == "builtin:tiny-vilt" and res.dataset["name"] == "builtin-refs"
+    assert res.evaluations <= 40 and res.dataset["n"] == 6
+    if res.broken():
+        t = frame(at, "IoU clean → broken")
+        assert list(t["example"]) == [f"#{r['item']} · {r['id']} · expression {r['ref']}" for r in res.broken()]
+    at = page(dataset="builtin-videos", model_choice="builtin:tiny-clip-video-seqtransf")
+    at.number_input(key="fail_n").set_value(6).run()
+    res = search(at, 30)
+    assert res.task == "retrieval" and res.direction == "t2v" and res.dataset["name"] == "builtin-videos"
+    assert res.broken(), "the tiny video model on 6 built-in videos: the search should break some"
+    assert list(frame(at, "rank clean → broken")["thief"]) == [r["thief_id"] for r in res.broken()]
+
+
+def test_an_upload_maps_and_searches_as_a_dataset_object():
+    from robustlab.datasets.registry import list_datasets
+    from robustlab.datasets.uploads import ingest_uploads
+
+    files, caps = png_uploads(10)
+    g = ingest_uploads(files, caption_lines="\n".join(caps)).gallery
+    at = page(dataset="upload", upload_gallery=g, upload_gallery_id="up-fail")
+    assert "Items: all 10 of the upload" in texts(at)  # an upload runs on all of its items
+    at.multiselect(key="fail_vis_image").set_value(["gaussian_noise"])
+    at.multiselect(key="fail_sev").set_value([1, 3]).run()
+    go(at)
+    assert not at.error, [e.value for e in at.error]
+    out = at.session_state[run.RESULT]
+    assert out.fmap.dataset["object"] is True and out.fmap.n == 10 and out.dataset is g
+    assert "dashboard-upload" not in [d["name"] for d in list_datasets()]  # no dashboard-side registration
+    res = search(at, 60)
+    assert res.source is g and res.dataset["object"] is True and res.evaluations <= 60
+
+
+@pytest.mark.parametrize("how", ["cancel", "session gone"])
+def test_a_search_job_is_cancelled(monkeypatch, how):
+    from pathlib import Path
+
+    args = {"model": MODEL, "dataset": "builtin", "n": 10, "task": "retrieval", "direction": "t2i", "k": 1,
+            "budget": 500}
+    job = failures_search.SearchJob(spec=None, out=Path("search"), owner="s", args=args)
+    if how == "cancel":
+        job.cancel.set()  # the page's Cancel button
+    else:  # the browser session has gone: the job's progress callback sets the cancel event
+        monkeypatch.setattr(failures_search.SearchJob, "owner_gone", lambda self, grace_s=0: True)
+    job.run()
+    assert job.cancelled and not job.error and job.result.cancelled
+    assert job.result.candidates_tried == (0 if how == "cancel" else 1)
+    assert {r["status"] for r in job.result.results} <= {"broken", "cancelled", "fails clean"}
