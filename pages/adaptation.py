@@ -1,5 +1,6 @@
-"""Adaptation: test-time adaptation of the sidebar's model against a query shift (Tent, TCR, HAT-VTR), R@K clean /
-shifted / adapted, the loss per batch, hubness before and after, and where the queries move."""
+"""Adaptation: test-time adaptation of the sidebar's model against a query shift (robustlab.adapt's methods: Tent,
+TCR, HAT-VTR, READ, SAR, EATA, the oracle), R@K clean / shifted / adapted, the loss per batch, hubness before and
+after, and where the queries move."""
 from __future__ import annotations
 
 import numpy as np

@@ -14,7 +14,9 @@ from ui.charts import embedding_scatter
 from ui.cache import shared
 
 MAX_ITEMS = 1000
-DEFAULTS = {"image": ("gaussian_noise", 3), "video": ("motion_blur", 3), "text": ("keyboard", 2)}
+# The visual perturbation starts from the session's one choice, whose default is every page's (ui.choice.DEFAULTS:
+# gaussian_noise s3 on images, reverse_sampling s1 on videos); the captions' own default: keyboard s2 on both kinds.
+DEFAULTS = {"text": ("keyboard", 2)}
 
 st.header("Embeddings — where perturbed inputs move")
 

@@ -108,7 +108,7 @@ st.subheader("Gallery metrics")
 mets = ui.gallery_metrics(bench, vcond, tcond, failure=failed)
 if mets is not None:
     ui.widgets.headline_r1(r1_slot, mets, d, kind)  # labelled with the condition it is (from mets)
-    ui.metrics_table(mets, "metrics_table")
+    ui.metrics_table(mets, "metrics_table", mean=True)  # with Qiu's per-direction mean recall (issue 48)
     ui.recall_chart(mets, d, "metrics_chart")
 
 base = ui.compare.baseline(ctx)

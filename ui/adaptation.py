@@ -22,14 +22,18 @@ from robustlab import adapt
 from robustlab.diagnostics import embedding
 from robustlab.perturb.condition import Condition
 from robustlab.tasks.retrieval_bench import DIRECTION_LABELS
+from ui import choice
 from ui.loaders import Bench
 from ui.widget_state import initial, valid
-from ui.widgets import NONE, one_line_failure, perturbation_picker
+from ui.widgets import NONE, one_line_failure, perturbation_names, perturbation_picker
 from ui.cache import shared
 
 LAST = "ad_last"  # session key of the last run's outcome
 MAX_POINTS = 1000  # the map's points: shifted queries + adapted queries + gallery
-DEFAULT_SHIFT = {"text": "keyboard", "image": "gaussian_noise", "video": "gaussian_noise"}
+# The query shift on the text side: the page's own (keyboard s3: a shift for the text tower to adapt to, where the
+# shared text default on videos is none); on the image or video side, the session's one choice, whose default is every
+# page's (ui.choice.DEFAULTS: gaussian_noise s3 on images, reverse_sampling s1 on videos).
+TEXT_SHIFT = ("keyboard", 3)
 SHORT = {"image": "img", "video": "vid", "text": "txt"}
 
 
@@ -118,9 +122,14 @@ def controls(ctx: Bench) -> Setup:
     side = "text" if direction[0] == "t" else kind
     with c2:
         pk, sk = f"ad_{SHORT[side]}_pert", f"ad_{SHORT[side]}_sev"
-        name, sev = perturbation_picker(side, pk, sk, default=_saved(pk, DEFAULT_SHIFT[side]),
-                                        severity=int(_saved(sk, 3)), label=f"Query shift ({side})",
+        name0, sev0 = TEXT_SHIFT if side == "text" else choice.default(side, kind)
+        name, sev = perturbation_picker(side, pk, sk, default=_saved(pk, name0), severity=int(_saved(sk, sev0)),
+                                        label=f"Query shift ({side})",
                                         kind=kind)  # the session's one choice (ui.choice): a pick on any page
+        if side == "video" and name and perturbation_names("video")[1].get(name) == "temporal":
+            st.caption(f"{name} only changes the frames' order or timing: an order-sensitive model (seqTransf) is "
+                       "shifted, one that averages its frames (meanP) hardly is; a corruption (noise, blur) shifts "
+                       "both.")
     cond = Condition(name, sev, seed)
     methods = {m["name"]: m for m in adapt.list_methods()}
     with c3:

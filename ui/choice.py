@@ -9,6 +9,8 @@ per kind of data (captions of images and of videos have different defaults). A p
 (:func:`seed`, through the Session State API, so the browser shows it) and writes the viewer's pick back
 (:func:`remember`). The defaults, the same on every page, are :data:`DEFAULTS`: what the Retrieval page and the
 server's warm-up compute first (``ui.warmup.RETRIEVAL_DEFAULTS``; tests/ui/test_app_choice.py keeps the two equal).
+Every page's visual picker starts from them (Embeddings and Adaptation too); a page may keep a text default of its
+own (Embeddings: keyboard s2 on videos as on images; Adaptation: keyboard s3, a shift for the text tower).
 """
 from __future__ import annotations
 

@@ -10,6 +10,7 @@ import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
+from robustlab.metrics.retrieval import mean_recall
 from robustlab.perturb import list_perturbations
 from robustlab.perturb.condition import Condition
 from robustlab.tasks.retrieval_bench import DIRECTION_LABELS
@@ -230,11 +231,19 @@ def ranked_captions(title: str, key: str, ranked, texts, gt) -> None:
         "caption": st.column_config.TextColumn(width="large")})
 
 
-def metrics_table(metrics: dict, key: str) -> None:
-    """Condition × direction rows of R@K, MdR, MnR."""
-    rows = [{"condition": c, "direction": DIRECTION_LABELS[d], **{k: round(v, 4) for k, v in m.items()}}
+MEAN_RECALL = "mean recall"  # the Retrieval table's column: Qiu et al.'s per-direction Mean (issue 48)
+
+
+def metrics_table(metrics: dict, key: str, mean: bool = False) -> None:
+    """Condition × direction rows of R@K, MdR, MnR; ``mean``: and Qiu et al.'s per-direction mean recall
+    (R@1 + R@5 + R@10) / 3 (:func:`robustlab.metrics.retrieval.mean_recall` of the same metrics; a sweep's
+    ``<dir>_mean_recall`` column)."""
+    rows = [{"condition": c, "direction": DIRECTION_LABELS[d], **{k: round(v, 4) for k, v in m.items()},
+             **({MEAN_RECALL: round(mean_recall(m), 4)} if mean else {})}
             for c, dirs in metrics.items() for d, m in dirs.items()]
-    st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch", key=key)
+    cfg = {MEAN_RECALL: st.column_config.NumberColumn(
+        MEAN_RECALL, help="Qiu et al.'s per-direction Mean: (R@1 + R@5 + R@10) / 3 (results.csv: <dir>_mean_recall)")}
+    st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch", key=key, column_config=cfg if mean else None)
 
 
 def recall_chart(metrics: dict, direction: str, key: str) -> None:

@@ -65,10 +65,11 @@ def _bench_parser(sub) -> None:
                         "|VV+TV..., quag-attention:video-avg|text-avg|text-video-avg[/multiplicative], "
                         "input:language-only|video-only, or all (default none)")
     b.add_argument("--adapt", default=None,
-                   help="test-time adaptation methods (robustlab.adapt; `robustlab adapt --list`), e.g. "
-                        "none,tent,tcr,hat-vtr, or all: each adds, for every shift of one side, a cell with that "
-                        "method adapting that side's queries (visual: i2t/v2t, text: t2i/t2v); none is the "
-                        "shifted cell itself (default none)")
+                   help="test-time adaptation methods (robustlab.adapt; `robustlab adapt --list`): tent, tcr, hat-vtr, "
+                        "read, sar, eata (and the diagnostic oracle), e.g. none,tent,eata, or all (every method "
+                        "but the oracle): each adds, for every shift of one side, a cell with that method adapting "
+                        "that side's queries (visual: i2t/v2t, text: t2i/t2v); none is the shifted cell itself "
+                        "(default none)")
     b.add_argument("--adapt-param", action="append", metavar="KEY=VALUE",
                    help="an adaptation parameter, repeatable: KEY=VALUE for every --adapt method that has it, "
                         "METHOD.KEY=VALUE for one (e.g. steps=1, hat-vtr.capacity=50)")

@@ -91,7 +91,8 @@ def test_video_map_select_play_and_add_to_basket(server, browser, tmp_path):
     page = _open_embeddings(server, browser, 2400, 300_000)
     choose_radio(page, "Built-in videos", scope=page.locator('[data-testid="stSidebar"]'))
     choose_radio(page, "PCA (instant)", scope=page.locator(".st-key-emb_method"))
-    page.get_by_text(re.compile(r"^800 points: 200 items · video motion_blur s3 · text keyboard s2 · PCA")).wait_for()
+    page.get_by_text(re.compile(r"^800 points: 200 items · video reverse_sampling s1 · text keyboard s2 · PCA")
+                     ).wait_for()  # the video default of every page (ui.choice.DEFAULTS)
     settle(page)
 
     _drag(page, 0.01, 0.01, 0.99, 0.99)  # the whole plot area: clean and perturbed videos and captions

@@ -1,3 +1,5 @@
+import re
+
 import numpy as np
 
 from robustlab.datasets.synthetic import world
@@ -120,8 +122,13 @@ def test_peeling_questions_answer_from_the_scene():
         for t in qa.PEELING_TYPES:
             q = qa.image_question(s, rng, t)
             assert q.qtype == t and q.answer in qa.ALL_ANSWERS  # '0' is only in the uniqueness answers
-            x = q.question[len({"count_of": "how many ", "many": "are there many ",
-                                "reflected": "is there a reflected "}[t]):-len(" in the image?")]
+            pre, post = {"count_of": ("how many ", " are in the image?"), "many": ("are there many ", " in the image?"),
+                         "reflected": ("is there a reflected ", " in the image?")}[t]
+            assert q.question.startswith(pre) and q.question.endswith(post), q
+            x = q.question[len(pre):-len(post)]
+            if t != "reflected":  # counted: the head noun in the plural ("how many red rings are in the image?")
+                assert re.search(r"\b(?:" + "|".join(world.SHAPES) + r")s\b", x), q
+                x = re.sub(r"\b(" + "|".join(world.SHAPES) + r")s\b", r"\1", x)
             n = _fits(s.objects, x)
             if t == "count_of":
                 assert q.answer == str(n), (q, n)
@@ -132,6 +139,41 @@ def test_peeling_questions_answer_from_the_scene():
                 assert q.answer == "no"  # the world has no reflections
             assert (q.target >= 0) == (n == 1)
     assert {0, 1, 2} <= seen  # near misses (0) and repeated objects (2+) occur
+
+
+def test_questions_agree_in_number_and_article():
+    """Issue 45: "how many ring in the image?" and "is there a orange star?" are gone from every template."""
+    import numpy as np
+
+    from robustlab.datasets.synthetic import qa
+
+    rng = np.random.default_rng(5)
+    seen = set()
+    for s in world.make_scenes(120, 13):
+        for t in qa.IMAGE_TYPES + qa.PEELING_TYPES:
+            q = qa.image_question(s, rng, t).question
+            seen.add(q)
+            assert not re.search(r"\ba [aeiou]", q) and not re.search(r"\ban [^aeiou ]", q), q
+    for v in (world.sample_video(13, i) for i in range(60)):
+        for t in qa.VIDEO_TYPES + qa.CLAVI_TYPES:
+            q = qa.video_question(v, rng, t).question
+            assert not re.search(r"\ba [aeiou]", q), q
+    assert any(q.startswith("is there an orange ") for q in seen)
+    assert any(re.match(r"how many (\w+ )*(circle|square|triangle|diamond|star|ring)s( at the [a-z ]+)? are in "
+                        r"the image\?$", q) for q in seen)
+    assert not any(re.match(r"(how|are there) many (\w+ )*(circle|square|triangle|diamond|star|ring)\b(?!s)", q)
+                   for q in seen)
+
+
+def test_plural_phrase():
+    from robustlab.datasets.synthetic.qa import article, plural_phrase
+
+    assert [plural_phrase(x) for x in ("ring", "small striped red ring", "circle at the top left", "man in a car",
+                                       "person", "glass", "bus", "woman wearing a hat", "sky", "boy", "Box",
+                                       "tall building", "building on the left")] == [
+        "rings", "small striped red rings", "circles at the top left", "men in a car", "people", "glasses",
+        "buses", "women wearing a hat", "skies", "boys", "Boxes", "tall buildings", "buildings on the left"]
+    assert [article(w) for w in ("orange", "red", "Umbrella")] == ["an", "a", "an"]
 
 
 def test_overspecified_expressions_add_redundant_attributes():

@@ -13,6 +13,7 @@ import re
 import numpy as np
 import pytest
 
+from robustlab.datasets.synthetic.qa import plural_phrase
 from robustlab.diagnostics import peeling as P
 from robustlab.models.protocols import Box
 from robustlab.perturb.text import resources as R
@@ -46,17 +47,24 @@ class TableVQA:
         self.calls += 1
         self.questions += list(questions)
         out = []
+        plural = {plural_phrase(x): x for x in self.table}
         for q in questions:
             kind, x = _parse_q(q)
-            out.append(self.table.get(x, self.default)[kind])
+            out.append(self.table.get(plural.get(x, x) if kind < 2 else x, self.default)[kind])
         return out
 
 
 def _parse_q(q: str) -> tuple[int, str]:
+    """(which question, X as asked: in the plural in the first two ("How many red circles are in the image?"))."""
     for k, pre in enumerate(("How many ", "Are there many ", "Is there a reflected ")):
         if q.startswith(pre):
-            return k, re.sub(r" ?in the image\?$", "", q[len(pre):])
+            return k, re.sub(r"( are)? ?in the image\?$", "", q[len(pre):])
     raise AssertionError(q)
+
+
+def _world_x(x: str) -> str:
+    """A world phrase back in the singular ("red circles at the top left" -> "red circle at the top left")."""
+    return re.sub(r"\b(circle|square|triangle|diamond|star|ring|object)s\b", r"\1", x)
 
 
 class WorldVQA:
@@ -72,7 +80,7 @@ class WorldVQA:
         out = []
         for im, q in zip(images, questions):
             kind, x = _parse_q(q)
-            k = len(P.world_matches(x, self.by[np.asarray(im).tobytes()]) or [])
+            k = len(P.world_matches(_world_x(x), self.by[np.asarray(im).tobytes()]) or [])
             out.append(([str(k), "yes" if k >= 2 else "no", "no"][kind], {}))
         return out
 
@@ -190,10 +198,12 @@ def test_token_level_parsing_vs_released_substrings():
     assert P.says_no("no") and P.says_no("No.") and not P.says_no("yes")
     for a in ("none", "snow", "notebook"):
         assert not P.says_no(a) and P.says_no(a, compat=True), a
-    assert P.questions_for("red circle") == ("How many red circle in the image?",
-                                             "Are there many red circle in the image?",
+    assert P.questions_for("red circle") == ("How many red circles are in the image?",
+                                             "Are there many red circles in the image?",
                                              "Is there a reflected red circle in the image?")
-    assert P.questions_for("red circle", compat=True)[2] == "Is there a reflected red circlein the image?"
+    assert P.questions_for("red circle", compat=True) == ("How many red circle in the image?",
+                                                          "Are there many red circle in the image?",
+                                                          "Is there a reflected red circlein the image?")
 
 
 def test_uniqueness_is_the_and_of_three_checks():
@@ -264,7 +274,7 @@ def test_keep_article_and_issue_flag():
     run = P.peel(g, IMG, "the red cup on the table", (10, 10, 50, 50), extractor=lambda t: ex, vqa_model=vqa,
                  stages=(), keep_article=True)
     assert [t.Reducetext for t in run.tests] == ["the cup", "the red cup", "the cup on the table"]
-    assert vqa.questions[0] == "How many cup in the image?"  # the questions use the bare phrase
+    assert vqa.questions[0] == "How many cups are in the image?"  # the questions use the bare phrase
     assert [t.issue for t in run.tests] == [True, False, False] and run.tests[0].iou == 0.0
     assert all(t.issue == (t.iou <= 0.5) for t in run.tests)
 

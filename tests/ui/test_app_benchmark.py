@@ -202,6 +202,22 @@ def test_retrieval_offers_no_interventions(runs):
     assert any("Pick at least one perturbation." in w.value for w in at.warning)
 
 
+def test_the_adaptation_methods_are_the_registrys(runs):
+    """Issue 48: READ, SAR and EATA are offered beside Tent, TCR and HAT-VTR (the registry's methods, as
+    `robustlab bench --adapt all` takes them: every one that adapts, the diagnostic oracle left out), and the help
+    names them all."""
+    from robustlab.adapt import list_methods
+    from robustlab.bench.spec import parse_adapt
+
+    at = page()
+    box = at.multiselect(key="bench_adapt")
+    want = [m["name"] for m in list_methods() if m["adapts"] and not m["diagnostic"]]
+    assert box.options == want and {"tent", "tcr", "hat-vtr", "read", "sar", "eata"} <= set(want)
+    assert "oracle" not in box.options and "none" not in box.options
+    assert [c.name for c in parse_adapt("all")] == want  # the CLI's "all", in the same order
+    assert "Tent, TCR, HAT-VTR, READ, SAR, EATA adapting" in box.help
+
+
 def test_retrieval_sweep_with_test_time_adaptation_shows_the_table(runs):
     at = page(model_choice="builtin:tiny-clip")  # ends with tiny-clip's visual side, which has nothing to adapt
     at.number_input(key="bench_n").set_value(16)

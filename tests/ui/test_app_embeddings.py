@@ -203,8 +203,9 @@ def test_video_gallery_map_selection_plays_and_adds_to_basket():
                          "point_indices": [0], "box": [], "lasso": []}}
     at = open_page(dataset="builtin-videos", model_choice=SEQ, emb_items=20, emb_chart=sel)
     assert not at.error and not at.warning
-    assert at.selectbox(key="emb_vid_pert").value == "motion_blur"
-    assert any(c.value.startswith("80 points: 20 items · video motion_blur s3 · text keyboard s2 · PCA")
+    # the video default is every page's (ui.choice.DEFAULTS, issue 45): reverse_sampling s1
+    assert at.selectbox(key="emb_vid_pert").value == "reverse_sampling" and at.slider(key="emb_vid_sev").value == 1
+    assert any(c.value.startswith("80 points: 20 items · video reverse_sampling s1 · text keyboard s2 · PCA")
                for c in at.caption)
     fig = figure(at)
     groups = {t["name"]: t for t in markers(fig)}
@@ -222,10 +223,15 @@ def test_video_gallery_map_selection_plays_and_adds_to_basket():
     basket = at.session_state["basket"]
     assert [e.kind for e in basket] == ["video", "text"]
     v = basket[0]
-    assert v.record["name"] == "motion_blur" and v.record["severity"] == 3 and v.fps == 8.0
+    assert v.record["name"] == "reverse_sampling" and v.record["severity"] == 1 and v.fps == 8.0
     shown = [c.value for c in at.caption if c.value.endswith(" · video")]  # "item N · video" over the players
     assert shown == [f"item {v.source['index']} · video"]  # rows are a seeded subsample of the 200 videos
-    assert v.source["collection"] == "video" and v.output.shape == v.clean.shape
+    assert v.source["collection"] == "video"
+    # reverse sampling: frames 0, r, 2r, ... each repeated r times, played backwards (⌈n/r⌉·r frames)
+    from robustlab.perturb.video.temporal import sampling_indices
+
+    idx = sampling_indices(len(v.clean), int(v.record["params"]["rate"]))[::-1]
+    assert v.output.shape == (len(idx),) + v.clean.shape[1:] and np.array_equal(v.output, v.clean[idx])
     assert basket[1].record["name"] == "keyboard" and basket[1].source["field"] == "caption"
 
 
@@ -234,7 +240,8 @@ def test_video_gallery_keeps_its_own_perturbation_choice():
     state = dict(model_choice=SEQ, emb_items=10, emb_vid_pert="jumble", emb_img_pert="(none)",
                  emb_txt_pert="(none)")
     at = open_page(dataset="builtin-videos", **state)
-    assert any(c.value.startswith("30 points: 10 items · video jumble s3 · text clean") for c in at.caption)
+    # (the severity not set: the video default's, reverse_sampling s1, as on every page)
+    assert any(c.value.startswith("30 points: 10 items · video jumble s1 · text clean") for c in at.caption)
     at = open_page(dataset="builtin", **state)
     assert any(c.value.startswith("20 points: 10 items · image clean · text clean") for c in at.caption)
 

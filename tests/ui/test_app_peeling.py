@@ -26,9 +26,12 @@ SUBHEADER = "PEELING — does a shorter expression that still names the object b
 
 
 def _parse_q(q: str) -> tuple[int, str]:
+    """(which question, X in the singular: the first two ask in the plural, "How many red circles are in the
+    image?")."""
     for k, pre in enumerate(("How many ", "Are there many ", "Is there a reflected ")):
         if q.startswith(pre):
-            return k, re.sub(r" ?in the image\?$", "", q[len(pre):])
+            x = re.sub(r"( are)? ?in the image\?$", "", q[len(pre):])
+            return k, re.sub(r"\b(circle|square|triangle|diamond|star|ring|object)s\b", r"\1", x)
     raise AssertionError(q)
 
 

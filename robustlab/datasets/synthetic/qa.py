@@ -11,6 +11,9 @@ Image questions (``image_question``), one of these types:
     count      "how many objects are there?"               1 .. 4
     position   "where is the blue square?"                 a position of the 3×3 layout ("top left", ...)
 
+Questions agree in number and article: "is there an orange star?", "how many rings are in the image?" (the phrase
+X of PEELING's count and "many" questions is pluralised by :func:`plural_phrase`).
+
 Video questions (``video_question``):
 
     order      "does the red circle change before the blue square?"   yes / no; the two events concern
@@ -37,17 +40,68 @@ COUNT_WORDS = ("1", "2", "3", "4")
 ANSWERS: tuple[str, ...] = (("yes", "no") + tuple(COLORS) + SHAPES + COUNT_WORDS
                             + tuple(POSITIONS[k] for k in sorted(POSITIONS) if POSITIONS[k] not in DIRECTIONS)
                             + tuple(DIRECTIONS))
-UNIQUENESS_ANSWERS = ("0",)  # "how many X in the image?" can be 0 (PEELING's count question; tiny-vilt's stage 3)
+UNIQUENESS_ANSWERS = ("0",)  # "how many Xs are in the image?" can be 0 (PEELING's count question; tiny-vilt's stage 3)
 ALL_ANSWERS = ANSWERS + UNIQUENESS_ANSWERS
 IMAGE_TYPES = ("exist", "color", "shape", "count", "position")
 VIDEO_TYPES = ("order", "event_order", "event", "first", "direction")
 # Question types the built-in datasets do not ask but tiny-vilt is trained on, so that it can serve the methods
-# that ask them: PEELING's uniqueness check (its three templates, about an object phrase X: "how many X in the
-# image?" (0-4), "are there many X in the image?" (two or more), "is there a reflected X in the image?" (the world
-# has no reflections: always "no")) and CLAVI's beginning/end questions and negative controls (an object that is
-# not in the video).
+# that ask them: PEELING's uniqueness check (its three templates, about an object phrase X, worded as
+# robustlab.diagnostics.peeling asks them by default: "how many Xs are in the image?" (0-4), "are there many Xs in
+# the image?" (two or more), "is there a reflected X in the image?" (the world has no reflections: always "no"))
+# and CLAVI's beginning/end questions and negative controls (an object that is not in the video).
 PEELING_TYPES = ("count_of", "many", "reflected")
 CLAVI_TYPES = ("be", "event_nc", "order_nc")
+
+
+_IRREGULAR = {"man": "men", "woman": "women", "person": "people", "child": "children", "foot": "feet",
+              "tooth": "teeth", "mouse": "mice", "goose": "geese", "ox": "oxen", "sheep": "sheep", "fish": "fish",
+              "deer": "deer", "leaf": "leaves", "knife": "knives", "shelf": "shelves", "wife": "wives",
+              "half": "halves", "loaf": "loaves", "wolf": "wolves", "life": "lives", "scarf": "scarves",
+              "calf": "calves", "thief": "thieves", "cactus": "cacti", "bus": "buses", "glass": "glasses"}
+# Words after which a phrase's head noun is done: "circle at the top left", "man in a car", "dog that sits".
+_BOUNDARY = frozenset("at in on of with near behind beside besides next under over above below by from to into "
+                      "onto between among against along across around inside outside who that which whose "
+                      "is are has stands sits looks lies walks eats rides holds wears plays".split())
+
+
+def plural(word: str) -> str:
+    """The plural of one English noun ("ring" → "rings", "glass" → "glasses", "man" → "men", "person" →
+    "people"); a rule set for the nouns robustlab's questions name, not a full inflector."""
+    low = word.lower()
+    if low in _IRREGULAR:
+        p = _IRREGULAR[low]
+    elif low.endswith("man") and low not in ("human", "german", "roman"):
+        p = low[:-3] + "men"
+    elif low.endswith(("s", "x", "z", "ch", "sh")):
+        p = low + "es"
+    elif low.endswith("y") and len(low) > 1 and low[-2] not in "aeiou":
+        p = low[:-1] + "ies"
+    else:
+        p = low + "s"
+    return p if word == low else (p.capitalize() if word == low.capitalize() else p.upper() if word.isupper() else p)
+
+
+def plural_phrase(x: str) -> str:
+    """An object phrase with its head noun in the plural: the word before the first preposition, relative pronoun,
+    common verb or -ing word, else the last word ("red circle" → "red circles", "circle at the top left" →
+    "circles at the top left", "man in a car" → "men in a car"). The built-in world's phrases always come out
+    right."""
+    words = x.split()
+    if not words:
+        return x
+    head = len(words) - 1
+    for i in range(1, len(words)):
+        w = words[i].lower()  # a participle ("wearing a hat") is followed by more words; "building" ends a phrase
+        if w in _BOUNDARY or (w.endswith("ing") and len(w) > 4 and i < len(words) - 1):
+            head = i - 1
+            break
+    words[head] = plural(words[head])
+    return " ".join(words)
+
+
+def article(word: str) -> str:
+    """The indefinite article before ``word``: "an" before a vowel ("an orange star"), else "a"."""
+    return "an" if word[:1].lower() in "aeiou" else "a"
 
 
 @dataclass
@@ -123,9 +177,9 @@ def _image_q(objs: list[Obj], qt: str, rng: np.random.Generator) -> QA | None:
     if qt in PEELING_TYPES:
         x, n, tgt = object_phrase(objs, rng)
         if qt == "count_of":
-            return QA(f"how many {x} in the image?", str(n), qt, tgt)
+            return QA(f"how many {plural_phrase(x)} are in the image?", str(n), qt, tgt)
         if qt == "many":
-            return QA(f"are there many {x} in the image?", "yes" if n >= 2 else "no", qt, tgt)
+            return QA(f"are there many {plural_phrase(x)} in the image?", "yes" if n >= 2 else "no", qt, tgt)
         return QA(f"is there a reflected {x} in the image?", "no", qt, tgt)
     if qt == "count":
         return QA(str(rng.choice(["how many objects are there?", "how many objects are in the image?",
@@ -146,7 +200,8 @@ def _image_q(objs: list[Obj], qt: str, rng: np.random.Generator) -> QA | None:
                 if (c, s) not in present:
                     break
             ans = "no"
-        return QA(f"is there a {c} {s}?" if rng.random() < 0.7 else f"is there a {c} {s} in the image?", ans,
+        a = article(c)
+        return QA(f"is there {a} {c} {s}?" if rng.random() < 0.7 else f"is there {a} {c} {s} in the image?", ans,
                   "exist", tgt)
     t = int(rng.integers(len(objs)))
     if qt == "color":
@@ -332,6 +387,7 @@ def video_frames_at(video: VideoScene, idx, size: int = 64) -> np.ndarray:
                                           video.background, size, rng, background=bg) for t in idx])
 
 
-__all__ = ["ANSWERS", "UNIQUENESS_ANSWERS", "ALL_ANSWERS", "IMAGE_TYPES", "VIDEO_TYPES", "PEELING_TYPES", "CLAVI_TYPES",
+__all__ = ["plural", "plural_phrase", "article",
+           "ANSWERS", "UNIQUENESS_ANSWERS", "ALL_ANSWERS", "IMAGE_TYPES", "VIDEO_TYPES", "PEELING_TYPES", "CLAVI_TYPES",
            "object_phrase", "absent_event", "QA", "image_question", "video_question", "order_question",
            "clavi_pair", "relation_flip", "mismatched_caption", "describe", "frame_indices", "video_frames_at"]

@@ -41,9 +41,12 @@ Paper-vs-code choices (the digest's §7 rows 16-19 and what this module adds), a
   object+property candidate is kept *without* asking (a unique object stays unique when a property of it is
   added); otherwise each object+property candidate is asked. Default: that; ``check_all=True`` asks every
   candidate.
-* **Templates.** ``"How many " + X + " in the image?"``, ``"Are there many " + X + " in the image?"``, ``"Is there a
-  reflected " + X + " in the image?"``. The released third template lacks the space before "in" ("...X" + "in the
-  image?"): used only with ``compat=True``.
+* **Templates.** The paper's ``"How many " + X + " in the image?"``, ``"Are there many " + X + " in the image?"``,
+  ``"Is there a reflected " + X + " in the image?"``, in agreement by default: X's head noun in the plural where
+  the question counts (:func:`robustlab.datasets.synthetic.qa.plural_phrase`): "How many rings are in the
+  image?", "Are there many rings in the image?", "Is there a reflected ring in the image?" (tiny-vilt's stage 3
+  trains on the same wording). ``compat=True`` asks the released strings: the paper's wording ("How many ring in
+  the image?"), and the third template without the space before "in" ("...X" + "in the image?").
 * **Answers.** The released code tests substrings ("one"/"1" in the count answer, "no" in the other two), so
   "someone" counts as one and "none"/"snow" as no. Default: token-level (a whole token "one" or "1"; a whole token
   "no"); ``compat=True`` restores the substring tests.
@@ -334,7 +337,7 @@ class PeelingTask(Task):
     kinds = ("image",)
     alternative = "builtin:tiny-vilt"
     options = {"vqa_model": "the model that answers the uniqueness questions (default: the grounding model)",
-               "compat": "the released code's substring answer parsing and template string (default false)",
+               "compat": "the released code's substring answer parsing and template strings (default false)",
                "wide": "every proper subset of the properties as a candidate (the paper's wording; default false)",
                "skip_plural": "skip plural objects, the released rule (default true)",
                "check_all": "ask the uniqueness questions for every candidate (default false)",

@@ -9,9 +9,13 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from robustlab.datasets.synthetic.qa import plural_phrase
 from robustlab.datasets.synthetic.world import COLORS, SHAPES, SIZES, TEXTURES
 
-TEMPLATES = ("How many {x} in the image?", "Are there many {x} in the image?", "Is there a reflected {x} in the image?")
+# The paper's three questions, in agreement ({xs}: X with its head noun in the plural; issue 45): the paper's own
+# "How many X in the image?" reads "How many ring in the image?". The released strings keep the paper's wording.
+TEMPLATES = ("How many {xs} are in the image?", "Are there many {xs} in the image?",
+             "Is there a reflected {x} in the image?")
 RELEASED_TEMPLATES = ("How many {x} in the image?", "Are there many {x} in the image?",
                       "Is there a reflected {x}in the image?")  # sic: the released code's missing space
 QUERIES = ("how_many", "whether", "reflection")
@@ -19,8 +23,10 @@ CHUNK = 100  # items per model call (numbers do not depend on it)
 
 
 def questions_for(x: str, compat: bool = False) -> tuple[str, str, str]:
-    """PEELING's three questions about a phrase X (``compat=True``: the released strings, missing space kept)."""
-    return tuple(t.format(x=x) for t in (RELEASED_TEMPLATES if compat else TEMPLATES))  # type: ignore[return-value]
+    """PEELING's three questions about a phrase X ("How many rings are in the image?"; ``compat=True``: the
+    released strings, the paper's wording and the missing space kept: "How many ring in the image?")."""
+    return tuple(t.format(x=x, xs=plural_phrase(x))  # type: ignore[return-value]
+                 for t in (RELEASED_TEMPLATES if compat else TEMPLATES))
 
 
 def _tokens(answer: str) -> list[str]:

@@ -104,8 +104,9 @@ def refine_answers(model, net, scenes, img_feats, img_labels, videos, vid_feats,
 def refine_uniqueness(net, seed: int = 0, steps: int = UNIQUENESS_STEPS, lr: float = UNIQUENESS_LR,
                       n_images: int = UNIQUENESS_DATA[0], n_videos: int = UNIQUENESS_DATA[1], batch: int = 32,
                       verbose: bool = True) -> dict:
-    """Stage 3: teach the answer head PEELING's uniqueness questions ("how many X in the image?", "are there many X
-    in the image?", "is there a reflected X in the image?" about an object phrase X; :data:`qa.PEELING_TYPES`),
+    """Stage 3: teach the answer head PEELING's uniqueness questions ("how many Xs are in the image?", "are there
+    many Xs in the image?", "is there a reflected X in the image?" about an object phrase X, its head noun in the
+    plural where counted (``qa.plural_phrase``); :data:`qa.PEELING_TYPES`),
     so that tiny-vilt can serve as PEELING's VQA oracle on the built-in world. The fusion stays frozen and the
     stage-2 answer head keeps training (not a fresh one) with "0" added to its vocabulary; image batches ask
     PEELING's questions half of the time, and two video batches with relation pairs per image batch keep the
