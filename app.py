@@ -6,7 +6,9 @@ pages/ (one thin file per view: widgets → one robustlab call → figures).
 One file, two roles. Streamlit runs it as the script (``__name__ == "__main__"``) on every rerun of every session:
 :func:`dashboard`. ``streamlit run app.py`` first imports it as a module to find the server it serves, ``app``
 (``st.App``): the same dashboard, whose lifespan starts :func:`ui.warmup.warm_up` in a thread as the server comes
-up, so the default page's model and gallery are being computed while a viewer's browser loads.
+up, so the default page's model and gallery are being computed while a viewer's browser loads. That import also
+turns off Streamlit's own discovery of pages/ (:func:`ui.entry.serve_through_app`): a fresh server's first visit
+straight to a page's URL runs this script too, its sidebar and setup, and st.navigation serves the page.
 """
 from __future__ import annotations
 
@@ -84,7 +86,9 @@ async def warm_up_lifespan(_app):
 if __name__ == "__main__":  # a run of the script
     dashboard()
 else:  # imported by `streamlit run app.py` (or an ASGI server: uvicorn app:app) to serve the dashboard
+    from ui.entry import serve_through_app
     from ui.server_guard import install  # light (Streamlit only): no viewer message may clear what all share
 
+    serve_through_app()  # before any session: every URL runs this script (not Streamlit's own pages/ navigation)
     install()
     app = st.App(__file__, lifespan=warm_up_lifespan)
