@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
+from adapt_fixtures import seq_fixture, videos_fixture  # noqa: F401 (the fixtures seq and videos)
 
 from robustlab import adapt
 from robustlab.adapt import losses as L
@@ -125,7 +126,7 @@ def test_reliable_memory_selection_and_capacity():
 
 
 # ---- the loop on the built-in models -----------------------------------------------------------------------------
-VIDEOS_N = 48  # the built-in videos of the fixture `videos` (tests/adapt/conftest.py), with `seq`
+VIDEOS_N = 48  # the built-in videos of the fixture `videos` (tests/adapt/adapt_fixtures.py), with `seq`
 
 
 def _params(model):

@@ -7,14 +7,14 @@ import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
+from adapt_fixtures import videos_fixture  # noqa: F401 (the fixture videos)
 
 from robustlab import adapt
 from robustlab.adapt import losses as L
 from robustlab.adapt.towers import AdaptError
 from robustlab.metrics.retrieval import median_rank, ranks
 
-
-VIDEOS_N = 32  # the built-in videos of the fixture `videos` (tests/adapt/conftest.py)
+VIDEOS_N = 32  # the built-in videos of the fixture `videos` (tests/adapt/adapt_fixtures.py)
 
 
 @pytest.fixture(scope="module")

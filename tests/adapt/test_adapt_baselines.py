@@ -6,6 +6,7 @@ import math
 import numpy as np
 import pytest
 import torch
+from adapt_fixtures import seq_fixture, videos_fixture  # noqa: F401 (the fixtures seq and videos)
 
 from robustlab import adapt
 from robustlab.adapt import baselines as B
@@ -164,7 +165,7 @@ def test_cli_lists_the_baselines(capsys):
 
 
 # ---- small runs on the built-in videos -----------------------------------------------------------------------------
-VIDEOS_N = 32  # the built-in videos of the fixture `videos` (tests/adapt/conftest.py), with `seq`
+VIDEOS_N = 32  # the built-in videos of the fixture `videos` (tests/adapt/adapt_fixtures.py), with `seq`
 
 
 @pytest.mark.parametrize("method, keys", [("read", {"ra", "confident"}), ("sar", {"first", "reliable", "reset"}),
