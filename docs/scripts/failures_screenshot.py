@@ -10,16 +10,11 @@ from __future__ import annotations
 
 import argparse
 import os
-import socket
-import subprocess
 import sys
-import tempfile
-import time
-import urllib.request
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from screenshots import ROOT, settle, shrink  # noqa: E402 - the other screenshots' helpers
+from shotlib import ROOT, chromium, serve_app, settle, shrink  # noqa: E402 - the screenshot scripts' shared helpers
 
 
 def main() -> None:
@@ -29,27 +24,11 @@ def main() -> None:
     ap.add_argument("--width", type=int, default=1400)
     ap.add_argument("--height", type=int, default=2600)
     args = ap.parse_args()
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    env = dict(os.environ, ROBUSTLAB_CACHE=os.environ.get("ROBUSTLAB_CACHE") or tempfile.mkdtemp(prefix="rl-shot-"))
-    proc = subprocess.Popen([sys.executable, "-m", "streamlit", "run", "app.py", "--server.port", str(port),
-                             "--server.address", "127.0.0.1", "--server.headless", "true",
-                             "--browser.gatherUsageStats", "false"], cwd=ROOT, env=env,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    url = f"http://127.0.0.1:{port}"
-    try:
-        for _ in range(180):
-            try:
-                urllib.request.urlopen(url + "/_stcore/health", timeout=2)
-                break
-            except OSError:
-                time.sleep(1)
-        from playwright.sync_api import sync_playwright
+    with serve_app(cache=os.environ.get("ROBUSTLAB_CACHE")) as url:
+        from playwright.sync_api import sync_playwright  # the [test] extra; only the screenshot scripts need it
 
         with sync_playwright() as pw:
-            browser = pw.chromium.launch(executable_path="/usr/bin/chromium", headless=True,
-                                         args=["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage"])
+            browser = chromium(pw)
             page = browser.new_page(viewport={"width": args.width, "height": args.height})
             page.set_default_timeout(900_000)
             page.goto(url)
@@ -71,9 +50,6 @@ def main() -> None:
             shrink(Path(args.out))
             print(args.out, flush=True)
             browser.close()
-    finally:
-        proc.terminate()
-        proc.wait(timeout=30)
 
 
 if __name__ == "__main__":

@@ -6,7 +6,9 @@ so it cannot drift from it:
 - perturbations.md, from ``robustlab.list_perturbations()``: one summary table per modality (name, category, source
   papers, variants, availability here) and one section per perturbation (description, full source, inputs,
   variants with their notes, the default variant's severity table);
-- datasets.md, from ``robustlab.datasets.list()``: name, kind, tasks, splits, what the folder needs, the paper.
+- datasets.md, from ``robustlab.datasets.list()``: name, kind, tasks, splits, what the folder needs, the paper;
+- protocols-vs-papers.md, its marks filled in by protocol_doc.py: the command behind each screenshot and each
+  protocol's "not run here" list.
 """
 from __future__ import annotations
 
@@ -103,3 +105,9 @@ with mkdocs_gen_files.open("perturbations.md", "a") as f:
     f.write(catalogue())
 with mkdocs_gen_files.open("datasets.md", "a") as f:
     f.write(datasets())
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from protocol_doc import PAGE, render  # noqa: E402 - the protocols' page: runs and "not run here" lists
+
+with mkdocs_gen_files.open(PAGE.name, "w") as f:
+    f.write(render(PAGE.read_text(encoding="utf-8")))

@@ -9,40 +9,18 @@ once the page's script run has finished. Not part of the docs build (the build o
 from __future__ import annotations
 
 import argparse
-import os
 import re
-import socket
-import subprocess
 import sys
-import tempfile
 import time
-import urllib.request
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
-IDLE = '[data-test-script-state="notRunning"]'
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from shotlib import ROOT, chromium, serve_app, settle, shrink  # noqa: E402 - the screenshot scripts' shared helpers
 
 
 def page_titles() -> list[str]:
     """The pages app.py registers, in its order (its VIEWS list)."""
     return re.findall(r'\("pages/\w+\.py", "([^"]+)"', (ROOT / "app.py").read_text())
-
-
-def settle(page, timeout: float = 240_000) -> None:
-    for _ in range(3):
-        page.locator(IDLE).first.wait_for(state="attached", timeout=timeout)
-        page.wait_for_timeout(1500)
-        if page.locator(IDLE).count() > 0:
-            return
-
-
-def shrink(path: Path) -> None:
-    """A 256-colour palette PNG: a third of the size, indistinguishable for a UI screenshot."""
-    from PIL import Image
-
-    with Image.open(path) as im:
-        small = im.convert("RGB").quantize(colors=256, method=Image.Quantize.MEDIANCUT, dither=Image.Dither.NONE)
-    small.save(path, optimize=True)
 
 
 def main() -> None:
@@ -56,25 +34,11 @@ def main() -> None:
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
 
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    env = dict(os.environ, ROBUSTLAB_CACHE=tempfile.mkdtemp(prefix="robustlab-shots-"))
-    proc = subprocess.Popen([sys.executable, "-m", "streamlit", "run", "app.py", "--server.port", str(port),
-                             "--server.headless", "true", "--browser.gatherUsageStats", "false"],
-                            cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    url = f"http://127.0.0.1:{port}"
-    try:
-        for _ in range(120):
-            try:
-                urllib.request.urlopen(url + "/_stcore/health", timeout=2)
-                break
-            except OSError:
-                time.sleep(1)
-        from playwright.sync_api import sync_playwright
+    with serve_app(wait_s=120) as url:
+        from playwright.sync_api import sync_playwright  # the [test] extra; only the screenshot scripts need it
 
         with sync_playwright() as pw:
-            browser = pw.chromium.launch(executable_path="/usr/bin/chromium", headless=True)
+            browser = chromium(pw)
             page = browser.new_page(viewport={"width": args.width, "height": args.height})
             page.set_default_timeout(240_000)
             page.goto(url)
@@ -91,9 +55,6 @@ def main() -> None:
                 shrink(path)
                 print(f"{path.name}: {time.monotonic() - t0:.1f} s", flush=True)
             browser.close()
-    finally:
-        proc.terminate()
-        proc.wait(timeout=30)
 
 
 if __name__ == "__main__":
