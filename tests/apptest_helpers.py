@@ -1,4 +1,5 @@
-"""Shared AppTest helpers: a fresh app run with session state set first, and the built-in scenes as PNG uploads."""
+"""Shared AppTest helpers: a fresh app run with session state set first, the first table with a given column, and the
+built-in scenes as PNG uploads."""
 from __future__ import annotations
 
 import io
@@ -19,6 +20,14 @@ def fresh(page: str | None = None, timeout: float = TIMEOUT, **state) -> AppTest
     (at.switch_page(page) if page else at).run()
     assert not at.exception, at.exception
     return at
+
+
+def table(at: AppTest, column: str):
+    """The first dataframe (its DataFrame) with a column ``column`` (AppTest's dataframes carry no key); fails
+    naming the column when none has it."""
+    got = [d.value for d in at.dataframe if column in d.value.columns]
+    assert got, f"no table with a column {column!r}"
+    return got[0]
 
 
 def png_uploads(n: int, prefix: str = "img") -> tuple[list[tuple[str, bytes]], list[str]]:

@@ -13,7 +13,7 @@ the sweep engine (:class:`FailureJob`), and what the page shows (:class:`Outcome
   stays on the server's disk besides the embedding cache; the FailureMap holds everything the page shows, and every
   perturbed input is regenerated from its seed).
 - An upload lives in this session's memory: the Request carries it (``data``) and the map runs on that Dataset
-  object as it is (:func:`robustlab.failures` takes one; the library holds it for the length of the call).
+  object as it is (:func:`robustlab.failures` takes one and hands it to the sweep engine: nothing is registered).
 - A perturbation that changed nothing is a no-op, never "holds": every example that holds is perturbed once more
   at the highest swept severity, and a record whose output is its input (:func:`robustlab.perturb.record.is_no_op`)
   marks it "no-op".

@@ -28,13 +28,16 @@ from robustlab.tasks.retrieval_adapt import adapt_directions
 from robustlab.tasks.retrieval_bench import DIRECTIONS
 
 from robustlab.bench.cellfile import checksum, read_problem
-from robustlab.bench.spec import Cell, SweepCancelled, SweepError, SweepSpec
+from robustlab.bench.spec import Cell, SweepCancelled, SweepError, SweepSpec, object_missing
 
 
 def build_dataset(spec: SweepSpec):
     """The sweep's dataset; ``n`` past what it holds (a folder's loader stops at what it has; the built-in world
-    refuses more than its maximum before generating anything) is a one-line SweepError before any work."""
+    refuses more than its maximum before generating anything) is a one-line SweepError before any work, and so is
+    a sweep over a Dataset object, which no name rebuilds (:func:`robustlab.bench.spec.object_dataset`)."""
     d = spec.dataset
+    if d.get("object"):
+        raise SweepError(object_missing(d))
     kw = {k: d[k] for k in ("n", "seed") if d.get(k) is not None}
     kw.update(d.get("options") or {})
     try:

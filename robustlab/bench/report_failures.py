@@ -76,6 +76,8 @@ def load(root) -> tuple[Optional[dict], Optional[dict], list]:
 
 
 def _dataset(d: dict):
+    if d.get("object"):  # a Dataset object the run was given: never rebuilt by its name (placeholders instead)
+        return None
     try:
         kw = {k: d[k] for k in ("n", "seed") if d.get(k) is not None}
         return build(d["name"], root=d.get("root"), split=d.get("split"), **kw, **(d.get("options") or {}))

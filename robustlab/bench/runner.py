@@ -1,6 +1,12 @@
 """The sweep driver: run every cell of a spec not yet in its folder, locally or on Ray, and write what comes back
 (resumable: a cell's Result is written last and atomically, with a checksum; on resume a cell file is skipped only
-when it passes its schema and checksum, and recomputed with one log line otherwise)."""
+when it passes its schema and checksum, and recomputed with one log line otherwise).
+
+A sweep names its dataset by a registered name and options and builds it; ``run_sweep(..., dataset=ds)`` sweeps a
+:class:`~robustlab.datasets.base.Dataset` object instead (a dashboard upload, a dataset a script built), as it is:
+``sweep.json`` records it as one (:func:`robustlab.bench.spec.object_dataset`: name, split, length, kind and a
+fingerprint of its annotations), so a resume given the same object goes on, one given another object is refused,
+and one without it says in one line that the object must be passed again. The local engine only."""
 from __future__ import annotations
 
 import errno
@@ -8,17 +14,19 @@ import json
 import logging
 import threading
 import time
+from copy import copy
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Callable, Iterator, Optional
 
+from robustlab.datasets.base import Dataset
 from robustlab.engine.cache import EmbeddingCache
 from robustlab.io.atomic import atomic_write
 
 from robustlab.bench.cells import (CellOutput, build_dataset, cell_path, cell_problem, check, load, run_group,
                                    write_output)
 from robustlab.bench.sources import DecodedOnce
-from robustlab.bench.spec import ENGINES, Cell, SweepCancelled, SweepError, SweepSpec
+from robustlab.bench.spec import ENGINES, RAY_OBJECT, Cell, SweepCancelled, SweepError, SweepSpec, object_dataset
 
 log = logging.getLogger("robustlab.bench")
 
@@ -54,8 +62,12 @@ def _merge_spec(out: Path, spec: SweepSpec) -> SweepSpec:
         except (ValueError, KeyError, TypeError) as e:
             raise SweepError(f"{path} is not a sweep file ({type(e).__name__}: {e})") from None
         if not old.same_dataset(spec):
-            raise SweepError(f"{out} holds a sweep over another dataset ({old.dataset_key()['name']}, "
-                             f"n={old.dataset_key()['n']}); use another --out")
+            d = old.dataset_key()
+            if d.get("object"):  # a Dataset object's run: only that object resumes it
+                raise SweepError(f"{out} holds a sweep over {'another' if spec.dataset.get('object') else 'a'} "
+                                 f"Dataset object ({d['name']}, n={d['n']}): pass that object "
+                                 "(run_sweep(..., dataset=...)), or use another --out")
+            raise SweepError(f"{out} holds a sweep over another dataset ({d['name']}, n={d['n']}); use another --out")
         merged = SweepSpec(models=list(dict.fromkeys(old.models + spec.models)), dataset=spec.dataset,
                            tasks=list(dict.fromkeys(old.tasks + spec.tasks)), directions=spec.directions,
                            conditions=old.conditions + [c for c in spec.conditions if c not in old.conditions],
@@ -111,20 +123,47 @@ def _write_error(e: OSError, status: "SweepStatus", target: Path) -> SweepError:
                       f"command to resume in {status.out}")
 
 
+def _with_object(spec: SweepSpec, ds) -> SweepSpec:
+    """A copy of ``spec`` whose dataset is the Dataset object ``ds`` (:func:`object_dataset`); a spec that records
+    another object (a resume given the wrong one), an empty one or something else than a Dataset are one line."""
+    if not isinstance(ds, Dataset):
+        raise SweepError(f"dataset= takes a Dataset object (robustlab.datasets.base.Dataset), not a "
+                         f"{type(ds).__name__}: a registered dataset is named in the spec")
+    if len(ds) == 0:
+        raise SweepError(f"the Dataset object {ds.name or type(ds).__name__} is empty: nothing to sweep")
+    d = object_dataset(ds)
+    was = spec.dataset.get("object")
+    if was and was != d["object"]:
+        raise SweepError(f"this sweep ran on another Dataset object ({spec.dataset.get('name')}, "
+                         f"{spec.dataset.get('n')} items, {was.get('kind')}s, fingerprint {was.get('fingerprint')}) "
+                         f"than the one passed ({d['name']}, {d['n']} items, fingerprint "
+                         f"{d['object']['fingerprint']}): pass the one it ran on, or use another folder")
+    spec = copy(spec)
+    spec.dataset = d
+    return spec
+
+
 def run_sweep(spec: SweepSpec, out, *, engine: str = "local", progress: Optional[Callable[[dict], None]] = None,
               cancel: Optional[threading.Event] = None, cache=None, address: Optional[str] = None,
-              num_cpus: Optional[int] = None) -> SweepStatus:
+              num_cpus: Optional[int] = None, dataset=None) -> SweepStatus:
     """Run every cell of ``spec`` whose Result is not yet in ``out``; see the module docstring.
 
     ``progress(state)`` gets ``{"done", "total", "skipped", "cell", "fraction", "eta_s", "elapsed_s"}`` after each
-    cell and within cells; ``cancel`` (a threading.Event) stops at the next item, keeping finished cells."""
+    cell and within cells; ``cancel`` (a threading.Event) stops at the next item, keeping finished cells.
+    ``dataset``: a :class:`~robustlab.datasets.base.Dataset` object swept instead of the one ``spec`` names (the
+    module docstring; ``sweep.json`` records it, not ``spec``'s dataset; the local engine only)."""
     if engine not in ENGINES:
         raise SweepError(f"unknown engine {engine!r}; engines: {', '.join(ENGINES)}")
+    if dataset is not None and engine != "local":
+        raise SweepError(RAY_OBJECT)
     out = Path(out)
     why = _out_problem(out)
     if why:
         raise SweepError(why)
-    dataset = build_dataset(spec)
+    if dataset is not None:
+        spec = _with_object(spec, dataset)
+    else:
+        dataset = build_dataset(spec)  # a spec that recorded a Dataset object: one line (pass it again)
     models: dict = {}
     for m in spec.models:
         models[m] = load(m, spec.device)

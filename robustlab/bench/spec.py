@@ -200,7 +200,8 @@ def parse_interventions(text) -> list[str]:
 @dataclass
 class SweepSpec:
     """What a sweep runs. ``dataset``: ``{"name", "root", "split", "n", "seed", "options"}`` as
-    :func:`robustlab.datasets.build` takes them; ``conditions``: condition sets ``{axis: Condition}``."""
+    :func:`robustlab.datasets.build` takes them, plus ``"object"`` for a Dataset object swept as it is
+    (:func:`object_dataset`); ``conditions``: condition sets ``{axis: Condition}``."""
 
     models: list
     dataset: dict
@@ -225,13 +226,16 @@ class SweepSpec:
         self.dataset = d
 
     def dataset_key(self) -> dict:
-        return {k: self.dataset.get(k) for k in ("name", "root", "split", "n", "seed", "options")}
+        """The dataset as ``sweep.json`` records it (with ``"object"`` when it was a Dataset object:
+        :func:`object_dataset`)."""
+        return {k: self.dataset.get(k) for k in ("name", "root", "split", "n", "seed", "options")} \
+            | ({"object": self.dataset["object"]} if self.dataset.get("object") else {})
 
     def same_dataset(self, other: "SweepSpec") -> bool:
         """Whether two specs sweep the same dataset (a split left unset is the dataset's default split)."""
         def key(spec):
             k = spec.dataset_key()
-            if k["split"] is None:
+            if k["split"] is None and not k.get("object"):
                 try:
                     k["split"] = dataset_registry.get_entry(k["name"])["default_split"]
                 except KeyError:
@@ -286,16 +290,55 @@ class Cell:
         return f"{self.model} · {self.task} · {label(self.conditions)}"
 
 
+# ------------------------------------------------------------------------------------------- a Dataset object
+RAY_OBJECT = ("a Dataset object runs on the local engine: Ray's workers rebuild the dataset by its registered name "
+              "(pass a registered name, and a root, for Ray)")
+
+
+def fingerprint(ds) -> str:
+    """A hash of a Dataset's annotations: its name, kind and length, and per item its id, captions, referring
+    expressions with their boxes, questions with their answers and meta, and meta (read with ``item(i)``, which
+    parses annotations only; the pixels are not read, so two objects that differ only in their pixels match)."""
+    h = hashlib.blake2b(digest_size=10)
+    h.update(json.dumps([ds.name, ds.kind, len(ds)]).encode())
+    for i in range(len(ds)):
+        it = ds.item(i)
+        row = [it.id, list(it.texts), [[r.expression, [float(v) for v in r.box], r.meta] for r in it.refs],
+               [[q.question, q.answer, q.qtype, q.meta] for q in it.questions], it.meta]
+        h.update(json.dumps(row, sort_keys=True, default=str).encode() + b"\n")
+    return h.hexdigest()
+
+
+def object_dataset(ds) -> dict:
+    """The spec's dataset dict of a :class:`~robustlab.datasets.base.Dataset` object swept as it is (a dashboard
+    upload, a dataset a script built; :func:`robustlab.bench.run_sweep` with ``dataset=ds``), which no registered
+    name rebuilds: its name, split and length, and ``"object"``: its kind, class and :func:`fingerprint`, so that a
+    resume knows whether it was given the same object (and one without it says that it must be)."""
+    return {"name": ds.name or type(ds).__name__, "root": None, "split": getattr(ds, "split", None), "n": len(ds),
+            "seed": None, "options": {},
+            "object": {"kind": ds.kind, "type": type(ds).__name__, "fingerprint": fingerprint(ds)}}
+
+
+def object_missing(dataset: dict) -> str:
+    """The one line of a sweep over a Dataset object run again without the object."""
+    return (f"this sweep ran on a Dataset object ({dataset.get('name')}, {dataset.get('n')} items), which no "
+            "registered name rebuilds: pass the object again (run_sweep(spec, out, dataset=...))")
+
+
 # ------------------------------------------------------------------------------------------------ the builder
 def visual_kind(dataset: dict, tasks: Sequence[str], kind: Optional[str] = None) -> str:
     """The kind ("image" / "video") a sweep's visual perturbations apply to: "image" when a task takes images only,
     else the dataset's (``kind`` when the caller knows it; a dataset registered for any kind, a local folder, is
-    opened to find out). Unknown datasets and tasks, and a folder that does not open, are one-line SweepErrors."""
-    try:
-        entry = dataset_registry.get_entry(dataset["name"])
-    except KeyError as e:
-        raise SweepError(str(e.args[0]) if e.args else str(e)) from None
-    kind = kind or entry["kind"]
+    opened to find out; a Dataset object's, :func:`object_dataset`, is the one it recorded). Unknown datasets and
+    tasks, and a folder that does not open, are one-line SweepErrors."""
+    if dataset.get("object"):
+        kind = kind or dataset["object"]["kind"]
+    else:
+        try:
+            entry = dataset_registry.get_entry(dataset["name"])
+        except KeyError as e:
+            raise SweepError(str(e.args[0]) if e.args else str(e)) from None
+        kind = kind or entry["kind"]
     if kind not in ("image", "video"):  # a folder of either: open it (its errors are one line too)
         try:
             kind = dataset_registry.build(dataset["name"], root=dataset.get("root"),
@@ -322,21 +365,27 @@ def build_spec(*, models: Sequence[str], dataset: dict, tasks: Sequence[str] = (
     widgets), checked: unknown tasks, perturbations, methods and parameters are one-line :class:`SweepError` s.
 
     ``dataset``: ``{"name", "root", "split", "n", "seed", "options"}`` (split None: the dataset's default split,
-    recorded in the spec). Perturbation forms: see :func:`parse_perturbations`; the visual ones apply to the
+    recorded in the spec), or a Dataset object's :func:`object_dataset` (run it with ``run_sweep(..., dataset=)``).
+    Perturbation forms: see :func:`parse_perturbations`; the visual ones apply to the
     dataset's kind (images for a task that takes images only). ``combine``: ``"auto"``, ``"all"``, ``"none"`` or a
     severity (:func:`condition_grid`). ``kind``: the dataset's ("image" / "video") when the caller knows it; else
     the registry's, and a dataset registered for any kind (a local folder) is opened to find out.
     ``mix_severities`` / ``corrupt_fractions`` (``"0.2,0.4"``): MLVP's mixed settings (:mod:`robustlab.bench.mixes`)."""
     # the --adapt methods and their parameters first: a bad value (steps=inf) is one line before any other work
     methods = parse_adapt(adapt, adapt_params or [])
-    try:
-        entry = dataset_registry.get_entry(dataset["name"])
-    except KeyError as e:
-        raise SweepError(str(e.args[0]) if e.args else str(e)) from None
-    d = {"name": dataset["name"], "root": dataset.get("root"), "split": dataset.get("split") or entry["default_split"],
-         "n": dataset.get("n"), "seed": dataset.get("seed"), "options": dict(dataset.get("options") or {})}
-    if d["split"] not in entry["splits"]:
-        raise SweepError(f"{d['name']} has no split {d['split']!r}; splits: {', '.join(entry['splits'])}")
+    if dataset.get("object"):  # a Dataset object (object_dataset): swept as it is, no registry entry
+        d = {k: dataset.get(k) for k in ("name", "root", "split", "n", "seed")} | {
+            "options": dict(dataset.get("options") or {}), "object": dict(dataset["object"])}
+    else:
+        try:
+            entry = dataset_registry.get_entry(dataset["name"])
+        except KeyError as e:
+            raise SweepError(str(e.args[0]) if e.args else str(e)) from None
+        d = {"name": dataset["name"], "root": dataset.get("root"),
+             "split": dataset.get("split") or entry["default_split"], "n": dataset.get("n"),
+             "seed": dataset.get("seed"), "options": dict(dataset.get("options") or {})}
+        if d["split"] not in entry["splits"]:
+            raise SweepError(f"{d['name']} has no split {d['split']!r}; splits: {', '.join(entry['splits'])}")
     tasks = [str(t) for t in tasks]
     kind = visual_kind(d, tasks, kind)
     vis = parse_perturbations(perturbations, kind)

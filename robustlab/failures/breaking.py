@@ -15,9 +15,10 @@ sweep folder (``robustlab bench report DIR`` reports it). What "fails" means per
   Hubness page's N_k ≥ 2k).
 * **grounding** — the predicted box is no hit: IoU ≤ 0.5 (``acc@0.5`` counts IoU > 0.5). A grounding cell keeps
   every expression's IoU (``extra["ious"]``). No thief.
-* **vqa** — the answer is wrong (compared as the VQA task compares it: exactly, lower-cased and stripped). A VQA
-  cell keeps every question's 1/0 (``extra["correct"]``) and the answer given (``extra["answers"]``); an item's
-  ``scores`` are 1 / 0 per severity and ``answers`` the answers given. No thief.
+* **vqa** — the answer is wrong (compared as the VQA task scores it: exactly, lower-cased and stripped; a
+  multiple-choice question (NeXT-QA) by the option the answer picks: :func:`robustlab.tasks.vqa.judge`). A VQA
+  cell keeps every question's 1/0 (``extra["correct"]``) and the answer given, as scored (``extra["answers"]``);
+  an item's ``scores`` are 1 / 0 per severity and ``answers`` the answers given. No thief.
 
 ``breaks_at`` is the lowest swept severity at which the example fails, ``0`` when it fails on the clean input
 already, ``None`` when it holds at every severity; ``monotone`` says whether it stays failed at every higher swept
@@ -48,8 +49,8 @@ from robustlab.bench.cells import build_dataset, cell_path, check, load
 from robustlab.bench.cellfile import read_problem
 from robustlab.bench.protocol import load_protocol
 from robustlab.bench.runner import SweepStatus, run_sweep
-from robustlab.bench.spec import (ENGINES, SweepCancelled, SweepError, SweepSpec, build_spec, parse_perturbations,
-                                  parse_severities, visual_kind)
+from robustlab.bench.spec import (ENGINES, RAY_OBJECT, SweepCancelled, SweepError, SweepSpec, build_spec,
+                                  object_dataset, parse_perturbations, parse_severities, visual_kind)
 from robustlab.datasets import registry as dataset_registry  # looked up at call time (tests patch build)
 from robustlab.datasets.base import Dataset, DatasetError
 from robustlab.engine.cache import default_cache_dir
@@ -61,7 +62,6 @@ from robustlab.tasks.retrieval_bench import DIRECTIONS
 from robustlab.failures.common import HUB_SIZE, IOU_HIT, TASKS, FailureError
 from robustlab.failures.items import (_breaks, _expand, _items, _retrieval_arrays, _summary,  # noqa: F401
                                       _thieves, _with_baseline)  # (_breaks, _expand, _retrieval_arrays: tests)
-from robustlab.failures.held import held
 from robustlab.failures.refine import refine_items
 from robustlab.failures.slicing import failure_slices
 
@@ -227,6 +227,8 @@ def failure_spec(models: Sequence[str], dataset: dict, task: str, perturbations=
                                 perturb_seed=perturb_seed, worst=worst, device=device)
         keep = [c for c in spec.conditions if _single(c)]
         spec.conditions = [{}] + [c for c in keep if c]
+        if dataset.get("object"):  # a Dataset object: the protocol's split, root and options are not its own
+            spec.dataset = dict(dataset)
         pert = list(dict.fromkeys((a, _spec_name(c[a])) for c in keep for a in c))
         sevs = sorted({c[a].severity for c in keep for a in c})
         if not pert:
@@ -234,12 +236,13 @@ def failure_spec(models: Sequence[str], dataset: dict, task: str, perturbations=
                                + (f" among {perturbations!r}" if perturbations else ""))
         return spec, pert, sevs
     d = dict(dataset)
-    try:
-        entry = dataset_registry.get_entry(d.get("name") or "builtin")
-    except KeyError as e:
-        raise FailureError(str(e.args[0]) if e.args else str(e)) from None
-    if d.get("split") is None:
-        d["split"] = entry["default_split"]
+    if not d.get("object"):  # a Dataset object's dict (object_dataset) is complete as it is
+        try:
+            entry = dataset_registry.get_entry(d.get("name") or "builtin")
+        except KeyError as e:
+            raise FailureError(str(e.args[0]) if e.args else str(e)) from None
+        if d.get("split") is None:
+            d["split"] = entry["default_split"]
     kind = visual_kind(d, [task])
     pert = resolve_perturbations(perturbations, kind)
     sevs = parse_severities(severities if severities is not None else "1-5")
@@ -295,18 +298,14 @@ def failures(model: str, dataset=None, *, task: str = "retrieval", perturbations
     cache holds). ``refine``: bisect each broken example's breaking parameter value between its last passing and
     first failing severity, ``refine_steps`` steps (:mod:`robustlab.failures.refine`; the item's ``"refined"``).
     ``dataset`` may also be a :class:`~robustlab.datasets.base.Dataset` object (a dashboard upload, a dataset a
-    script built): it is swept as it is (:mod:`robustlab.failures.held`; no ``root`` / ``split`` / ``seed`` /
-    ``options``, ``n`` all of it, the local engine), its cells kept in ``out`` or, without ``out``, in a
-    temporary folder removed once the map is read (``out`` is then None); the map's ``dataset`` says
-    ``"object": true``.
+    script built): the sweep runs on it as it is (``run_sweep(..., dataset=)``, which records it in ``sweep.json``
+    as an object; no ``root`` / ``split`` / ``seed`` / ``options``, ``n`` all of it, the local engine), its cells
+    kept in ``out`` (a rerun with the same object resumes) or, without ``out``, in a temporary folder removed once
+    the map is read (``out`` is then None); the map's ``dataset`` says ``"object": true``.
     Every bad input is a one-line :class:`FailureError` (a SweepError) before anything is written."""
-    if isinstance(dataset, Dataset):
-        return _failures_of_object(dataset, dict(
-            model=model, task=task, perturbations=perturbations, severities=severities, protocol=protocol,
-            direction=direction, k=k, baseline=baseline, refine=refine, root=root, split=split, n=n, seed=seed,
-            options=options, out=out, engine=engine, perturb_seed=perturb_seed, device=device, worst=worst,
-            progress=progress, cancel=cancel, cache=cache, address=address, num_cpus=num_cpus, slices=slices,
-            refine_steps=refine_steps))
+    obj = dataset if isinstance(dataset, Dataset) else None
+    if obj is not None:
+        _check_object(obj, root, split, n, seed, options, engine)
     k = _check_k(k)
     if isinstance(refine_steps, bool) or not isinstance(refine_steps, int) or not 1 <= refine_steps <= 20:
         raise FailureError(f"refine_steps must be an integer in 1..20, got {refine_steps!r}")
@@ -322,37 +321,45 @@ def failures(model: str, dataset=None, *, task: str = "retrieval", perturbations
         raise FailureError(f"--direction is a retrieval option; {task} has none")
     try:
         models, spec, pert, sevs, ds, direction, k, loaded = _prepare(
-            model, baseline, _dataset_dict(dataset, root, split, n, seed, options, protocol), task, perturbations,
-            severities, protocol, direction, k, perturb_seed, device, worst)
+            model, baseline, object_dataset(obj) if obj is not None else
+            _dataset_dict(dataset, root, split, n, seed, options, protocol), task, perturbations, severities,
+            protocol, direction, k, perturb_seed, device, worst, obj)
     except FailureError:
         raise
     except (SweepError, KeyError, ValueError) as e:  # the sweep's checks, a dataset's DatasetError: one line
         raise FailureError(str(e.args[0]) if isinstance(e, KeyError) and e.args else str(e)) from None
-    where = Path(out) if out is not None else _cache_folder(spec)
+    tmp = Path(tempfile.mkdtemp(prefix="robustlab-failures-")) if obj is not None and out is None else None
+    where = Path(out) if out is not None else tmp or _cache_folder(spec)
     try:
-        status = run_sweep(spec, where, engine=engine, progress=progress, cancel=cancel, cache=cache,
-                           address=address, num_cpus=num_cpus)
-    except FailureError:
-        raise
-    except SweepError as e:  # a folder that cannot be written, a full disk (the finished cells are kept), Ray
-        raise FailureError(str(e)) from None
-    if status.cancelled:
-        raise SweepCancelled(f"cancelled; the {status.done + status.skipped} finished cells are kept in {where}")
-    per_model = {m: _items(_read_cells(where, spec, m), ds, task, direction, k, pert, sevs, perturb_seed)
-                 for m in spec.models}
+        try:
+            status = run_sweep(spec, where, engine=engine, progress=progress, cancel=cancel, cache=cache,
+                               address=address, num_cpus=num_cpus, dataset=obj)
+        except FailureError:
+            raise
+        except (SweepError, DatasetError) as e:  # a folder that cannot be written, a full disk (the finished
+            raise FailureError(str(e)) from None  # cells are kept), Ray, an object's item that does not read
+        if status.cancelled:
+            raise SweepCancelled(f"cancelled; the {status.done + status.skipped} finished cells are kept"
+                                 + ("" if tmp else f" in {where}"))
+        per_model = {m: _items(_read_cells(where, spec, m), ds, task, direction, k, pert, sevs, perturb_seed)
+                     for m in spec.models}
+    finally:
+        if tmp is not None:  # an object's map without out: its cells go once the map is read
+            shutil.rmtree(tmp, ignore_errors=True)
     items = per_model[models[0]]
     if len(models) > 1:
         items = _with_baseline(items, per_model[models[1]], TASKS[task])
     fmap = FailureMap(model=models[0], baseline=models[1] if len(models) > 1 else None,
                       dataset={"name": ds.name, "split": getattr(ds, "split", None), "n": len(ds),
-                               "root": spec.dataset.get("root"), "seed": spec.dataset.get("seed")},
+                               "root": spec.dataset.get("root"), "seed": spec.dataset.get("seed")}
+                      | ({"object": True} if obj is not None else {}),
                       task=task, metric=TASKS[task], direction=direction, k=k, severities=list(sevs),
                       perturbations=[{"perturbation": p, "axis": a} for a, p in pert],
                       protocol=(spec.protocol or {}).get("name"), perturb_seed=int(perturb_seed), n=len(ds),
                       examples=sum(1 for it in items if it["perturbation"] == pert[0][1]
                                    and it["axis"] == pert[0][0]),
                       items=items, summary=_summary(items, pert, sevs), thieves=_thieves(items, ds),
-                      out=str(where), status=status)
+                      out=None if tmp else str(where), status=status)
     if refine:
         fmap.items = refine_items(fmap, ds, loaded[models[0]], steps=refine_steps, cache=cache)
         fmap.refine_steps = int(refine_steps)
@@ -368,43 +375,27 @@ def failures(model: str, dataset=None, *, task: str = "retrieval", perturbations
     return fmap
 
 
-def _failures_of_object(ds: Dataset, kw: dict) -> FailureMap:
-    """:func:`failures` of a Dataset object: held under a token for the call (:mod:`robustlab.failures.held`)."""
-    if any(kw[key] is not None for key in ("root", "split", "seed")) or kw["options"] or \
-            (kw["n"] is not None and kw["n"] != len(ds)):
+def _check_object(ds: Dataset, root, split, n, seed, options, engine: str) -> None:
+    """What a Dataset object cannot take, in one line: the options that choose a registered dataset, Ray, nothing
+    in it."""
+    if any(v is not None for v in (root, split, seed)) or options or (n is not None and n != len(ds)):
         raise FailureError("root, split, seed, n and options choose a registered dataset; a Dataset object is swept "
                            f"as it is ({len(ds)} items)")
-    if kw["engine"] != "local":
-        raise FailureError("a Dataset object runs on the local engine: Ray's workers rebuild the dataset by name "
-                           "(pass a registered name and --root for Ray)")
-    out, tmp = kw.pop("out"), None
-    if out is None:
-        tmp = Path(tempfile.mkdtemp(prefix="robustlab-failures-"))
-    try:
-        with held(ds) as d:
-            fmap = failures(kw.pop("model"), d, out=out if out is not None else tmp,
-                            **{key: v for key, v in kw.items() if key not in ("root", "split", "seed", "n", "options")})
-    except DatasetError as e:
-        raise FailureError(str(e)) from None
-    finally:
-        if tmp is not None:
-            shutil.rmtree(tmp, ignore_errors=True)
-    fmap.dataset = {**fmap.dataset, "root": None, "seed": None, "object": True}
-    if out is None:
-        fmap.out = None
-    else:
-        fmap.save(out)
-    return fmap
+    if engine != "local":
+        raise FailureError(RAY_OBJECT)
+    if len(ds) == 0:
+        raise FailureError(f"the dataset {ds.name or type(ds).__name__} is empty")
 
 
 def _prepare(model, baseline, ds_opts: dict, task: str, perturbations, severities, protocol, direction, k: int,
-             perturb_seed: int, device, worst: int):
+             perturb_seed: int, device, worst: int, obj: Optional[Dataset] = None):
     """Everything the sweep checks, and what a failure map needs beyond it, before anything is written: (models,
-    spec, perturbations, severities, dataset, direction, k, the loaded models)."""
+    spec, perturbations, severities, dataset, direction, k, the loaded models). ``obj``: a Dataset object swept
+    as it is (``ds_opts`` its :func:`~robustlab.bench.spec.object_dataset`)."""
     models = [str(model)] + ([str(baseline)] if baseline and str(baseline) != str(model) else [])
     spec, pert, sevs = failure_spec(models, ds_opts, task, perturbations, severities, protocol, direction,
                                     perturb_seed=perturb_seed, device=device, worst=worst)
-    ds = build_dataset(spec)
+    ds = obj if obj is not None else build_dataset(spec)
     loaded = {m: load(m, spec.device) for m in spec.models}
     check(spec, ds, loaded)
     if task == "retrieval":

@@ -9,9 +9,10 @@ and keeps the half where the outcome changes. The example's item then carries ``
 * ``refinable: true`` -- ``from_severity`` / ``to_severity`` (a, b), ``t`` (the lowest failing fraction found) and
   ``t_pass`` (the highest holding one; ``t - t_pass = 2**-steps``), ``params`` (the breaking parameters, at ``t``),
   ``params_pass`` (at ``t_pass``), ``changed`` (the parameters that vary), ``value`` (rank or IoU or 1/0 answer at
-  ``params``) and ``record``: the perturbation record of the example's own input at ``params`` (``severity`` b,
-  ``"params_override": true``, the seed, the input's and output's hashes), so ``robustlab.perturb.regenerate(record,
-  clean_input)`` (and ``robustlab regenerate`` of a basket export) rebuilds it bit for bit;
+  ``params``, a VQA answer scored as the VQA task scores it: :func:`robustlab.tasks.vqa.judge`) and ``record``:
+  the perturbation record of the example's own input at ``params`` (``severity`` b, ``"params_override": true``,
+  the seed, the input's and output's hashes), so ``robustlab.perturb.regenerate(record, clean_input)`` (and
+  ``robustlab regenerate`` of a basket export) rebuilds it bit for bit;
 * ``refinable: false`` with ``why``: the example breaks at the lowest swept severity (no holding severity's
   parameters to start from: severity 0 is the clean input, not a parameter value), or the two severities differ in a
   parameter that is not a number (a mode, a string, a list).
@@ -37,7 +38,7 @@ from robustlab.perturb import get_perturbation, perturb
 from robustlab.perturb.specs import split_variant
 from robustlab.tasks.grounding import ground_many
 from robustlab.tasks.retrieval_bench import RetrievalBench
-from robustlab.tasks.vqa import answer_many
+from robustlab.tasks.vqa import answers_with_scores, judge
 
 STEPS = 6
 SCALARS = (str, int, float, bool, type(None))
@@ -171,8 +172,8 @@ class _Evaluator:
             return round(float(ground_many(self.model, [visual], [expr])[0].iou(ref.box)), 6)
         qa = item.questions[int(it["question"])]
         question = out if it["axis"] == "text" else qa.question
-        given = answer_many(self.model, [visual], [question])[0]
-        return int(str(given).strip().lower() == str(qa.answer).strip().lower())
+        a, s = answers_with_scores(self.model, [visual], [question])[0]
+        return judge(qa, a, s)[0]  # as the VQA task scores it (a multiple-choice question: the option picked)
 
     def fails(self, value) -> bool:
         if self.fmap.metric == "rank":

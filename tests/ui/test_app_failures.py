@@ -5,7 +5,7 @@ for one model only, with the interval; an example goes to the basket and is on t
 images, videos and grounding, and on an upload (its Dataset object, no registered dataset); a search is cancelled by
 its Cancel and when its browser session has gone."""
 import pytest
-from apptest_helpers import fresh, png_uploads
+from apptest_helpers import fresh, png_uploads, table
 
 from ui import failures_run as run, failures_search
 from ui import operator
@@ -47,13 +47,6 @@ def go(at):
     return at
 
 
-def frame(at, column):
-    """The first table with ``column`` (AppTest's dataframes carry no key)."""
-    got = [d.value for d in at.dataframe if column in d.value.columns]
-    assert got, f"no table with a column {column!r}"
-    return got[0]
-
-
 def texts(at):
     return " ".join(str(x.value) for kind in ("markdown", "caption", "text") for x in at.get(kind))
 
@@ -72,12 +65,12 @@ def test_a_small_map_renders_from_its_result():
     assert f.model == MODEL and f.n == 24 and f.severities == [1, 3, 5]
     assert [p["perturbation"] for p in f.perturbations] == ["gaussian_noise", "keyboard"]
     assert len(f.items) == 2 * f.examples
-    summary = frame(at, "median breaking severity")
+    summary = table(at, "median breaking severity")
     assert list(summary["perturbation"]) == ["gaussian_noise", "keyboard"]
     assert list(summary["break"]) == [s["broken"] for s in f.summary]
     # the map is drawn (an Altair chart) and the cell detail shows the ranks of the chosen example
     assert at.get("arrow_vega_lite_chart") or at.get("vega_lite_chart")
-    ranks = frame(at, "model")
+    ranks = table(at, "model")
     j, p = at.selectbox(key="fail_ex").value, at.selectbox(key="fail_cell_pert").value
     it = run.blocks(f)[p][j]
     assert ranks.iloc[0]["clean"] == it["ranks"]["0"]
@@ -97,7 +90,7 @@ def test_a_perturbation_that_changes_nothing_is_a_no_op_never_holds():
     out = at.session_state[run.RESULT]
     held = [j for j, it in enumerate(run.blocks(out.fmap)["gender_swap"]) if it["breaks_at"] is None]
     assert held and all(("gender_swap", j) in out.noops for j in held)  # the built-in captions have no gendered word
-    row = frame(at, "no-op").set_index("perturbation").loc["gender_swap"]
+    row = table(at, "no-op").set_index("perturbation").loc["gender_swap"]
     assert row["no-op"] == len(held) and row["hold"] == 0
 
 
@@ -108,7 +101,7 @@ def test_changing_a_widget_after_the_run_does_not_relabel_the_result():
     at.multiselect(key="fail_sev").set_value([2]).run()
     assert not at.exception
     assert at.session_state[run.RESULT] is before
-    summary = frame(at, "median breaking severity")
+    summary = table(at, "median breaking severity")
     assert list(summary["perturbation"]) == ["gaussian_noise", "keyboard"]
     assert "defocus_blur" not in list(summary["perturbation"])
     assert "severities 1, 3, 5" in texts(at)
@@ -127,7 +120,7 @@ def test_the_baseline_shows_who_breaks_where():
     at = go(configure(page(baseline="builtin:tiny-vit-clip")))
     f = at.session_state[run.RESULT].fmap
     assert f.baseline == "builtin:tiny-vit-clip"
-    t = frame(at, "95 % CI")
+    t = table(at, "95 % CI")
     assert list(t["perturbation"]) == ["gaussian_noise", "keyboard"]
     g = [it for it in f.items if it["perturbation"] == "gaussian_noise"]
     assert t.iloc[0][f"breaks for {MODEL} only"] == sum(it["breaks_for"] == "model" for it in g)
@@ -155,7 +148,7 @@ def test_vqa_and_grounding_maps_render():
         assert not at.error, [e.value for e in at.error]
         f = at.session_state[run.RESULT].fmap
         assert f.task == task and f.model == "builtin:tiny-vilt"
-        assert frame(at, "model").iloc[0]["clean"] is not None
+        assert table(at, "model").iloc[0]["clean"] is not None
 
 
 def test_a_search_runs_within_the_budget_and_goes_to_the_basket():
@@ -167,7 +160,7 @@ def test_a_search_runs_within_the_budget_and_goes_to_the_basket():
     assert res.model == MODEL and res.budget == 300 and res.evaluations <= 300
     broken = res.broken()
     assert broken, "tiny-clip on 16 built-in images: the search should break some"
-    t = frame(at, "weakest breaking change")
+    t = table(at, "weakest breaking change")
     assert list(t["example"]) == [f"#{r['item']} · {r['id']}" for r in broken]
     at.button(key="fail_search_basket").click().run()
     assert not at.exception
@@ -217,14 +210,14 @@ def test_a_search_on_grounding_and_on_videos():
     assert res.task == "grounding" and res.model == "builtin:tiny-vilt" and res.dataset["name"] == "builtin-refs"
     assert res.evaluations <= 40 and res.dataset["n"] == 6
     if res.broken():
-        t = frame(at, "IoU clean → broken")
+        t = table(at, "IoU clean → broken")
         assert list(t["example"]) == [f"#{r['item']} · {r['id']} · expression {r['ref']}" for r in res.broken()]
     at = page(dataset="builtin-videos", model_choice="builtin:tiny-clip-video-seqtransf")
     at.number_input(key="fail_n").set_value(6).run()
     res = search(at, 30)
     assert res.task == "retrieval" and res.direction == "t2v" and res.dataset["name"] == "builtin-videos"
     assert res.broken(), "the tiny video model on 6 built-in videos: the search should break some"
-    assert list(frame(at, "rank clean → broken")["thief"]) == [r["thief_id"] for r in res.broken()]
+    assert list(table(at, "rank clean → broken")["thief"]) == [r["thief_id"] for r in res.broken()]
 
 
 def test_an_upload_maps_and_searches_as_a_dataset_object():
@@ -241,7 +234,8 @@ def test_an_upload_maps_and_searches_as_a_dataset_object():
     assert not at.error, [e.value for e in at.error]
     out = at.session_state[run.RESULT]
     assert out.fmap.dataset["object"] is True and out.fmap.n == 10 and out.dataset is g
-    assert "dashboard-upload" not in [d["name"] for d in list_datasets()]  # no dashboard-side registration
+    names = [d["name"] for d in list_datasets()]
+    assert "dashboard-upload" not in names and "in-memory" not in names  # nothing registered, here or in the library
     res = search(at, 60)
     assert res.source is g and res.dataset["object"] is True and res.evaluations <= 60
 

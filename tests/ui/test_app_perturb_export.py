@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 from PIL import Image
 from streamlit.testing.v1 import AppTest
+from apptest_helpers import table
 
 from robustlab.export.basket import Basket, builtin_source, make_example
 from robustlab.datasets.synthetic.datasets import builtin_gallery
@@ -28,14 +29,6 @@ def perturb_page():
     at.switch_page("pages/perturb.py").run()
     assert not at.exception, at.exception
     return at
-
-
-def table(at, column):
-    """The first dataframe with ``column`` (AppTest's dataframes do not expose their keys)."""
-    for d in at.dataframe:
-        if column in d.value.columns:
-            return d.value
-    raise KeyError(column)
 
 
 def test_loads_with_defaults_on_a_builtin_image(perturb_page):
