@@ -9,6 +9,8 @@ import math
 
 import pandas as pd
 
+from robustlab.perturb.condition import Condition as _Cond
+
 INTERVENTION = "intervention"  # the condition axis of model interventions (robustlab.tasks: INTERVENTION)
 
 CLAVI_ROWS = (("Balanced Acc", "balanced_acc"), ("CAcc_V", "cacc_v"), ("CAcc_T", "cacc_t"),
@@ -16,12 +18,49 @@ CLAVI_ROWS = (("Balanced Acc", "balanced_acc"), ("CAcc_V", "cacc_v"), ("CAcc_T",
               ("CAcc_V-complement", "cacc_v_complement"), ("CAcc_T-complement", "cacc_t_complement"))
 
 
-def _pct(v) -> object:
+def num(v, digits: int = 1) -> str:
+    """``v`` as the papers print it, with a fixed number of decimals (``"600.0"``, never ``"600"``: a column that
+    mixes numbers and words would otherwise lose the decimal of a whole number), or "—" when it is not a number."""
     try:
         f = float(v)
     except (TypeError, ValueError):
         return "—"
-    return "—" if math.isnan(f) else round(100 * f, 1)
+    return "—" if not math.isfinite(f) else f"{f:.{digits}f}"
+
+
+def _pct(v) -> str:
+    """A 0..1 fraction in percent, one decimal (``"80.0"``)."""
+    try:
+        return num(100 * float(v))
+    except (TypeError, ValueError):
+        return "—"
+
+
+# the papers' short column names, by the registry's perturbation (its variant dropped)
+QIU_SHORT = {"gaussian_noise": "Gauss.", "shot_noise": "Shot", "impulse_noise": "Impulse", "speckle_noise": "Speckle",
+             "defocus_blur": "Defocus", "glass_blur": "Glass", "motion_blur": "Motion", "zoom_blur": "Zoom",
+             "snow": "Snow", "frost": "Frost", "fog": "Fog", "brightness": "Bright", "contrast": "Contrast",
+             "elastic_transform": "Elastic", "pixelate": "Pixel", "jpeg_compression": "JPEG", "stylize": "Stylize",
+             "keyboard": "Keyboard", "ocr": "OCR", "char_insert": "CI", "char_substitute": "CR", "char_swap": "CS",
+             "char_delete": "CD", "synonym_replacement": "SR", "word_insertion": "WI", "word_swap": "WS",
+             "word_deletion": "WD", "insert_punctuation": "IP", "formal": "Formal", "casual": "Casual",
+             "passive": "Passive", "active": "Active", "back_translation": "Back_trans"}  # Qiu et al. Tables 1-2
+QIU_CATEGORY = {"Character": "Character-level", "Word": "Word-level", "Sentence": "Sentence-level"}  # Table 2
+# Zhang et al. (MLVP, HAT-VTR) Tables 1 and 3 ("CL" in Table 3 is their misprint of CI, character insertion)
+MLVP_SHORT = {"mlvp_gaussian_noise": "Gauss.", "mlvp_impulse_noise": "Impul.", "mlvp_fog": "Fog", "mlvp_snow": "Snow",
+              "mlvp_elastic": "Elastic.", "mlvp_h264": "H264.", "mlvp_motion_blur": "Motion", "mlvp_defocus": "Defocus",
+              "mlvp_occlusion": "Occlu.", "mlvp_style": "Style", "mlvp_event_insertion": "Event",
+              "mlvp_temporal_scrambling": "Tempo.", "ocr": "OCR", "char_insert": "CI", "char_substitute": "CR",
+              "char_swap": "CS", "char_delete": "CD", "synonym_replacement": "SR", "word_insertion": "WI",
+              "word_swap": "WS", "word_deletion": "WD", "insert_punctuation": "IP", "back_translation": "Backtrans.",
+              "formal": "Formal", "casual": "Casual", "passive": "Passive", "active": "Active"}
+MLVP_LEVEL = {"Low": "Low-Level", "Mid": "Mid-Level", "High": "High-Level", "Character": "Character-Level",
+              "Word": "Word-Level", "Sentence": "Sentence-Level"}
+
+
+def short_name(spec: str, names: dict) -> str:
+    """The paper's column name of the registry's ``name/variant`` (``spec`` itself when the paper has none)."""
+    return names.get(spec.split("/")[0], spec)
 
 
 def _clean(run, task: str) -> list:
@@ -29,7 +68,7 @@ def _clean(run, task: str) -> list:
     out = []
     for r in run.results:
         conds = r.conditions if isinstance(r.conditions, dict) else {}
-        if r.task == task and all(getattr(c, "clean", True) for c in conds.values()):
+        if r.task == task and all(_as_cond(c).clean for c in conds.values()):
             out.append(r)
     return out
 
@@ -52,23 +91,69 @@ def clavi_table(run, not_run: list) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def peeling_table(run, not_run: list) -> pd.DataFrame:
-    """Table II: per model and dataset, the original accuracy, then PEELING's ACC / MMI / ATCR, in %. ATCR (the
-    share of adversarial tests that are correct) comes from the built-in world's oracle where the data knows the
-    truth (``oracle_tests_valid``); elsewhere it needs the tests labelled by hand (the Grounding page,
-    ``robustlab peeling atcr``)."""
+FIP_SHORT = {"gaussian_noise": "Gaussian"}  # Table II's FIP columns: Qiu's short names but this one ("Gaussion")
+
+
+def _as_cond(c) -> _Cond:
+    """A cell's condition, a Condition or its JSON (a Result read back or made by hand); None is clean."""
+    return c if isinstance(c, _Cond) else _Cond.from_dict(c if isinstance(c, dict) else None)
+
+
+def _visual(r):
+    """``(name/variant, severity)`` of a cell perturbed on the visual side alone, else None."""
+    conds = r.conditions if isinstance(r.conditions, dict) else {}
+    c = _as_cond(conds.get("visual"))
+    if c.clean or any(not _as_cond(x).clean for k, x in conds.items() if k != "visual"):
+        return None
+    return c.name + (f"/{c.variant}" if c.variant else ""), int(c.severity)
+
+
+def peeling_table(run, not_run: list, fip=(), planned=None) -> pd.DataFrame:
+    """Table II as the paper prints it: per model and dataset, the rows ACC, MMI and ATCR (in %), the columns the
+    original expressions, PEELING, the baselines the protocol lists as not run (QAQA, CAT, SIN) and FIP's image
+    corruptions (``fip``: the protocol's ``name/variant`` of each, in order). FIP's ACC is a corrupted cell's
+    accuracy on the original expressions, its MMI = (original − FIP) / original against the clean cell. PEELING's
+    ATCR (the share of adversarial tests that are correct) comes from the built-in world's oracle where the data knows
+    the truth (``oracle_tests_valid``); elsewhere, and for FIP's corrupted images, it needs the tests labelled by hand
+    (the Grounding page, ``robustlab peeling atcr``). ``planned``: the specs the sweep asks for (None: all)."""
     cells = _clean(run, "peeling")
     if not cells:
         return pd.DataFrame()
+    shifted = {}
+    for r in run.results:
+        v = _visual(r) if r.task == "peeling" else None
+        if v is not None:
+            shifted.setdefault((r.model, r.dataset, v[0]), []).append(r.flat().get("acc_original"))
+    base = _baselines(not_run)
     rows = []
     for r in cells:
         m = r.flat()
-        atcr = m.get("oracle_tests_valid")
-        rows.append({"model": r.model, "dataset": r.dataset, "Original ACC": _pct(m.get("acc_original")),
-                     "PEELING ACC": _pct(m.get("acc_adv")), "MMI": _pct(m.get("mmi")),
-                     "ATCR": _pct(atcr) if atcr is not None else "needs labels (robustlab peeling atcr)",
-                     "tests": m.get("tests")} | _baselines(not_run))
+        orig, atcr = m.get("acc_original"), m.get("oracle_tests_valid")
+        acc = {"Original": _pct(orig), "PEELING": _pct(m.get("acc_adv"))} | base
+        mmi = {"Original": "-", "PEELING": _pct(m.get("mmi"))} | base
+        at = {"Original": "-", "PEELING": _pct(atcr) if atcr is not None else "needs labels (robustlab peeling atcr)"} \
+            | base
+        for spec in fip:
+            col = "FIP " + short_name(spec, QIU_SHORT | FIP_SHORT)
+            got = [float(x) for x in shifted.get((r.model, r.dataset, spec), []) if _finite(x)]
+            if got:
+                a = sum(got) / len(got)
+                acc[col] = _pct(a)
+                mmi[col] = _pct((float(orig) - a) / float(orig)) if _finite(orig) and float(orig) > 0 else "—"
+                at[col] = "needs labels"
+            else:
+                acc[col] = mmi[col] = at[col] = "pending" if planned is None or spec in planned else "not swept"
+        key = {"model": r.model, "dataset": r.dataset}
+        rows += [key | {"metric": "ACC"} | acc | {"tests": m.get("tests")}, key | {"metric": "MMI"} | mmi,
+                 key | {"metric": "ATCR"} | at]
     return pd.DataFrame(rows)
+
+
+def _finite(x) -> bool:
+    try:
+        return math.isfinite(float(x))
+    except (TypeError, ValueError):
+        return False
 
 
 def _numeric(v) -> bool:
@@ -115,4 +200,5 @@ def intervention_table(df: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(out)
 
 
-__all__ = ["clavi_table", "peeling_table", "CLAVI_ROWS", "intervention_table", "TABLE1_ORDER", "DROP_FLAG"]
+__all__ = ["num", "short_name", "QIU_SHORT", "QIU_CATEGORY", "MLVP_SHORT", "MLVP_LEVEL", "FIP_SHORT", "clavi_table",
+           "peeling_table", "CLAVI_ROWS", "intervention_table", "TABLE1_ORDER", "DROP_FLAG"]

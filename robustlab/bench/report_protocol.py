@@ -5,14 +5,21 @@
   Table 4 — γᵃ and γʳ ± σ per modality, the text aggregate over the natural shifts only (the protocol's
   ``text_aggregate_exclude``: Positional, DropText). Each perturbation's γ is the mean over its severities; σ is
   the population standard deviation over the perturbations (the paper does not say which; ``numpy.std``).
-* ``qiu`` (Flickr30K / COCO -IP / -TP): Table 1 — per model, RSUM (on the paper's 0–600 scale, as everywhere in the
-  report) per perturbation type
-  (mean over its levels), the clean RSUM, "ave" (the unweighted mean over types) and ↓MMI = (clean − ave) / clean.
-* ``mlvp``: methods × types (grouped by level, a header row naming it), each level's mean and "Avg.", in percent,
-  per shifted side and severity; then the mixed settings.
-* ``hat-vtr``: Tables 1–3 — per model and shifted side, R@1 per shift type for no adaptation and each method, with
-  the average over types.
-* ``quag``: Table 1 — accuracy per configuration with Δ from the baseline and ↓ where it drops by ≥ 2 points.
+* ``qiu`` (Flickr30K / COCO -IP / -TP): Table 1 (image) or Table 2 (text) — per model, RSUM (on the paper's 0–600
+  scale, as everywhere in the report) per perturbation type (mean over its levels; the paper's short names under a
+  header row of its categories), the clean RSUM, "ave" (the unweighted mean over types) and
+  ↓MMI = (clean − ave) / clean.
+* ``schiappa`` on YouCook2-P: the paper's Table 2 is MSRVTT-P only, so the video table is titled as no table of
+  the paper; Table 3's Bias column stays, "—", as the paper prints it.
+* ``mlvp`` and ``hat-vtr`` (Zhang et al.): Table 1 (v2t under video shifts) and Table 3 (t2v under text shifts) —
+  per model (and, for hat-vtr, method in the paper's order: no adaptation, Tent, READ, SAR, EATA, TCR, Ours, then the
+  oracle as ours only) and severity, the types with the paper's short names under a header row of their levels, each
+  level's mean and "Avg.", in percent; then Tables 17 (mixed severities) and 18 (mixed types by share of queries).
+* ``quag``: Table 1 — accuracy per configuration with Δ from the baseline and ↓ where it drops by ≥ 2 points, and
+  the measured % decrease in multiplications of QUAG-attention.
+
+Numbers are printed with the papers' precision (one decimal for percentages and RSUM, two for Schiappa's γ), as
+text, so that a whole number keeps its decimal in a column that also holds words.
 
 Every table names the perturbations the protocol lists but which could not run here (``not run``); a category whose
 members all failed to run is shown as such, never as a number.
@@ -31,9 +38,15 @@ from robustlab.perturb.specs import split_variant
 from robustlab.tasks.conditions import intervention_label
 
 from robustlab.bench.protocol import Protocol
-from robustlab.bench.report_layouts import TABLE1_ORDER, clavi_table, peeling_table
+from robustlab.bench.report_layouts import (MLVP_LEVEL, MLVP_SHORT, QIU_CATEGORY, QIU_SHORT, TABLE1_ORDER, clavi_table,
+                                            num, peeling_table, short_name)
 
 AXIS_NOUN = {"visual": "video / image", "text": "text"}
+
+
+def _youcook(p: Protocol) -> bool:
+    """Whether a Schiappa protocol runs YouCook2(-P) (its dataset), whose tables the paper numbers differently."""
+    return "youcook2" in str((p.data.get("dataset") or {}).get("name") or p.name).lower()
 
 
 def protocol_of(run) -> Optional[Protocol]:
@@ -51,7 +64,7 @@ def _pm(values) -> str:
     vals = [float(v) for v in values if v is not None and math.isfinite(float(v))]
     if not vals:
         return "—"
-    return f"{np.mean(vals):.3f} ± {np.std(vals):.3f}"
+    return f"{np.mean(vals):.2f} ± {np.std(vals):.2f}"  # two decimals, as Schiappa et al. print γ
 
 
 def _per_perturbation(df: pd.DataFrame, axis: str) -> pd.DataFrame:
@@ -70,9 +83,10 @@ def _regime(df: pd.DataFrame) -> dict:
 
 
 def _columns(p: Protocol, axis: str, cats: dict) -> dict:
-    """``cats`` in the paper's column order (the protocol's ``[report.columns]``), any others after."""
-    order = [c for c in ((p.report.get("columns") or {}).get(axis) or []) if c in cats]
-    return {c: cats[c] for c in order + [c for c in cats if c not in order]}
+    """``cats`` in the paper's column order (the protocol's ``[report.columns]``), any others after; a column the
+    paper prints that has no perturbation in this protocol (YouCook2-P's Bias) is kept, with no members ("—")."""
+    order = list((p.report.get("columns") or {}).get(axis) or [])
+    return {c: cats.get(c, []) for c in order + [c for c in cats if c not in order]}
 
 
 def _of(text: str, have: int, members: int) -> str:
@@ -91,7 +105,8 @@ def _category_table(df: pd.DataFrame, p: Protocol, axis: str, plan=None, by_type
         row = {"model": m, "regime": regime.get(m, "—")}
         for c, members in cats.items():
             have = [pm.loc[s, "gamma_r"] for s in members if s in pm.index]
-            row[c] = _of(_pm(have), len(have), len(members)) if have else _missing(members, runnable, plan)
+            row[c] = _of(_pm(have), len(have), len(members)) if have else \
+                _missing(members, runnable, plan) if members else "—"  # the paper's "—": none in this benchmark
         rows.append(row)
     return pd.DataFrame(rows)
 
@@ -133,121 +148,178 @@ def _modality_table(df: pd.DataFrame, p: Protocol, plan=None) -> pd.DataFrame:
 
 
 def _qiu_table(df: pd.DataFrame, p: Protocol, plan=None) -> pd.DataFrame:
+    """Qiu's Table 1 (IP) or 2 (TP): the paper's short column names (Gauss., …; Keyboard, OCR, CI, …) under a header
+    row of its categories (Noise, …; Character-level, …), RSUM with one decimal."""
     regime = _regime(df)
-    # the paper's header row over the types: each column's category (Noise, Blur, ...; Character, Word, Sentence)
+    ents = [e for axis in ("visual", "text") for e in p.entries(axis)]
+    col = {e.spec: short_name(e.spec, QIU_SHORT) for e in ents}
+    if len(set(col.values())) < len(col):  # two variants of one perturbation: keep the registry's names
+        col = {e.spec: e.spec for e in ents}
     rows = [{"model": "(category)", "regime": "", "clean": ""}
-            | {e.spec: e.category for axis in ("visual", "text") for e in p.entries(axis)} | {"ave": "", "↓MMI": ""}]
+            | {col[e.spec]: QIU_CATEGORY.get(e.category, e.category) for e in ents} | {"ave": "", "↓MMI": ""}]
     for m in dict.fromkeys(df["model"]):
         g = df[df["model"] == m]
         # RSUM is on the paper's 0–600 already (report_data.run_rsum); another headline (a fraction) in percent
         f = 1.0 if set(g["metric"].dropna()) == {"RSUM"} else 100.0
         clean = g.loc[g["axes"] == "clean", "score"].dropna()
         c = float(clean.mean()) * f if len(clean) else math.nan
-        row = {"model": m, "regime": regime.get(m, "—"), "clean": round(c, 1)}
+        row = {"model": m, "regime": regime.get(m, "—"), "clean": num(c)}
         types = []
         for axis in ("visual", "text"):
             per = _per_perturbation(g, axis).set_index("perturbation")
             for e in p.entries(axis):
                 if e.spec in per.index:
                     v = float(per.loc[e.spec, "score"]) * f
-                    row[e.spec] = round(v, 1)
+                    row[col[e.spec]] = num(v)
                     types.append(v)
                 else:
-                    row[e.spec] = _missing([e.spec], {e.spec} if e.available else set(), plan)
+                    row[col[e.spec]] = _missing([e.spec], {e.spec} if e.available else set(), plan)
         ave = float(np.mean(types)) if types else math.nan
-        row["ave"] = round(ave, 1) if types else "—"
+        row["ave"] = num(ave) if types else "—"
         row["↓MMI"] = f"{100 * (c - ave) / c:.1f}%" if types and c > 0 else "—"
         rows.append(row)
     return pd.DataFrame(rows)
 
 
-def _mlvp_table(df: pd.DataFrame, p: Protocol, plan=None) -> pd.DataFrame:
-    """MLVP as its paper prints it: methods (models) × types, grouped by level (a header row names each column's
-    level), each level's mean and "Avg." over the types, in percent, one row per shifted side and severity (the
-    paper's Tables 1, 32–35), then the mixed settings (Tables 17–18). A type the sweep left out has no column; one
-    that cannot run here says so; one planned but not yet run is "pending"."""
-    df = _side_scores(df, p)
-    runnable = {e.spec for axis in ("visual", "text") for e in p.entries(axis) if e.available}
-    head, rows = {"model": "(level)", "side": "", "severity": ""}, []
-    cols: dict = {}
-    for axis in ("visual", "text"):
-        for level, members in p.categories(axis).items():
-            kept = [s for s in members if plan is None or s in plan or s not in runnable]
-            cols[(axis, level)] = kept
-            head |= {s: level for s in kept} | ({f"{level} avg": level} if kept else {})
+ADAPT_ORDER = ("none", "tent", "read", "sar", "eata", "tcr", "hat-vtr", "oracle")  # Zhang et al.'s row order
+ADAPT_LABEL = {"none": "no adaptation", "tent": "Tent", "read": "READ", "sar": "SAR", "eata": "EATA", "tcr": "TCR",
+               "hat-vtr": "Ours (HAT-VTR)", "oracle": "oracle (ours only)"}  # the oracle is not in the paper
+
+
+def _methods(g: pd.DataFrame) -> list:
+    """The adaptation methods of ``g`` in the paper's order (no adaptation first, HAT-VTR, then the oracle)."""
+    have = list(dict.fromkeys(g["adapt"])) if "adapt" in g else ["none"]
+    base = [str(x).split(" (")[0] for x in have]  # "tent (steps=1)": its variant after the name
+    return [have[i] for i in sorted(range(len(have)), key=lambda i: (
+        ADAPT_ORDER.index(base[i]) if base[i] in ADAPT_ORDER else len(ADAPT_ORDER), i))]
+
+
+def _method_label(x: str) -> str:
+    """``tent (steps=1)`` -> ``Tent (steps=1)``: the paper's name of the method, its variant kept."""
+    name, _, rest = str(x).partition(" (")
+    return ADAPT_LABEL.get(name, name) + (f" ({rest}" if rest else "")
+
+
+def _side_table(df: pd.DataFrame, p: Protocol, axis: str, plan=None, adapt: bool = False) -> pd.DataFrame:
+    """One side of Zhang et al.'s Tables 1 (v2t under video shifts) and 3 (t2v under text shifts): rows model ×
+    method (``adapt``: no adaptation, Tent, …, Ours, then the oracle; else no adaptation only) × severity, columns the
+    types with the paper's short names under a header row of their levels, each level's mean ("Low-Level mean", …)
+    and "Avg." over the types, in percent with one decimal. A type the sweep left out has no column; one that cannot
+    run here says so; one planned but not yet run is "pending"."""
+    runnable = {e.spec for e in p.entries(axis) if e.available}
+    cols = {lv: [s for s in ms if plan is None or s in plan or s not in runnable]
+            for lv, ms in p.categories(axis).items()}
+    col = {s: short_name(s, MLVP_SHORT) for ms in cols.values() for s in ms}
+    if len(set(col.values())) < len(col):  # two variants of one perturbation: keep the registry's names
+        col = {s: s for s in col}
+    key = ["model"] + ["method"] * adapt + ["severity"]
+    head = dict.fromkeys(key, "") | {"model": "(level)"}
+    for lv, ms in cols.items():
+        head |= {col[s]: MLVP_LEVEL.get(lv, lv) for s in ms} | ({f"{MLVP_LEVEL.get(lv, lv)} mean": ""} if ms else {})
     head["Avg."] = ""
+    rows = []
     for m in dict.fromkeys(df["model"]):
-        g = df[df["model"] == m]
-        g = g[g["adapt"] == "none"] if "adapt" in g else g
-        for axis in ("visual", "text"):
-            sub = g[g["axes"] == axis]
-            plain = sub[~sub[axis].astype(str).str.contains(" [", regex=False)] if len(sub) else sub
-            sevs = sorted({int(x) for x in plain[f"{axis}_severity"].dropna()}) if len(plain) else []
+        g = df[(df["model"] == m) & df["axes"].isin([axis, f"{axis}+adapt"])]
+        plain = g[~g[axis].astype(str).str.contains(" [", regex=False)] if len(g) else g
+        for method in _methods(plain) if adapt else ["none"]:
+            sub = plain[plain["adapt"] == method] if "adapt" in plain else plain
+            sevs = sorted({int(x) for x in sub[f"{axis}_severity"].dropna()}) if len(sub) else []
             for sev in sevs:
-                row, every = {"model": m, "side": axis, "severity": f"s{sev}"}, []
-                for (ax, level), members in cols.items():
-                    if ax != axis:
-                        continue
+                row = {"model": m, "method": _method_label(method), "severity": f"s{sev}"}
+                row, every = {k: row[k] for k in key}, []
+                for lv, ms in cols.items():
                     vals = []
-                    for s in members:
+                    for s in ms:
                         v = sub.loc[(sub[axis] == s) & (sub[f"{axis}_severity"] == sev), "_side_score"].dropna()
-                        row[s] = round(100 * float(v.mean()), 1) if len(v) else (
+                        row[col[s]] = num(100 * float(v.mean())) if len(v) else (
                             "not run here" if s not in runnable else "pending")
                         vals += [float(v.mean())] if len(v) else []
-                    if members:
-                        row[f"{level} avg"] = _of(f"{100 * np.mean(vals):.1f}", len(vals), len(members)) \
+                    if ms:
+                        row[f"{MLVP_LEVEL.get(lv, lv)} mean"] = _of(num(100 * np.mean(vals)), len(vals), len(ms)) \
                             if vals else "—"
                     every += vals
-                row["Avg."] = round(100 * float(np.mean(every)), 1) if every else "—"
+                row["Avg."] = num(100 * np.mean(every)) if every else "—"
                 rows.append(row)
-            for mixed in _mixed(sub, axis):  # Tables 17-18: one value each
-                v = g.loc[g[axis] == mixed, "_side_score"].dropna()
-                rows.append({"model": m, "side": axis, "severity": mixed,
-                             "Avg.": round(100 * float(v.mean()), 1) if len(v) else "pending"})
-    if not rows:
-        return pd.DataFrame()
-    for axis in ("visual", "text"):  # a side that did not run keeps no columns
-        if not any(r["side"] == axis for r in rows):
-            for (ax, level), members in cols.items():
-                if ax == axis:
-                    for k in members + [f"{level} avg"]:
-                        head.pop(k, None)
-    return pd.DataFrame([head] + rows)
+    return pd.DataFrame([head] + rows) if rows else pd.DataFrame()
+
+
+def _mix_tables(df: pd.DataFrame, p: Protocol, axis: str, adapt: bool = False) -> list[tuple[str, pd.DataFrame]]:
+    """Zhang et al.'s Tables 17 (each type at mixed severities: ``<type> [mixed-s1-5]``) and 18 (random types on a
+    share of the queries: ``random-types [p20-…]``, one column per share) for ``axis``, rows model × method, in percent
+    with one decimal and "Avg." over the columns: ``[(kind, table)]``, kind "types" or "shares"."""
+    specs = {e.spec for e in p.entries(axis)}
+    out = []
+    for kind in ("types", "shares"):
+        mixes = [v for v in _mixed(df[df["axes"].isin([axis, f"{axis}+adapt"])], axis)
+                 if (v.split(" [")[0] in specs) == (kind == "types")]
+        rank = {e.spec: i for i, e in enumerate(p.entries(axis))}  # the paper's column order, not the run's
+        mixes.sort(key=lambda v: (rank.get(v.split(" [")[0], len(rank)), _share_key(v)))
+        if not mixes:
+            continue
+        label = {v: short_name(v.split(" [")[0], MLVP_SHORT) if kind == "types" else _share(v) for v in mixes}
+        if len(set(label.values())) < len(label):
+            label = {v: v for v in mixes}
+        rows = []
+        for m in dict.fromkeys(df["model"]):
+            g = df[(df["model"] == m) & df[axis].isin(mixes)] if axis in df else df.iloc[:0]
+            for method in _methods(g) if adapt else ["none"]:
+                sub = g[g["adapt"] == method] if "adapt" in g else g
+                if sub.empty:
+                    continue
+                row = {"model": m} | ({"method": _method_label(method)} if adapt else {})
+                vals = []
+                for v in mixes:
+                    x = sub.loc[sub[axis] == v, "_side_score"].dropna()
+                    row[label[v]] = num(100 * float(x.mean())) if len(x) else "pending"
+                    vals += [float(x.mean())] if len(x) else []
+                row["Avg."] = num(100 * np.mean(vals)) if vals else "—"
+                rows.append(row)
+        if rows:
+            out.append((kind, pd.DataFrame(rows)))
+    return out
+
+
+def _share_key(v: str) -> float:
+    """The share of a ``… [p20-…]`` mix (0.2), for ordering Table 18's columns; 0 without one."""
+    head = v.split(" [", 1)[-1].split("-")[0]
+    return int(head[1:]) / 100 if head[:1] == "p" and head[1:].isdigit() else 0.0
+
+
+def _share(v: str) -> str:
+    """``random-types [p20-mixed-s1-5]`` -> ``20%`` (Table 18's column), else the bracket's text."""
+    tag = v.split(" [", 1)[1].rstrip("]")
+    head = tag.split("-")[0]
+    return f"{head[1:]}%" if head[:1] == "p" and head[1:].isdigit() else tag
+
+
+def _zhang_tables(df: pd.DataFrame, p: Protocol, plan, adapt: bool) -> list[tuple[str, str, pd.DataFrame]]:
+    """MLVP's (``adapt`` False: no adaptation) or HAT-VTR's tables as Zhang et al. number them: Table 1 (v2t under
+    video shifts), Table 3 (t2v under text shifts), Tables 17 (mixed severities) and 18 (mixed types)."""
+    head = p.report.get("headline") or "R@1"
+    df = _side_scores(df, p)
+    rows = "rows: no adaptation, the paper's methods in its order, then the oracle (a label-informed upper bound, " \
+        "not in the paper); " if adapt else "no adaptation (the base models); "
+    out, lab = [], "HAT-VTR" if adapt else "MLVP"  # one paper (Zhang et al. 2025): its benchmark and its method
+    sides = (("visual", 1, "v2t", "video"), ("text", 3, "t2v", "text"))
+    for axis, num_, d, what in sides:  # Tables 1 and 3, then the mixed settings (Tables 17-18)
+        t = _side_table(df, p, axis, plan, adapt)
+        if not t.empty:
+            out.append((f"{lab} — Table {num_}: {d} {head} (%) under {what} shifts", f"{rows}{d} {head} in percent, "
+                        "the shifted side's queries; each level's mean and Avg. over the types that ran", t))
+    for axis, _, d, what in sides:
+        for kind, mt in _mix_tables(df, p, axis, adapt):
+            if axis == "visual":
+                title = f"{lab} — Table 17: {d} {head} (%), mixed severities" if kind == "types" else \
+                    f"{lab} — Table 18: {d} {head} (%), mixed types by share of corrupted queries"
+            else:
+                title = f"{lab} — {d} {head} (%), mixed {what} settings"
+            out.append((title, f"{rows}{d} {head} in percent; Avg. over the columns", mt))
+    return out
 
 
 def _mixed(df: pd.DataFrame, axis: str) -> list[str]:
     """The ``axis`` values of mixed conditions (MLVP Tables 17-18: ``name [mix]``), in the run's order."""
     return [v for v in dict.fromkeys(df[axis]) if isinstance(v, str) and " [" in v] if axis in df else []
-
-
-def _adapt_pivot(df: pd.DataFrame, p: Protocol) -> pd.DataFrame:
-    """HAT-VTR's tables: rows model × side × method, columns the shift types at the protocol's severity, + avg."""
-    if "adapt" not in df:
-        return pd.DataFrame()
-    rows = []
-    for m in dict.fromkeys(df["model"]):
-        g = df[df["model"] == m]
-        for axis in ("visual", "text"):
-            shifted = g[g["axes"].isin([axis, f"{axis}+adapt"])]
-            if shifted.empty:
-                continue
-            for method in dict.fromkeys(shifted["adapt"]):
-                sub = shifted[shifted["adapt"] == method]
-                row = {"model": m, "side": axis, "method": "no adaptation" if method == "none" else method}
-                vals = []
-                for e in p.entries(axis):
-                    v = sub.loc[sub[axis] == e.spec, "_side_score"].dropna()
-                    if len(v):
-                        row[e.spec] = round(float(v.mean()), 4)
-                        vals.append(float(v.mean()))
-                    else:
-                        row[e.spec] = "pending" if e.available else "not run here"
-                row["avg"] = round(float(np.mean(vals)), 4) if vals else "—"
-                for mixed in _mixed(shifted, axis):  # Tables 17-18: after the average of the single types
-                    v = sub.loc[sub[axis] == mixed, "_side_score"].dropna()
-                    row[mixed] = round(float(v.mean()), 4) if len(v) else "pending"
-                rows.append(row)
-    return pd.DataFrame(rows)
 
 
 def _side_scores(df: pd.DataFrame, p: Protocol) -> pd.DataFrame:
@@ -291,20 +363,21 @@ def _quag_table(df: pd.DataFrame, run=None) -> pd.DataFrame:
         g = df[df["model"] == m]
         base = g.loc[g["axes"] == "clean", "score"].dropna()
         b = float(base.mean()) if len(base) else math.nan
-        rows.append({"model": m, "configuration": "baseline", "accuracy": round(b * 100, 1), "Δ": 0.0, "↓": ""})
+        rows.append({"model": m, "configuration": "baseline", "accuracy": num(b * 100), "Δ": num(0.0), "↓": ""})
         ivs = g[g["axes"] == "intervention"]
         ivs = ivs.iloc[sorted(range(len(ivs)), key=lambda i: (TABLE1_ORDER.get(str(ivs["intervention"].iloc[i])
                                                                                .split("/")[0], len(TABLE1_ORDER)), i))]
         for _, r in ivs.iterrows():  # the paper's row order
             a = float(r["score"]) * 100
             d = a - b * 100
-            rows.append({"model": m, "configuration": r["intervention"], "accuracy": round(a, 1),
-                         "Δ": round(d, 1), "↓": "↓" if d <= -2.0 else ""})
+            rows.append({"model": m, "configuration": r["intervention"], "accuracy": num(a),
+                         "Δ": num(d), "↓": "↓" if d <= -2.0 else ""})
         for label in [str(x) for x in ivs["intervention"]]:  # in the table's order
             mult = mults.get((m, label))
             if mult is not None and label.startswith("quag-attention"):
-                rows.append({"model": m, "configuration": f"Δ multiplication ops ({label})",
-                             "accuracy": f"−{100 * float(mult['saving']):.1f}% (measured: {int(mult['intervened']):,}"
+                # the paper's "Δ: % decrease in multiplication operations": a decrease, printed positive
+                rows.append({"model": m, "configuration": f"Δ multiplication ops, % decrease ({label})",
+                             "accuracy": f"{100 * float(mult['saving']):.1f}% (measured: {int(mult['intervened']):,}"
                                          f" of {int(mult['baseline']):,})", "Δ": "", "↓": ""})
     return pd.DataFrame(rows)
 
@@ -360,41 +433,49 @@ def protocol_tables(run, df: pd.DataFrame) -> list[tuple[str, str, pd.DataFrame]
     if lay == "schiappa":
         note = (f"γʳ on {metric} per perturbation (mean over its severities), then mean ± SD over the category's "
                 "perturbations (population SD)")
-        out.append(("Table 2 — video perturbations by category (γʳ)", note,
-                    _category_table(df, p, "visual", plan)))
-        out.append(("Table 3 — text perturbations by category (γʳ)", note, _category_table(df, p, "text", plan)))
+        yc = _youcook(p)
+        if yc:  # Schiappa's Table 2 is MSRVTT-P only; Figure 2 (left) summarises YouCook2-P's video perturbations
+            out.append(("YouCook2-P video perturbations by category (γʳ; no table in the paper)", note + "; the "
+                        "paper's Table 2 is MSRVTT-P only (Figure 2, left, plots YouCook2-P's video γʳ per model): "
+                        "this is Table 2's layout on YouCook2-P", _category_table(df, p, "visual", plan)))
+        else:
+            out.append(("Table 2 — video perturbations by category (γʳ)", note,
+                        _category_table(df, p, "visual", plan)))
+        bias = " (Bias: —, as in the paper: its gender perturbations are MSRVTT-only; YouCook2 has no gendered " \
+               "words)" if yc and not p.categories("text").get("Bias") else ""
+        out.append((f"Table 3 — {'YouCook2 part: ' if yc else ''}text perturbations by category (γʳ)", note + bias,
+                    _category_table(df, p, "text", plan)))
         if p.types("text"):
             out.append(("Text perturbations by type (γʳ)", note + "; types as the released perturbations.json "
                         "labels them (natural, machine, synthetic)", _category_table(df, p, "text", plan, True)))
         excl = ", ".join(p.report.get("text_aggregate_exclude") or []) or "none"
-        out.append(("Table 4 — robustness per modality (γᵃ, γʳ ± σ)",
+        out.append((f"Table 4 — {'YouCook2-P columns: ' if yc else ''}robustness per modality (γᵃ, γʳ ± σ)",
                     f"{metric}; text aggregates natural shifts only (without {excl})", _modality_table(df, p, plan)))
     elif lay == "qiu":
-        out.append(("Table 1 — RSUM per perturbation type, ave and ↓MMI",
+        table = "Table 1 — image perturbations (IP)" if p.entries("visual") else "Table 2 — text perturbations (TP)"
+        out.append((f"{table}: RSUM per perturbation type, ave and ↓MMI",
                     "RSUM on the paper's 0–600 scale; each type's mean over its levels; ave = the unweighted mean "
                     "over the types that ran here; MMI = (clean − ave) / clean, lower is more robust",
                     _qiu_table(df, p, plan)))
-    elif lay == "mlvp":
-        out.append(("MLVP — score per type and severity, by level (%)", f"{metric} of the shifted side's "
-                    "direction (video queries: v2t, text queries: t2v), in percent; each level's mean and Avg. over "
-                    "the types that ran", _mlvp_table(df, p, plan)))
-    elif lay == "hat-vtr":
-        out.append((f"HAT-VTR Tables 1–3 — {head} per shift type, without and with adaptation",
-                    f"{head} of the direction whose queries are shifted (video: v2t, text: t2v)",
-                    _adapt_pivot(_side_scores(df, p), p)))
+    elif lay in ("mlvp", "hat-vtr"):
+        out += _zhang_tables(df, p, plan, adapt=lay == "hat-vtr")
     elif lay == "quag":
-        out.append(("QUAG Table 1 — accuracy per configuration", "↓: a drop of 2 points or more from the baseline; "
-                    "Δ multiplication ops: counted over every matrix product of one forward (torch "
-                    "FlopCounterMode), with and without QUAG-attention",
+        out.append(("QUAG Table 1 — accuracy per configuration", "accuracy in %; ↓: a drop of 2 points or more from "
+                    "the baseline; Δ multiplication ops: the % decrease in multiplications (positive, as the paper "
+                    "prints it), counted over every matrix product of one forward (torch FlopCounterMode), with and "
+                    "without QUAG-attention",
                     _quag_table(df, run)))
     elif lay == "clavi":
         out.append(("CLAVI Table 3 — balanced and consistent accuracy (%)", "on each video and its action-swapped "
                     "complement; control: answerable without the order, complement: needs it; one run (the paper "
                     "gives mean ± SD of 3)", clavi_table(run, p.not_run())))
     elif lay == "peeling":
+        fip = [e.spec for e in p.entries("visual") if e.category == "FIP"]
         out.append(("PEELING Table II — ACC / MMI / ATCR (%)", "ACC: IoU > 0.5; MMI = (original − PEELING) / "
                     "original; ATCR: correct adversarial tests / all, by the built-in world's oracle where it "
-                    "knows the truth", peeling_table(run, p.not_run())))
+                    "knows the truth; FIP: the original expressions on images corrupted at severity 1 (the paper "
+                    "states none; imagecorruptions' default), MMI against the clean images' original ACC",
+                    peeling_table(run, p.not_run(), fip, plan)))
     nr = not_run_table(run)
     if not nr.empty:
         k, b = int((nr["axis"] == "setting").sum()), int((nr["axis"] == "baseline").sum())

@@ -60,8 +60,8 @@ def test_clavi_and_peeling_tables_in_their_papers_layout(tmp_path):
 
     from robustlab.cli import main
 
-    for name in ("clavi", "peeling"):
-        assert main(["bench", "--protocol", name, "--n", "4", "--out", str(tmp_path / name), "--report"]) == 0
+    for name, more in (("clavi", []), ("peeling", ["--perturbations", "fog"])):  # one of FIP's 15 corruptions
+        assert main(["bench", "--protocol", name, "--n", "4", "--out", str(tmp_path / name), "--report"] + more) == 0
     c = _tables(tmp_path / "clavi")
     t3 = c["CLAVI Table 3 — balanced and consistent accuracy (%)"]
     assert list(t3["metric"]) == ["Balanced Acc", "CAcc_V", "CAcc_T", "CAcc_V-control", "CAcc_T-control",
@@ -70,13 +70,17 @@ def test_clavi_and_peeling_tables_in_their_papers_layout(tmp_path):
     assert set(t3["JustAsk"]) == {"not run here"}
     csv = pd.read_csv(tmp_path / "clavi" / "results.csv")
     assert list(csv["metric"]) == ["balanced_acc"]  # the paper's headline, not "acc"
-    assert t3["builtin:tiny-vilt"].iloc[0] == round(100 * csv["balanced_acc"].iloc[0], 1)
+    assert t3["builtin:tiny-vilt"].iloc[0] == f"{100 * csv['balanced_acc'].iloc[0]:.1f}"  # one decimal, as text
     assert "Not run here (4 of the paper's baselines)" in c
     p = _tables(tmp_path / "peeling")
-    t2 = p["PEELING Table II — ACC / MMI / ATCR (%)"].iloc[0]
-    csv = pd.read_csv(tmp_path / "peeling" / "results.csv").iloc[0]
+    t2 = p["PEELING Table II — ACC / MMI / ATCR (%)"].set_index("metric")  # the paper's rows: ACC, MMI, ATCR
+    runs = pd.read_csv(tmp_path / "peeling" / "results.csv")
+    csv, fog = runs[runs["axes"] == "clean"].iloc[0], runs[runs["visual"] == "fog"].iloc[0]
     assert csv["mmi"] == 0.0 and csv["peeling_mmi"] > 0  # γ's MMI of the clean cell, and the task's own
-    assert t2["MMI"] == round(100 * csv["peeling_mmi"], 1)
-    assert t2["MMI"] == round(100 * (csv["acc_original"] - csv["acc_adv"]) / csv["acc_original"], 1)
-    assert t2["ATCR"] == round(100 * csv["oracle_tests_valid"], 1)
-    assert (t2["QAQA"], t2["CAT"], t2["SIN"]) == ("not run here",) * 3
+    assert t2.loc["MMI", "PEELING"] == f"{100 * csv['peeling_mmi']:.1f}"
+    assert t2.loc["MMI", "PEELING"] == f"{100 * (csv['acc_original'] - csv['acc_adv']) / csv['acc_original']:.1f}"
+    assert t2.loc["ATCR", "PEELING"] == f"{100 * csv['oracle_tests_valid']:.1f}"
+    assert (t2.loc["ACC", "QAQA"], t2.loc["ACC", "CAT"], t2.loc["ACC", "SIN"]) == ("not run here",) * 3
+    # FIP (Table II's image-corruption baseline): the original expressions on the corrupted images
+    assert t2.loc["ACC", "FIP Fog"] == f"{100 * fog['acc_original']:.1f}"
+    assert t2.loc["ACC", "FIP Snow"] == "not swept"

@@ -60,5 +60,5 @@ def test_a_protocol_run_shows_the_papers_table(runs):
     rows = list(t1["configuration"])
     assert rows[0] == "baseline" and len(rows) == 13
     assert [r for r in rows if r.startswith("Δ multiplication ops")] == [
-        f"Δ multiplication ops ({m})" for m in rows if m.startswith("quag-attention:")]
+        f"Δ multiplication ops, % decrease ({m})" for m in rows if m.startswith("quag-attention:")]
     assert set(t1["↓"]) <= {"", "↓"}
