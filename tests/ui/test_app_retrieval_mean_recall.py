@@ -3,20 +3,15 @@
 the table lists."""
 import numpy as np
 import pytest
-from streamlit.testing.v1 import AppTest
+from apptest_helpers import fresh
 
 from robustlab.metrics.retrieval import mean_recall
 from ui.widgets import MEAN_RECALL
 
-TIMEOUT = 240
-
 
 @pytest.fixture()
 def app():
-    at = AppTest.from_file("../../app.py", default_timeout=TIMEOUT)
-    at.run()
-    assert not at.exception, at.exception
-    return at
+    return fresh()  # the app on its default page, Retrieval
 
 
 def test_the_metric_table_has_the_mean_recall_of_each_direction(app):
