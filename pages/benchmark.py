@@ -6,7 +6,7 @@ from __future__ import annotations
 import streamlit as st
 
 import ui
-from robustlab.adapt import list_methods
+from robustlab.adapt import sweep_methods
 from robustlab.datasets.registry import get_entry
 from robustlab.bench import SweepError, SweepSpec, build_spec
 from robustlab.models.interventions import names as intervention_names
@@ -16,11 +16,8 @@ from ui import bench, bench_protocol
 from ui import page_memory
 from ui.multiselect_state import kept_list
 
-SEVS = [1, 2, 3, 4, 5]
-# the adaptation methods a sweep can add: the registry's, as `robustlab bench --adapt all` takes them (every method
-# that adapts, the diagnostic oracle left out)
-METHODS = [m for m in list_methods() if m["adapts"] and not m["diagnostic"]]
-ADAPT = [m["name"] for m in METHODS]
+SEVS, METHODS = [1, 2, 3, 4, 5], sweep_methods()  # the adaptation methods of `robustlab bench --adapt all`
+ADAPT = [m.name for m in METHODS]
 FORM = ("bench_mode", "bench_task", "bench_models", "bench_n", "bench_pmode", "bench_cat", "bench_pnames", "bench_text",
         "bench_iv", "bench_adapt", "bench_sev", "bench_name", "bench_builtin", "bench_protocol", "bench_protocol_n",
         "bench_protocol_pairs", "bench_protocol_run", "bench_open", "bench_worst_cell")
@@ -96,7 +93,7 @@ def configure() -> tuple[SweepSpec, str] | None:
             if get(task).takes_interventions else []
         ads = st.multiselect("Test-time adaptation (optional; every shift of one side)", ADAPT,
                              key="bench_adapt", **kept_list("bench_adapt", ADAPT),
-                             help=f"{', '.join(m['label'] for m in METHODS)} adapting the shifted side's queries "
+                             help=f"{', '.join(m.label for m in METHODS)} adapting the shifted side's queries "
                              "(robustlab.adapt; HAT-VTR's Tables 1–5 in the report).") if task == "retrieval" else []
     s1, s2 = st.columns([2, 1])
     sev = s1.multiselect("Severities", SEVS, key="bench_sev", **kept_list("bench_sev", SEVS, SEVS))

@@ -8,12 +8,12 @@ breakdown, the Reliable Memory's accuracy, the adapted top-k and score heatmap).
 """
 from robustlab.adapt.analyses import SeverityCurve, heatmap, memory_accuracy, severity_curve, time_breakdown, top_k
 from robustlab.adapt.loop import QUERY_SIDE, AdaptResult, run
-from robustlab.adapt.methods import METHODS, get_method, list_methods, resolve
+from robustlab.adapt.methods import METHODS, get_method, list_methods, resolve, sweep_methods
 from robustlab.adapt.towers import AdaptError, check, tower_for
 
 # the ``adapt`` axis of the task layer runs these methods (robustlab.tasks.conditions.adaptation): declared in
 # robustlab.ABOVE and imported by name at its first use, so nothing registers here
 
-__all__ = ["run", "AdaptResult", "AdaptError", "list_methods", "get_method", "resolve", "METHODS", "tower_for",
-           "check", "QUERY_SIDE", "severity_curve", "SeverityCurve", "time_breakdown", "memory_accuracy", "top_k",
-           "heatmap"]
+__all__ = ["run", "AdaptResult", "AdaptError", "list_methods", "get_method", "sweep_methods", "resolve", "METHODS",
+           "tower_for", "check", "QUERY_SIDE", "severity_curve", "SeverityCurve", "time_breakdown", "memory_accuracy",
+           "top_k", "heatmap"]

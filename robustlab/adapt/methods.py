@@ -149,6 +149,12 @@ def list_methods(pattern: str | None = None) -> list[dict]:
             if not pattern or fnmatch.fnmatchcase(name.lower(), pattern.lower())]
 
 
+def sweep_methods() -> list[Method]:
+    """The methods ``--adapt all`` adds to a sweep (and the Benchmark page offers): every method that adapts, the
+    diagnostic ones (the oracle) left out, in registry order."""
+    return [m for m in METHODS.values() if m.adapts and not m.diagnostic]
+
+
 def get_method(name: str) -> Method:
     if name not in METHODS:
         raise AdaptError(f"unknown adaptation method {name!r}; methods: {', '.join(METHODS)}")

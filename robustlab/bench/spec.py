@@ -8,7 +8,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Optional, Sequence
 
-from robustlab.adapt import METHODS, QUERY_SIDE, AdaptError, get_method
+from robustlab.adapt import QUERY_SIDE, AdaptError, get_method, sweep_methods
 from robustlab.bench.mixes import mixed_conditions, parse_fractions
 from robustlab.datasets import registry as dataset_registry  # looked up at call time (tests patch build)
 from robustlab.io.params import ParamError, parse_kv
@@ -145,7 +145,7 @@ def parse_adapt(text, params: Sequence[str] = ()) -> list[Condition]:
             raise SweepError("--adapt-param needs --adapt METHOD[,METHOD...]")
         return []
     if t.lower() == "all":
-        names = [m.name for m in METHODS.values() if m.adapts and not m.diagnostic]
+        names = [m.name for m in sweep_methods()]
     else:
         names = [p.strip() for p in t.split(",") if p.strip()]
     try:
