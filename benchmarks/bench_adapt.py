@@ -87,6 +87,15 @@ def hubness(r) -> dict:
     return out
 
 
+def query_ranks(r) -> dict:
+    """Each query's rank of its best positive (1 = top) under the shifted and the adapted scores, in query order:
+    what a paired interval between two methods on the same queries needs (robustlab.metrics.retrieval.ranks)."""
+    from robustlab.metrics.retrieval import ranks
+
+    return {"ranks": {w: [int(x) for x in ranks(np.asarray(sc, np.float32), r.positives)]
+                      for w, sc in (("shifted", r.scores_shifted), ("adapted", r.scores_adapted))}}
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--models", default=",".join(MODELS))
@@ -95,7 +104,8 @@ def main(argv=None) -> int:
     ap.add_argument("--n", type=int, default=1000)
     ap.add_argument("--severities", default="3,5", help="video severities")
     ap.add_argument("--text-severity", type=int, default=3)
-    ap.add_argument("--only", default=None, help="comma-separated perturbation names (default: all available)")
+    ap.add_argument("--only", default=None, help="comma-separated perturbation names, a variant as name/variant "
+                    "(default: all available)")
     ap.add_argument("--directions", default="v2t,t2v")
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--size", type=int, default=None,
@@ -117,8 +127,14 @@ def main(argv=None) -> int:
     done = {key(r) for r in doc["runs"] if "hubness" in r}  # a run from before the hubness fields: run again
     video, text, missing = shifts()
     if a.only:
-        keep = set(a.only.split(","))
-        video, text = [v for v in video if v in keep], [t for t in text if t in keep]
+        keep = a.only.split(",")
+        # a named variant of an available shift runs as itself, e.g. mlvp_occlusion/centre (the box the table used)
+        unknown = [k for k in keep if k.partition("/")[0] not in video + text]
+        if unknown:
+            raise SystemExit(f"--only: {', '.join(unknown)} is not an available shift of this benchmark "
+                             f"({', '.join(video + text)}; a variant as name/variant)")
+        video = [k for k in keep if k.partition("/")[0] in video]
+        text = [k for k in keep if k.partition("/")[0] in text]
     sevs = [int(s) for s in a.severities.split(",")]
     methods = [m.replace(";", ",") for m in a.methods.split(",")]
     if doc["runs"] and doc.get("size") != a.size:
@@ -156,7 +172,8 @@ def main(argv=None) -> int:
                        "spread": r.spread,
                        "clean": r.metrics["clean"], "shifted": r.metrics["shifted"], "adapted": r.metrics["adapted"],
                        "seconds": r.seconds, "params": r.params, "adapted_parameters": r.adapted_parameters,
-                       "final_loss": (r.loss_curve()[-1] if r.losses else None), "hubness": hubness(r)}
+                       "final_loss": (r.loss_curve()[-1] if r.losses else None), "hubness": hubness(r),
+                       **query_ranks(r)}
                 doc["runs"] = [old for old in doc["runs"] if key(old) != key(row)] + [row]  # replaces an older record
                 print(f"{spec} {d} {pert}:{sev} {meth:8s} R@1 {r.metrics['shifted']['R@1']:.3f} -> "
                       f"{r.metrics['adapted']['R@1']:.3f} ({r.seconds['per_1000_queries']:.1f} s/1k), k_skewness "
