@@ -5,7 +5,10 @@ severities, and t2v with shifted text queries under every available text shift o
 (Qiu et al.'s 15), each run with no adaptation, Tent, TCR, HAT-VTR, READ, SAR and EATA (their defaults; the
 oracle and variants with --methods). Writes one JSON with every
 run's clean / shifted / adapted R@1, R@5, R@10, the adaptation's wall time per 1,000 queries, and the means per
-(model, direction, severity, method). Resumes: runs already in the output file are skipped.
+(model, direction, severity, method); each run also keeps every query's rank under the shifted and the adapted
+scores (``ranks``), so two methods on the same queries get a paired interval (benchmarks/adapt_grid_table.py).
+``--only`` takes a shift's named variant as ``name/variant`` (e.g. ``mlvp_occlusion/centre``, the box the tables
+ran before occlusion covered the main object). Resumes: runs already in the output file are skipped.
 
     python benchmarks/bench_adapt.py --n 1000 --threads 2
 """
