@@ -274,7 +274,7 @@ def job_panel() -> None:
         return
     s = job.status
     if job.error:
-        st.error(f"The sweep stopped: {safe_md(job.error)}")
+        st.error(f"The sweep stopped: {safe_md(job.error, hide=True)}")
     elif s is not None and s.cancelled:
         st.warning(f"Cancelled: {s.done} cell(s) run, {s.skipped} already there, {s.total} in the sweep.")
     elif s is not None:
@@ -307,7 +307,7 @@ def show_report(run_dir: Path) -> None:
         tables = report.report_tables(run)
         figs = report.figures(tables)  # the same tables: the bootstrap intervals are computed once
     except Exception as e:  # noqa: BLE001 - an unreadable folder must not take the page down
-        st.error(f"Cannot read the run folder {safe_md(run_dir.name)}: {type(e).__name__}: {safe_md(e)}")
+        st.error(f"Cannot read the run folder {safe_md(run_dir.name)}: {type(e).__name__}: {safe_md(e, hide=True)}")
         return
     st.subheader(f"Report — {md_escape(run.name)}")  # a run name is shown as text, never as Markdown
     st.caption(safe_md(report.describe(run)))
@@ -345,7 +345,8 @@ def show_report(run_dir: Path) -> None:
     try:
         worst_examples(run)
     except (ValueError, TypeError, KeyError, AttributeError, OSError) as e:  # a malformed cell's examples
-        st.error(f"Cannot show the worst examples of {safe_md(run_dir.name)}: {type(e).__name__}: {safe_md(e)}")
+        st.error(f"Cannot show the worst examples of {safe_md(run_dir.name)}: {type(e).__name__}: "
+                 f"{safe_md(e, hide=True)}")
 
 
 def ci_tables(tables: dict) -> None:
@@ -376,7 +377,7 @@ def show_summary(run, tables: dict) -> None:
     try:
         lines = summary(run, tables)
     except Exception as e:  # noqa: BLE001 - the summary must not take the report down
-        st.warning(f"No summary for this run: {type(e).__name__}: {safe_md(e)}")
+        st.warning(f"No summary for this run: {type(e).__name__}: {safe_md(e, hide=True)}")
         return
     with st.container(border=True, key="bench_summary"):
         st.markdown("**What this run found**")

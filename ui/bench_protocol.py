@@ -7,6 +7,7 @@ import pandas as pd
 import streamlit as st
 
 import ui
+from ui.media import safe_md
 from robustlab.bench import SweepError, SweepSpec
 from robustlab.datasets.registry import get_entry
 from robustlab.bench.protocol import condition_rows, load_protocol, native_kind, shipped
@@ -69,7 +70,7 @@ def configure() -> tuple[SweepSpec, str] | None:
     nr = spec.protocol.get("not_run") or []
     if nr:
         st.info(f"{len(nr)} of the protocol's perturbations cannot run here and are left out (the report lists "
-                "them): " + "; ".join(f"{x['perturbation']} — {x['reason']}" for x in nr))
+                "them): " + "; ".join(f"{x['perturbation']} — {safe_md(x['reason'], hide=True)}" for x in nr))
     st.caption(f"{len(spec.cells())} cells: {len(chosen)} model(s) × {len(spec.conditions)} condition sets on "
                f"{n or 'all'} items.")
     with st.expander("Every condition set with its resolved parameters"):

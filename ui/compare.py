@@ -62,7 +62,7 @@ def baseline(ctx) -> Baseline | None:
     try:
         return Baseline(spec, get_bench(spec, ctx.device, ctx.gid, ctx.dataset))
     except ValueError as e:
-        st.warning(f"Baseline {safe_md(spec)}: {safe_md(e)}")
+        st.warning(f"Baseline {safe_md(spec)}: {safe_md(e, hide=True)}")
         return None
 
 
@@ -146,7 +146,7 @@ def grounding_panel(spec: str, res: dict, run, gt) -> None:
     try:
         other = run(base)
     except (ValueError, RuntimeError) as e:
-        st.error(f"{safe_md(base)} cannot ground this input: {safe_md(e)}")
+        st.error(f"{safe_md(base)} cannot ground this input: {safe_md(e, hide=True)}")
         return
     rows = [{"model": m, **({"IoU to ground truth, clean": round(r["iou_clean"], 3),
                              "IoU to ground truth, perturbed": round(r["iou_perturbed"], 3)} if gt else {}),

@@ -192,7 +192,7 @@ def ended(job, stopped: str, cancelled: str) -> bool:
         return False
     job.seen = True
     if job.error:
-        st.error(f"{stopped}: {safe_md(job.error)}")
+        st.error(f"{stopped}: {safe_md(job.error, hide=True)}")
     elif job.cancelled:
         st.warning(cancelled)
     return not (job.error or job.cancelled)

@@ -147,10 +147,10 @@ def load(spec: str, what: str = "Model"):
         model = get_model(spec, device)
     except (ModelUnavailable, ValueError, RuntimeError, OSError) as e:
         st.error(f"{what} **{safe_md(spec)}** can't be loaded here: "
-                 f"{safe_md(_one_line(e, limit=None))}")  # whole: it ends on a hint
+                 f"{safe_md(_one_line(e, limit=None), hide=True)}")  # whole: it ends on a hint
         return None
     except Exception as e:  # noqa: BLE001 -- a damaged checkpoint, a backend bug: a banner, never a traceback
-        st.error(f"{what} **{safe_md(spec)}** failed to load ({type(e).__name__}: {safe_md(_one_line(e))}). "
+        st.error(f"{what} **{safe_md(spec)}** failed to load ({type(e).__name__}: {safe_md(_one_line(e), hide=True)}). "
                  f"The other pages "
                  f"and models still work; pick another model in the sidebar.")
         return None
@@ -265,7 +265,7 @@ def _folder_dataset():
     try:
         ds = get_folder_dataset(name, root, split, n)
     except (DatasetError, OSError) as e:
-        st.error(safe_md(_one_line(e, limit=None)))
+        st.error(safe_md(_one_line(e, limit=None), hide=True))
         return None
     if len(ds) == 0:
         st.warning(f"{name} in that folder has no items.")
@@ -355,8 +355,8 @@ def sweep_gallery(choice: str):
     try:
         ds = get_sweep_gallery(sub["name"], sub["split"], sub["n"], sub["seed"])
     except (DatasetError, OSError, ValueError, TypeError, KeyError) as e:
-        st.warning(f"The sweep's gallery can't be generated here ({safe_md(_one_line(e))}); showing the demo "
-                   "gallery instead: ranks may differ from the sweep's.")
+        st.warning(f"The sweep's gallery can't be generated here ({safe_md(_one_line(e), hide=True)}); showing the "
+                   "demo gallery instead: ranks may differ from the sweep's.")
         st.session_state.pop(SWEEP_GALLERY, None)
         return None
     seed = f"-seed{sub['seed']}" if sub["seed"] is not None else ""

@@ -84,13 +84,26 @@ def md_escape(text: str) -> str:
     return re.sub(r"([\\`*_{}\[\]()#+\-.!|~<>$:=&^%@\"'])", r"\\\1", text).replace("\n", " ")
 
 
-def safe_md(text: str, code: bool = False) -> str:
+# an absolute server path: "/" not after a word, "~", ":" or "/" (so never a URL, "t2v/v2t" or "~/.cache"), then at
+# least two components ("/centre", a variant, is one)
+_SERVER_PATH = re.compile(r"(?<![\w.~:/\\-])/(?:[^\s/'\"`,;:()\[\]<>|]+/)+[^\s/'\"`,;:()\[\]<>|]*")
+SERVER_PATH = "a path on the server"
+
+
+def hide_paths(text: str) -> str:
+    """``text`` with every absolute path replaced by "a path on the server": a message a viewer reads never shows
+    where the server keeps its files (a model's checkpoint, the AdaIN folder, a job's temporary folder)."""
+    return _SERVER_PATH.sub(SERVER_PATH, str(text))
+
+
+def safe_md(text: str, code: bool = False, hide: bool = False) -> str:
     """``text`` neutralised for a Markdown string, keeping it readable (a model spec, a path, an error line): no
     link, image, HTML, directive, math or autolink can form (``[ ] < > $ ` \\`` escaped, ``://`` and ``www.``
     broken by a zero-width space, one line); emphasis characters stay (harmless). :func:`md_escape` escapes all.
     ``code``: backticks stay, so a message's own code spans (``file.png, caption``) render as code: inside a code
-    span nothing forms either."""
-    text = re.sub(r"(?i)(www)(\.)|(:)(//)", "\\1\\3\u200b\\2\\4", str(text))
+    span nothing forms either. ``hide``: a message from the server's side (an exception, a reason) loses its
+    absolute paths (:func:`hide_paths`); a caption or what the viewer typed is shown as it is."""
+    text = re.sub(r"(?i)(www)(\.)|(:)(//)", "\\1\\3\u200b\\2\\4", hide_paths(text) if hide else str(text))
     return re.sub(r"([\\\[\]<>$])" if code else r"([\\`\[\]<>$])", r"\\\1", text).replace("\n", " ").replace("\r", " ")
 
 

@@ -15,7 +15,7 @@ from robustlab.perturb import list_perturbations
 from robustlab.perturb.condition import Condition
 from robustlab.tasks.retrieval_bench import DIRECTION_LABELS
 from ui import choice
-from ui.media import show_visual
+from ui.media import hide_paths, safe_md, show_visual
 from ui.widget_state import clamp, initial, valid
 
 NONE = choice.NONE
@@ -377,9 +377,9 @@ def perturbation_catalogue(kind: str):
     unavailable = [s for s in specs if not s.available]
     if unavailable:
         with st.expander(f"{len(unavailable)} perturbation(s) unavailable here (listed, never run)"):
-            st.dataframe(pd.DataFrame([{"perturbation": s.name, "group": _group(s), "why": s.reason}
+            st.dataframe(pd.DataFrame([{"perturbation": s.name, "group": _group(s), "why": hide_paths(s.reason)}
                                        for s in unavailable]), hide_index=True, key="pt_unavailable")
     if not spec.available:
-        st.warning(f"**{spec.name}** is unavailable here: {spec.reason}")
+        st.warning(f"**{spec.name}** is unavailable here: {safe_md(spec.reason, hide=True)}")
         return None
     return spec, variant, seed

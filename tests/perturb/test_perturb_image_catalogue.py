@@ -715,8 +715,14 @@ def test_stylize_unavailable_names_the_files(monkeypatch, tmp_path):
     monkeypatch.setenv(stylize.ENV_VAR, str(tmp_path))
     spec = get_perturbation("stylize")
     assert not spec.available
-    for needle in (str(tmp_path), "vgg_normalised.pth", "decoder.pth", "styles/", stylize.ENV_VAR):
+    for needle in ("vgg_normalised.pth", "decoder.pth", "styles/", stylize.ENV_VAR):
         assert needle in spec.reason
+    # the folder is named by its setting: the reason reaches listings, reports and viewers, never a server path
+    assert str(tmp_path) not in spec.reason and "the folder $ROBUSTLAB_ADAIN_DIR names" in spec.reason
+    monkeypatch.delenv(stylize.ENV_VAR)
+    monkeypatch.setattr(stylize.Path, "home", lambda: tmp_path / "home")
+    assert "~/.cache/robustlab/adain/" in stylize.availability_reason()
+    assert str(tmp_path) not in stylize.availability_reason()
     assert "stylize" in {s.name for s in list_perturbations("image")}  # still listed
     with pytest.raises(RuntimeError, match="unavailable.*vgg_normalised.pth"):
         perturb(natural_image(8, 8), "stylize", 3)

@@ -51,7 +51,10 @@ def availability_reason() -> str:
         missing.append(f"{STYLE_DIR}/ (style images: png/jpg)")
     if not missing:
         return ""
-    return (f"AdaIN files missing in {d} (set ${ENV_VAR} or use ~/.cache/robustlab/adain/): "
+    # named by the setting, never by the server's path (the reason reaches listings, reports and the dashboard)
+    where = f"the folder ${ENV_VAR} names" if os.environ.get(ENV_VAR) else \
+        f"~/.cache/robustlab/adain/ (or the folder ${ENV_VAR} names)"
+    return (f"AdaIN files missing in {where}: "
             f"{', '.join(missing)}. Put pytorch-AdaIN's {VGG_FILE} and {DECODER_FILE} there, and a {STYLE_DIR}/ "
             "folder of paintings (P2 uses Kaggle Painter by Numbers train.zip)")
 

@@ -64,7 +64,8 @@ def frost_reason() -> str:
                 "images (pip install imagecorruptions==1.1.2 --no-deps)")
     missing = [f for f in FROST_FILES[:5] if not os.path.isfile(os.path.join(d, f))]
     if missing:
-        return f"frost textures missing in {d}: {', '.join(missing)} (reinstall imagecorruptions==1.1.2)"
+        return (f"frost textures missing in the imagecorruptions package's frost/ folder: {', '.join(missing)} "
+                "(reinstall imagecorruptions==1.1.2)")
     return ""
 
 

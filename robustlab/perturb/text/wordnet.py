@@ -40,7 +40,8 @@ def missing_reason() -> str:
     d = wordnet_dir()
     need = [f"{k}.{p}" for p in _FILE.values() for k in ("index", "data")]
     if not all((d / f).is_file() for f in need):
-        return (f"needs WordNet 3.0 database files in {d} (apt-get install wordnet-base, or set "
+        where = "the folder $ROBUSTLAB_WORDNET names" if os.environ.get("ROBUSTLAB_WORDNET") else str(d)
+        return (f"needs WordNet 3.0 database files in {where} (apt-get install wordnet-base, or set "
                 "ROBUSTLAB_WORDNET to a WordNet 3.0 dict/ folder)")
     return ""
 
