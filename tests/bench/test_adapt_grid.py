@@ -93,34 +93,37 @@ def test_the_table_refuses_runs_on_other_queries(tmp_path, monkeypatch):
     ref = [dict(row, method=m, adapted={"R@1": 0.5}) for m in ("none", "tent", "tcr", "hat-vtr", "oracle")]
     new = [dict(row, method=m, adapted={"R@1": 0.4 if m == "none" else 0.6}) for m in ("none", "read", "sar", "eata")]
     # a variant other than the one the table ran is not read as the table's shift
-    new += [dict(row, perturbation="mlvp_occlusion", method=m, adapted={"R@1": 0.1}) for m in ("none", "eata")]
+    new += [dict(row, perturbation="mlvp_occlusion", method=m, adapted={"R@1": 0.1}) for m in g.METHODS]
     (tmp_path / "ref.json").write_text(json.dumps({"runs": ref}))
     (tmp_path / "new.json").write_text(json.dumps({"runs": new, "n": 10}))
     monkeypatch.setattr(g, "REF", tmp_path / "ref.json")
     monkeypatch.setattr(g, "NEW", tmp_path / "new.json")
     with pytest.raises(SystemExit, match="not the same queries"):
-        g.load(3)
+        g.load("v2t", 3)
     new[0]["adapted"]["R@1"] = 0.5
     (tmp_path / "new.json").write_text(json.dumps({"runs": new, "n": 10}))
-    ref_, new_, shifts = g.load(3)
-    assert shifts == ["mlvp_fog"] and ("mlvp_occlusion", "eata") not in new_
+    cells, shifts = g.load("v2t", 3)
+    assert shifts == ["mlvp_fog"] and ("mlvp_occlusion", "eata") not in cells
 
 
-def test_the_mean_over_shifts_is_bootstrapped_on_shared_resamples():
+def test_paired_where_both_kept_ranks_worst_case_otherwise():
     g = _bench("adapt_grid_table")
     rng = np.random.default_rng(2)
     n = 300
-    new = {}
+    cells = {}
     for p in ("mlvp_fog", "mlvp_snow"):
         none = rng.integers(1, 4, n)
-        new[(p, "none")] = {"ranks": {"adapted": none.tolist()}}
-        for m in g.NEW_METHODS:  # each method puts 30 more queries on top than no adaptation
-            r = none.copy()
-            r[np.flatnonzero(r > 1)[:30]] = 1
-            new[(p, m)] = {"ranks": {"adapted": r.tolist()}}
-    w = g.within(new, ["mlvp_fog", "mlvp_snow"], n)
-    assert w["ranked_shifts"] == ["mlvp_fog", "mlvp_snow"]
-    for m in g.NEW_METHODS:
-        mean = w["methods"][m]["mean"]
-        assert mean["diff"] == pytest.approx(0.1) and mean["holds"] and 0 < mean["lo"] < 0.1 < mean["hi"]
-        assert all(c["changed"] == 30 for c in w["methods"][m]["cells"].values())
+        cells[(p, "none")] = {"adapted": {"R@1": float(np.mean(none == 1))}, "ranks": {"adapted": none.tolist()}}
+        r = none.copy()
+        r[np.flatnonzero(r > 1)[:30]] = 1  # EATA puts 30 more queries on top than no adaptation
+        cells[(p, "eata")] = {"adapted": {"R@1": float(np.mean(r == 1))}, "ranks": {"adapted": r.tolist()}}
+        cells[(p, "tcr")] = {"adapted": {"R@1": float(np.mean(r == 1)) + 0.02}}  # an earlier run: no ranks
+    res = g.compare(cells, ["mlvp_fog", "mlvp_snow"], n, "eata", "none")
+    mean = res["mean"]
+    assert mean["kind"] == "paired" and mean["diff"] == pytest.approx(0.1) and mean["holds"]
+    assert 0 < mean["lo"] < 0.1 < mean["hi"] < 0.15
+    assert all(c["changed"] == 30 and c["kind"] == "paired" for c in res["cells"].values())
+    # the same difference without ranks: only the worst case, which is wider
+    res = g.compare(cells, ["mlvp_fog", "mlvp_snow"], n, "tcr", "eata")
+    assert res["mean"]["kind"] == "worst case" and res["mean"]["diff"] == pytest.approx(0.02)
+    assert not res["mean"]["holds"] and res["mean"]["hi"] - res["mean"]["lo"] > mean["hi"] - mean["lo"]
