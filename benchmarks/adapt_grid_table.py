@@ -124,9 +124,9 @@ def table(cells, shifts, direction: str, sev: int) -> list[str]:
     return rows
 
 
-def _hits(cells, p, m) -> np.ndarray | None:
+def _ranks(cells, p, m) -> np.ndarray | None:
     r = cells[(p, m)].get("ranks")
-    return None if r is None else np.asarray(r["adapted"]) == 1
+    return None if r is None else np.asarray(r["adapted"])
 
 
 def compare(cells, shifts, n: int, a: str, b: str) -> dict:
@@ -134,17 +134,16 @@ def compare(cells, shifts, n: int, a: str, b: str) -> dict:
     the worst-case interval."""
     from robustlab.metrics.bootstrap import interval, paired, resample_indices
 
-    out, ses, reps, all_paired = {}, [], np.zeros(1000), True
-    idx = resample_indices(n)
+    idx = resample_indices(n)  # the resamples paired() draws: the mean over the shifts uses them for every shift
+    out, ses, reps, all_paired = {}, [], np.zeros(len(idx)), True
     for p in shifts:
-        ha, hb = _hits(cells, p, a), _hits(cells, p, b)
+        ra, rb = _ranks(cells, p, a), _ranks(cells, p, b)
         d = r1(cells, p, a) - r1(cells, p, b)
         se = worst_se(r1(cells, p, a), r1(cells, p, b), n)
         ses.append(se)
-        if ha is not None and hb is not None:
-            res = paired(np.where(ha, 1, 2), np.where(hb, 1, 2), "R@1")
-            out[p] = {"diff": res["diff"], "lo": res["lo"], "hi": res["hi"], "holds": res["holds"],
-                      "kind": "paired", "changed": int(np.sum(ha != hb))}
+        if ra is not None and rb is not None:
+            ha, hb = ra == 1, rb == 1
+            out[p] = {**paired(ra, rb, "R@1"), "kind": "paired", "changed": int(np.sum(ha != hb))}
             reps += (ha[idx].mean(1) - hb[idx].mean(1)) / len(shifts)
         else:
             all_paired = False

@@ -18,6 +18,7 @@ import argparse
 import json
 import os
 import platform
+import re
 import sys
 import time
 from pathlib import Path
@@ -88,6 +89,13 @@ def hubness(r) -> dict:
         m = measures_from_nk(nk, HUB_K)
         out[what] = {k: round(float(m[k]), 4) for k in HUB_KEEP} | {"max_n_k": int(np.max(nk))}
     return out
+
+
+def dumps(doc: dict) -> str:
+    """The results file: indented, with each list of numbers (a run's 1,000 ranks) on one line instead of one line
+    per number, which would more than double the file."""
+    text = json.dumps(doc, indent=1)
+    return re.sub(r"\[\s*(-?\d+(?:,\s*-?\d+)*)\s*\]", lambda m: "[" + re.sub(r"\s+", "", m.group(1)) + "]", text)
 
 
 def query_ranks(r) -> dict:
@@ -185,7 +193,7 @@ def main(argv=None) -> int:
                 del r
             doc["summary"] = summarize(doc["runs"])
             out.parent.mkdir(parents=True, exist_ok=True)
-            out.write_text(json.dumps(doc, indent=1))
+            out.write_text(dumps(doc))
             print(f"  {d} {pert}:{sev} done in {time.perf_counter() - t0:.0f} s", flush=True)
             # free the perturbed inputs and embeddings of this shift (keep the clean ones)
             from robustlab.perturb.condition import Condition

@@ -5,7 +5,7 @@ stopped job), while captions and what the viewer typed are shown as they are; an
 which also reach listings and reports, name their folders by setting."""
 import pytest
 
-from tests.apptest_helpers import fresh
+from apptest_helpers import fresh
 from ui.media import SERVER_PATH, hide_paths, safe_md
 
 
